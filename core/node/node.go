@@ -1,0 +1,209 @@
+// Package node holds the typed description of one proxy server as the user
+// got it from a share link or a subscription: where it is, which protocol it
+// speaks, with which credentials, transport and TLS settings.
+//
+// It is plain data with validation and no network code, so that link
+// parsing, subscriptions, the saved profile and the GUI can all use it
+// without pulling in protocol implementations; the engine turns a Node into
+// an outbound.Outbound.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// Protocol names.
+const (
+	Hysteria2   = "hysteria2"
+	VLESS       = "vless"
+	VMess       = "vmess"
+	Shadowsocks = "shadowsocks"
+	Trojan      = "trojan"
+	TUIC        = "tuic"
+	AnyTLS      = "anytls"
+)
+
+// Node is one server. Exactly one of the protocol fields is set, the one
+// that Protocol names.
+type Node struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"`
+	Server   string `json:"server"` // host name or IP literal (no brackets)
+	Port     uint16 `json:"port"`
+
+	TLS       *TLS       `json:"tls,omitempty"`       // nil: no TLS layer (Hysteria2 and TUIC always use TLS; for them nil means defaults)
+	Transport *Transport `json:"transport,omitempty"` // nil: plain TCP
+
+	Hysteria2   *Hysteria2Options   `json:"hysteria2,omitempty"`
+	VLESS       *VLESSOptions       `json:"vless,omitempty"`
+	VMess       *VMessOptions       `json:"vmess,omitempty"`
+	Shadowsocks *ShadowsocksOptions `json:"shadowsocks,omitempty"`
+	Trojan      *TrojanOptions      `json:"trojan,omitempty"`
+	TUIC        *TUICOptions        `json:"tuic,omitempty"`
+	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
+}
+
+// TLS is the TLS layer's settings.
+type TLS struct {
+	SNI         string   `json:"sni,omitempty"`         // server name to send and verify; empty: Server when it is a name
+	ALPN        []string `json:"alpn,omitempty"`        // empty: the protocol's default
+	Insecure    bool     `json:"insecure,omitempty"`    // skip certificate verification: only when the user's link asks for it
+	PinSHA256   string   `json:"pinSHA256,omitempty"`   // hex SHA-256 of the leaf certificate (DER); checked even when Insecure
+	Fingerprint string   `json:"fingerprint,omitempty"` // uTLS ClientHello fingerprint name ("chrome", …); empty: Go's own
+	Reality     *Reality `json:"reality,omitempty"`
+}
+
+// Reality is VLESS+REALITY's settings.
+type Reality struct {
+	PublicKey string `json:"publicKey"`
+	ShortID   string `json:"shortID,omitempty"`
+	SpiderX   string `json:"spiderX,omitempty"`
+}
+
+// Transport types.
+const (
+	TransportTCP         = "tcp"
+	TransportWS          = "ws"
+	TransportGRPC        = "grpc"
+	TransportHTTPUpgrade = "httpupgrade"
+	TransportH2          = "h2"
+)
+
+// Transport is the layer between TLS and the protocol, for the stream
+// protocols that have one (VLESS, VMess, Trojan).
+type Transport struct {
+	Type            string            `json:"type"`                      // one of the Transport* constants
+	Path            string            `json:"path,omitempty"`            // ws/httpupgrade path, without the ?ed= query
+	Host            string            `json:"host,omitempty"`            // HTTP Host header
+	Headers         map[string]string `json:"headers,omitempty"`         // extra request headers
+	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N)
+	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
+	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
+}
+
+// Hysteria2Options is Hysteria2's settings. TLS settings are in Node.TLS.
+type Hysteria2Options struct {
+	Auth         string `json:"auth"`
+	Ports        string `json:"ports,omitempty"`        // port hopping: "443,5000-6000"; empty: Node.Port only
+	Obfs         string `json:"obfs,omitempty"`         // "" or "salamander"
+	ObfsPassword string `json:"obfsPassword,omitempty"` // salamander key
+	UpMbps       int    `json:"upMbps,omitempty"`       // 0: unknown (the server's congestion control decides)
+	DownMbps     int    `json:"downMbps,omitempty"`     // declared as Hysteria-CC-RX; 0: unknown
+}
+
+// VLESSOptions is VLESS's settings.
+type VLESSOptions struct {
+	UUID       string `json:"uuid"`
+	Flow       string `json:"flow,omitempty"`       // "" or "xtls-rprx-vision"
+	Encryption string `json:"encryption,omitempty"` // "none" (the only value defined)
+}
+
+// VMessOptions is VMess's settings.
+type VMessOptions struct {
+	UUID     string `json:"uuid"`
+	AlterID  int    `json:"alterID,omitempty"`
+	Security string `json:"security,omitempty"` // "auto", "aes-128-gcm", "chacha20-poly1305", "none", "zero"
+}
+
+// ShadowsocksOptions is Shadowsocks's settings.
+type ShadowsocksOptions struct {
+	Method     string `json:"method"`
+	Password   string `json:"password"`
+	Plugin     string `json:"plugin,omitempty"`
+	PluginOpts string `json:"pluginOpts,omitempty"`
+}
+
+// TrojanOptions is Trojan's settings.
+type TrojanOptions struct {
+	Password string `json:"password"`
+}
+
+// TUICOptions is TUIC v5's settings.
+type TUICOptions struct {
+	UUID              string `json:"uuid"`
+	Password          string `json:"password"`
+	CongestionControl string `json:"congestionControl,omitempty"`
+	UDPRelayMode      string `json:"udpRelayMode,omitempty"` // "native" or "quic"
+}
+
+// AnyTLSOptions is AnyTLS's settings.
+type AnyTLSOptions struct {
+	Password string `json:"password"`
+}
+
+// Address returns "server:port" with brackets around an IPv6 literal.
+func (n *Node) Address() string {
+	return net.JoinHostPort(n.Server, strconv.Itoa(int(n.Port)))
+}
+
+// Validate checks the fields every node needs and those of its protocol.
+// Errors name the field.
+func (n *Node) Validate() error {
+	if n.Server == "" {
+		return errors.New("node: server: empty")
+	}
+	if n.Port == 0 {
+		return errors.New("node: port: must be 1-65535")
+	}
+	set := 0
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil} {
+		if p {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("node: %d protocol option sets, want exactly one", set)
+	}
+	switch n.Protocol {
+	case Hysteria2:
+		if n.Hysteria2 == nil {
+			return errors.New("node: hysteria2: options missing")
+		}
+		if o := n.Hysteria2.Obfs; o != "" && o != "salamander" {
+			return fmt.Errorf("node: obfs: unknown type %q", o)
+		}
+		if n.Hysteria2.Obfs == "salamander" && n.Hysteria2.ObfsPassword == "" {
+			return errors.New("node: obfs-password: empty with salamander")
+		}
+	case VLESS:
+		if n.VLESS == nil {
+			return errors.New("node: vless: options missing")
+		}
+		if n.VLESS.UUID == "" {
+			return errors.New("node: uuid: empty")
+		}
+	case VMess:
+		if n.VMess == nil {
+			return errors.New("node: vmess: options missing")
+		}
+	case Shadowsocks:
+		if n.Shadowsocks == nil {
+			return errors.New("node: shadowsocks: options missing")
+		}
+	case Trojan:
+		if n.Trojan == nil {
+			return errors.New("node: trojan: options missing")
+		}
+	case TUIC:
+		if n.TUIC == nil {
+			return errors.New("node: tuic: options missing")
+		}
+	case AnyTLS:
+		if n.AnyTLS == nil {
+			return errors.New("node: anytls: options missing")
+		}
+	default:
+		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)
+	}
+	if n.Transport != nil {
+		switch n.Transport.Type {
+		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2:
+		default:
+			return fmt.Errorf("node: transport: unknown type %q", n.Transport.Type)
+		}
+	}
+	return nil
+}

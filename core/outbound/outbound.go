@@ -1,0 +1,31 @@
+// Package outbound defines what every protocol client is to the rest of
+// Skiff: a dialer of streams and of packet sessions toward a destination,
+// through one server. Each protocol lives in its own package below this one
+// (hysteria2, vless, direct, block, …) and implements Outbound.
+package outbound
+
+import (
+	"context"
+	"net"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// Outbound carries flows to their destination.
+//
+// DialContext opens a stream to dst; network is "tcp". It returns only once
+// the server has confirmed the stream where the protocol has such a
+// confirmation (Hysteria2's TCP response), so that a failure is seen here
+// and not by the app after its connection was accepted.
+//
+// ListenPacket opens a UDP session whose first destination is dst. Its
+// WriteTo accepts a flow.Addr (or *net.UDPAddr) per datagram; ReadFrom
+// returns the datagram's source as a flow.Addr.
+//
+// Close releases what the outbound keeps across flows (a QUIC connection,
+// idle sockets). Flows already handed out are closed too.
+type Outbound interface {
+	DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error)
+	ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error)
+	Close() error
+}
