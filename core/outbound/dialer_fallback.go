@@ -1,0 +1,9 @@
+//go:build !linux && !darwin && !windows
+
+package outbound
+
+import "errors"
+
+func bindToInterface(fd uintptr, network string, index int) error {
+	return errors.New("outbound: binding to an interface is not supported on this OS")
+}
