@@ -1,0 +1,70 @@
+// Package tlsconf turns a node's TLS settings into a crypto/tls client
+// configuration, in one place, so that every outbound verifies servers the
+// same way: certificates are verified unless the user's own link turned that
+// off, and a pinned certificate hash is checked even then.
+package tlsconf
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// ErrPinMismatch is returned (wrapped) by the handshake when the server's
+// certificate does not match the pinned SHA-256.
+var ErrPinMismatch = errors.New("certificate does not match the pinned SHA-256")
+
+// New returns the client configuration for a server reached as server
+// (host name or IP) with settings t (nil: defaults). alpn is used when t
+// names none.
+func New(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
+	c := &tls.Config{ServerName: server, NextProtos: alpn, MinVersion: tls.VersionTLS12}
+	if t == nil {
+		return c, nil
+	}
+	if t.SNI != "" {
+		c.ServerName = t.SNI
+	}
+	if len(t.ALPN) > 0 {
+		c.NextProtos = t.ALPN
+	}
+	if t.Insecure {
+		c.InsecureSkipVerify = true
+	}
+	if t.PinSHA256 != "" {
+		pin, err := ParsePin(t.PinSHA256)
+		if err != nil {
+			return nil, err
+		}
+		c.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("tls: %s: no certificate: %w", c.ServerName, ErrPinMismatch)
+			}
+			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
+			if !bytes.Equal(sum[:], pin) {
+				return fmt.Errorf("tls: %s: %w", c.ServerName, ErrPinMismatch)
+			}
+			return nil
+		}
+	}
+	// An IP literal as ServerName is verified against the certificate's IP
+	// SANs; Go sends no SNI for it.
+	return c, nil
+}
+
+// ParsePin parses a certificate SHA-256 written as 64 hex digits, with or
+// without colons between byte pairs (both forms appear in share links).
+func ParsePin(s string) ([]byte, error) {
+	h := strings.ReplaceAll(strings.TrimSpace(s), ":", "")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != sha256.Size {
+		return nil, errors.New("tls: pinSHA256: want 64 hex digits")
+	}
+	return b, nil
+}
