@@ -1,0 +1,276 @@
+package netstack
+
+import (
+	"errors"
+	"os"
+	"sync"
+
+	"golang.zx2c4.com/wireguard/tun"
+	"gvisor.dev/gvisor/pkg/buffer"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
+)
+
+// tunOffset is the headroom left at the front of every buffer handed to the
+// device. wireguard's Linux TUN with IFF_VNET_HDR needs at least 10 bytes (a
+// virtio-net header) there; 16 keeps the IP header aligned.
+const tunOffset = 16
+
+// maxSegment is the largest packet the device can hand over or take in one
+// buffer: wireguard coalesces TCP segments written in one batch into one
+// 64 KiB GSO packet, in place, so write buffers need that much room.
+const maxSegment = 65535
+
+// outQueueLen bounds the packets waiting for the device. When it is full,
+// packets are dropped and TCP backs off, as a NIC's ring would make it.
+const outQueueLen = 2048
+
+// linkEndpoint is a gVisor link endpoint over a wireguard tun.Device. It
+// moves packets in batches both ways: a reader fills BatchSize buffers per
+// read (the device splits the kernel's GSO super-packets into them) and
+// hands them to gVisor through GRO, so that the TCP stack sees few large
+// segments; a writer drains the queue gVisor fills into one batch per device
+// write, which the device coalesces back into GSO packets for the kernel.
+type linkEndpoint struct {
+	dev   tun.Device
+	mtu   uint32
+	batch int
+
+	mu         sync.RWMutex
+	dispatcher stack.NetworkDispatcher
+
+	out     chan *stack.PacketBuffer
+	done    chan struct{}
+	closeMu sync.Once
+	wg      sync.WaitGroup
+
+	// onError reports the error that stopped the reader or writer.
+	onError func(error)
+}
+
+var _ stack.LinkEndpoint = (*linkEndpoint)(nil)
+
+func newLinkEndpoint(dev tun.Device, mtu uint32, onError func(error)) *linkEndpoint {
+	b := dev.BatchSize()
+	if b < 1 {
+		b = 1
+	}
+	return &linkEndpoint{
+		dev:     dev,
+		mtu:     mtu,
+		batch:   b,
+		out:     make(chan *stack.PacketBuffer, outQueueLen),
+		done:    make(chan struct{}),
+		onError: onError,
+	}
+}
+
+// start launches the reader and writer goroutines; close stops them.
+func (e *linkEndpoint) start() {
+	e.wg.Add(2)
+	go e.readLoop()
+	go e.writeLoop()
+}
+
+func (e *linkEndpoint) readLoop() {
+	defer e.wg.Done()
+	// The device splits what it reads into packets of at most the MTU.
+	bufs := make([][]byte, e.batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, tunOffset+max(int(e.mtu), 1500))
+	}
+	sizes := make([]int, e.batch)
+	var g gro.GRO
+	g.Init(true)
+	for {
+		n, err := e.dev.Read(bufs, sizes, tunOffset)
+		if err != nil {
+			if errors.Is(err, tun.ErrTooManySegments) {
+				// The device dropped part of a super-packet; TCP retransmits.
+				continue
+			}
+			e.fail(err)
+			return
+		}
+		e.mu.RLock()
+		d := e.dispatcher
+		e.mu.RUnlock()
+		if d == nil {
+			continue
+		}
+		g.Dispatcher = d
+		for i := 0; i < n; i++ {
+			data := bufs[i][tunOffset : tunOffset+sizes[i]]
+			if len(data) == 0 {
+				continue
+			}
+			var proto tcpip.NetworkProtocolNumber
+			switch header.IPVersion(data) {
+			case header.IPv4Version:
+				proto = header.IPv4ProtocolNumber
+			case header.IPv6Version:
+				proto = header.IPv6ProtocolNumber
+			default:
+				continue
+			}
+			pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{
+				Payload: buffer.MakeWithData(data),
+			})
+			pkt.NetworkProtocolNumber = proto
+			// The kernel's packets reach us with checksums the device has
+			// completed (it finishes CHECKSUM_PARTIAL ones itself).
+			pkt.RXChecksumValidated = true
+			g.Enqueue(pkt)
+			pkt.DecRef()
+		}
+		g.Flush()
+	}
+}
+
+func (e *linkEndpoint) writeLoop() {
+	defer e.wg.Done()
+	bufs := make([][]byte, e.batch)
+	for i := range bufs {
+		bufs[i] = make([]byte, tunOffset+maxSegment)
+	}
+	batch := make([][]byte, 0, e.batch)
+	for {
+		var pkt *stack.PacketBuffer
+		select {
+		case pkt = <-e.out:
+		case <-e.done:
+			return
+		}
+		batch = batch[:0]
+		for {
+			buf := bufs[len(batch)][:tunOffset]
+			for _, s := range pkt.AsSlices() {
+				buf = append(buf, s...)
+			}
+			pkt.DecRef()
+			batch = append(batch, buf)
+			if len(batch) == e.batch {
+				break
+			}
+			select {
+			case pkt = <-e.out:
+				continue
+			default:
+			}
+			break
+		}
+		if _, err := e.dev.Write(batch, tunOffset); err != nil {
+			if errors.Is(err, os.ErrClosed) {
+				e.fail(err)
+				return
+			}
+			// A packet the kernel refused (e.g. a bad address) is
+			// dropped, as a NIC would drop it; the rest went out.
+		}
+	}
+}
+
+func (e *linkEndpoint) fail(err error) {
+	select {
+	case <-e.done:
+		return // closing: the error is expected
+	default:
+	}
+	if e.onError != nil {
+		e.onError(err)
+	}
+}
+
+// close stops the goroutines. The device must be closed first so that the
+// reader's blocking Read returns.
+func (e *linkEndpoint) close() {
+	e.closeMu.Do(func() { close(e.done) })
+	e.wg.Wait()
+	for {
+		select {
+		case pkt := <-e.out:
+			pkt.DecRef()
+		default:
+			return
+		}
+	}
+}
+
+// WritePackets queues packets for the writer goroutine.
+func (e *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	n := 0
+	for _, pkt := range pkts.AsSlice() {
+		if pkt.Size() > maxSegment {
+			continue
+		}
+		pkt.IncRef()
+		select {
+		case e.out <- pkt:
+			n++
+		case <-e.done:
+			pkt.DecRef()
+			return n, &tcpip.ErrClosedForSend{}
+		default:
+			pkt.DecRef() // queue full: drop, as a full NIC ring does
+			n++
+		}
+	}
+	return n, nil
+}
+
+// MTU implements stack.LinkEndpoint.
+func (e *linkEndpoint) MTU() uint32 { return e.mtu }
+
+// SetMTU implements stack.LinkEndpoint.
+func (e *linkEndpoint) SetMTU(mtu uint32) { e.mtu = mtu }
+
+// MaxHeaderLength implements stack.LinkEndpoint: a TUN has no link header.
+func (*linkEndpoint) MaxHeaderLength() uint16 { return 0 }
+
+// LinkAddress implements stack.LinkEndpoint: a TUN has no link address.
+func (*linkEndpoint) LinkAddress() tcpip.LinkAddress { return "" }
+
+// SetLinkAddress implements stack.LinkEndpoint.
+func (*linkEndpoint) SetLinkAddress(tcpip.LinkAddress) {}
+
+// Capabilities implements stack.LinkEndpoint. Received checksums are
+// trusted (they come from this machine's kernel); sent ones are computed by
+// gVisor, because the device writes a packet that it does not coalesce
+// without a checksum-offload request.
+func (*linkEndpoint) Capabilities() stack.LinkEndpointCapabilities {
+	return stack.CapabilityRXChecksumOffload
+}
+
+// Attach implements stack.LinkEndpoint.
+func (e *linkEndpoint) Attach(d stack.NetworkDispatcher) {
+	e.mu.Lock()
+	e.dispatcher = d
+	e.mu.Unlock()
+}
+
+// IsAttached implements stack.LinkEndpoint.
+func (e *linkEndpoint) IsAttached() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dispatcher != nil
+}
+
+// Wait implements stack.LinkEndpoint.
+func (e *linkEndpoint) Wait() { e.wg.Wait() }
+
+// ARPHardwareType implements stack.LinkEndpoint.
+func (*linkEndpoint) ARPHardwareType() header.ARPHardwareType { return header.ARPHardwareNone }
+
+// AddHeader implements stack.LinkEndpoint: there is no link header.
+func (*linkEndpoint) AddHeader(*stack.PacketBuffer) {}
+
+// ParseHeader implements stack.LinkEndpoint: there is no link header.
+func (*linkEndpoint) ParseHeader(*stack.PacketBuffer) bool { return true }
+
+// Close implements stack.LinkEndpoint; the Stack closes the endpoint itself.
+func (*linkEndpoint) Close() {}
+
+// SetOnCloseAction implements stack.LinkEndpoint.
+func (*linkEndpoint) SetOnCloseAction(func()) {}

@@ -1,0 +1,65 @@
+package netstack
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/waiter"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// handleTCP runs on a goroutine of gVisor's forwarder for each new SYN. It
+// asks the handler to connect upstream; only the handler's accept completes
+// the handshake toward the app. Until then the SYN is held (the app's
+// retransmissions are absorbed by the forwarder), and if the handler gives
+// up without accepting, the app gets an RST.
+func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
+	id := r.ID()
+	m := flow.Metadata{
+		Network:     flow.TCP,
+		Source:      addrPort(id.RemoteAddress, id.RemotePort),
+		Destination: flow.AddrFromAddrPort(addrPort(id.LocalAddress, id.LocalPort)),
+		Inbound:     "tun",
+	}
+	n.wg.Add(1)
+	defer n.wg.Done()
+
+	var (
+		mu        sync.Mutex
+		completed bool
+	)
+	accept := func() (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if completed {
+			return nil, errors.New("netstack: accept called twice")
+		}
+		completed = true
+		var wq waiter.Queue
+		ep, err := r.CreateEndpoint(&wq)
+		if err != nil {
+			r.Complete(true)
+			return nil, fmt.Errorf("netstack: accept %s from %s: %s", m.Destination, m.Source, err)
+		}
+		r.Complete(false)
+		so := ep.SocketOptions()
+		so.SetKeepAlive(true)
+		so.SetDelayOption(false)
+		return gonet.NewTCPConn(&wq, ep), nil
+	}
+	err := n.handler.HandleStream(n.ctx, m, accept)
+	mu.Lock()
+	if !completed {
+		completed = true
+		r.Complete(true) // RST: the upstream could not be had
+	}
+	mu.Unlock()
+	if err != nil {
+		n.log.Debug("netstack: tcp flow", "src", m.Source, "dst", m.Destination, "err", err)
+	}
+}
