@@ -82,6 +82,7 @@ type Transport struct {
 	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N)
 	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
 	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
+	HeaderType      string            `json:"headerType,omitempty"`      // tcp: "" (none) or "http" (HTTP/1.1 request header disguise with Host and Path); an outbound that cannot do it must refuse the node
 }
 
 // Hysteria2Options is Hysteria2's settings. TLS settings are in Node.TLS.
@@ -203,6 +204,9 @@ func (n *Node) Validate() error {
 		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2:
 		default:
 			return fmt.Errorf("node: transport: unknown type %q", n.Transport.Type)
+		}
+		if h := n.Transport.HeaderType; h != "" && (h != "http" || n.Transport.Type != TransportTCP) {
+			return fmt.Errorf("node: transport: headerType %q with type %q", h, n.Transport.Type)
 		}
 	}
 	return nil

@@ -1,0 +1,561 @@
+// Package link reads and writes proxy share links (hysteria2://, hy2://,
+// vless://, vmess://, ss://, trojan://, tuic://, anytls://): the one-line form
+// in which users and subscriptions pass servers around.
+//
+// Parse turns one link into a validated node.Node; Format turns a node back
+// into a canonical link that parses to an equal node. The formats come from
+// each protocol's public documentation (hysteria.network URI scheme, the
+// Xray VLESS share-link proposal, v2rayN's vmess JSON, SIP002/SIP022 for
+// Shadowsocks, trojan-url) and from what common clients write, so Parse is
+// lenient about aliases while Format always writes one canonical form.
+//
+// Links carry secrets: no error from this package contains a password,
+// UUID, auth string or key.
+package link
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// Scheme names as they appear in errors. hy2:// reports as hysteria2.
+const (
+	schemeHysteria2 = "hysteria2"
+	schemeVLESS     = "vless"
+	schemeVMess     = "vmess"
+	schemeSS        = "ss"
+	schemeTrojan    = "trojan"
+	schemeTUIC      = "tuic"
+	schemeAnyTLS    = "anytls"
+)
+
+// Error is a link that could not be parsed or a node that could not be
+// written as a link. It names the scheme and the field, never the value of
+// a secret.
+type Error struct {
+	Scheme string // "hysteria2", "vless", …; empty when the scheme itself is the problem
+	Field  string // "port", "uuid", "security", …
+	Reason string // what is wrong with the field
+}
+
+func (e *Error) Error() string {
+	if e.Scheme == "" {
+		return "link: " + e.Reason
+	}
+	if e.Field == "" {
+		return "link: " + e.Scheme + ": " + e.Reason
+	}
+	return "link: " + e.Scheme + ": " + e.Field + ": " + e.Reason
+}
+
+func errf(scheme, field, format string, args ...any) error {
+	return &Error{Scheme: scheme, Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Parse reads one share link into a validated node. Leading and trailing
+// white space and a byte-order mark are ignored. An empty name becomes
+// "host:port".
+func Parse(s string) (*node.Node, error) {
+	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "\uFEFF"))
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return nil, &Error{Reason: "not a share link (no scheme://)"}
+	}
+	scheme, rest := strings.ToLower(s[:i]), s[i+3:]
+	var (
+		n   *node.Node
+		err error
+	)
+	switch scheme {
+	case "hysteria2", "hy2":
+		n, err = parseHysteria2(rest)
+	case "vless":
+		n, err = parseVLESS(rest)
+	case "vmess":
+		n, err = parseVMess(rest)
+	case "ss":
+		n, err = parseSS(rest)
+	case "trojan":
+		n, err = parseTrojan(rest)
+	case "tuic":
+		n, err = parseTUIC(rest)
+	case "anytls":
+		n, err = parseAnyTLS(rest)
+	default:
+		if !isToken(scheme) || len(scheme) > 16 {
+			return nil, &Error{Reason: "unsupported scheme"}
+		}
+		return nil, &Error{Reason: fmt.Sprintf("unsupported scheme %q", scheme)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n.Name == "" {
+		n.Name = n.Address()
+	}
+	if err := n.Validate(); err != nil {
+		return nil, fmt.Errorf("link: %s: %w", schemeOf(n.Protocol), err)
+	}
+	return n, nil
+}
+
+// Format writes n as a canonical share link of its protocol. Parse of the
+// result gives a node equal to n when n came from Parse. Settings that no
+// share link can carry (extra transport headers, a custom early-data
+// header) are an error rather than silently dropped.
+func Format(n *node.Node) (string, error) {
+	if n == nil {
+		return "", &Error{Reason: "nil node"}
+	}
+	if err := n.Validate(); err != nil {
+		return "", fmt.Errorf("link: %s: %w", schemeOf(n.Protocol), err)
+	}
+	switch n.Protocol {
+	case node.Hysteria2:
+		return formatHysteria2(n)
+	case node.VLESS:
+		return formatVLESS(n)
+	case node.VMess:
+		return formatVMess(n)
+	case node.Shadowsocks:
+		return formatSS(n)
+	case node.Trojan:
+		return formatTrojan(n)
+	case node.TUIC:
+		return formatTUIC(n)
+	case node.AnyTLS:
+		return formatAnyTLS(n)
+	}
+	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
+}
+
+func schemeOf(protocol string) string {
+	if protocol == node.Shadowsocks {
+		return schemeSS
+	}
+	if isToken(protocol) && len(protocol) <= 16 {
+		return protocol
+	}
+	return "node"
+}
+
+// uri is a share link split into its parts. Go's net/url is not used: it
+// rejects Hysteria2's multi-port authorities and is stricter than the
+// links found in the wild about characters in user info.
+type uri struct {
+	scheme   string
+	user     string // user info, percent-decoded
+	hasUser  bool
+	host     string // without brackets
+	port     string // as written; "" when absent
+	path     string // raw, "" or starting with '/'
+	query    params
+	fragment string // raw, still percent-encoded
+}
+
+// splitURI splits rest (the link after "scheme://") into its parts.
+func splitURI(scheme, rest string) (*uri, error) {
+	u := &uri{scheme: scheme}
+	if i := strings.IndexByte(rest, '#'); i >= 0 {
+		rest, u.fragment = rest[:i], rest[i+1:]
+	}
+	rawQuery := ""
+	hasQuery := false
+	if i := strings.IndexByte(rest, '?'); i >= 0 {
+		rest, rawQuery, hasQuery = rest[:i], rest[i+1:], true
+	}
+	// The user info ends at the last '@' so that an unescaped '@' or '/'
+	// in a password (common in hand-written links) stays in the password.
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		raw := rest[:i]
+		rest = rest[i+1:]
+		user, err := pathUnescape(raw)
+		if err != nil {
+			return nil, errf(scheme, "userinfo", "bad percent-escape")
+		}
+		u.user, u.hasUser = user, true
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest, u.path = rest[:i], rest[i:]
+	}
+	host, port, err := splitHostPort(scheme, rest)
+	if err != nil {
+		return nil, err
+	}
+	u.host, u.port = host, port
+	if hasQuery {
+		q, err := parseQuery(scheme, rawQuery)
+		if err != nil {
+			return nil, err
+		}
+		u.query = q
+	}
+	return u, nil
+}
+
+// name is the link's name: the fragment, percent-decoded when it decodes.
+func (u *uri) name() string {
+	if s, err := pathUnescape(u.fragment); err == nil {
+		return s
+	}
+	return u.fragment
+}
+
+// splitHostPort splits "host", "host:port", "[v6]" or "[v6]:port". The
+// port is returned as written (it may be a Hysteria2 port list).
+func splitHostPort(scheme, hp string) (host, port string, err error) {
+	if strings.HasPrefix(hp, "[") {
+		end := strings.IndexByte(hp, ']')
+		if end < 0 {
+			return "", "", errf(scheme, "host", "missing ']' after IPv6 address")
+		}
+		host, rest := hp[1:end], hp[end+1:]
+		a, perr := netip.ParseAddr(host)
+		if perr != nil || !a.Is6() || a.Zone() != "" {
+			return "", "", errf(scheme, "host", "not an IPv6 address in brackets")
+		}
+		switch {
+		case rest == "":
+		case rest[0] == ':':
+			port = rest[1:]
+			if port == "" {
+				return "", "", errf(scheme, "port", "empty")
+			}
+		default:
+			return "", "", errf(scheme, "host", "junk after ']'")
+		}
+		return host, port, nil
+	}
+	host = hp
+	if i := strings.LastIndexByte(hp, ':'); i >= 0 {
+		host, port = hp[:i], hp[i+1:]
+		if port == "" {
+			return "", "", errf(scheme, "port", "empty")
+		}
+	}
+	if host == "" {
+		return "", "", errf(scheme, "host", "empty")
+	}
+	if strings.IndexByte(host, ':') >= 0 {
+		return "", "", errf(scheme, "host", "IPv6 address must be in brackets")
+	}
+	if err := checkHostName(scheme, host); err != nil {
+		return "", "", err
+	}
+	return host, port, nil
+}
+
+// checkHostName accepts an IPv4 literal or an ASCII host name (IDNs must be
+// written in their xn-- form, as the VLESS proposal requires).
+func checkHostName(scheme, h string) error {
+	if len(h) > 253 {
+		return errf(scheme, "host", "longer than 253 bytes")
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c >= 0x80 {
+			return errf(scheme, "host", "not ASCII (write an IDN as xn--…)")
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return errf(scheme, "host", "invalid character %q", c)
+		}
+	}
+	return nil
+}
+
+// parsePort reads a single port. required=false allows "" (returns def).
+func parsePort(scheme, s string, def uint16) (uint16, error) {
+	if s == "" {
+		if def == 0 {
+			return 0, errf(scheme, "port", "missing")
+		}
+		return def, nil
+	}
+	if !allDigits(s) {
+		return 0, errf(scheme, "port", "not a number")
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 || v > 65535 {
+		if len(s) > 12 {
+			return 0, errf(scheme, "port", "out of range")
+		}
+		return 0, errf(scheme, "port", "%q out of range", s)
+	}
+	return uint16(v), nil
+}
+
+// hostPort writes host:port with brackets around an IPv6 literal.
+func hostPort(host, port string) string {
+	if strings.IndexByte(host, ':') >= 0 {
+		return "[" + host + "]:" + port
+	}
+	return host + ":" + port
+}
+
+// params is a decoded query string. The first of repeated keys wins.
+type params map[string]string
+
+func parseQuery(scheme, raw string) (params, error) {
+	q := params{}
+	for raw != "" {
+		var kv string
+		kv, raw, _ = strings.Cut(raw, "&")
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		key, err := queryUnescape(k)
+		if err != nil {
+			return nil, errf(scheme, "query", "bad percent-escape in a parameter name")
+		}
+		val, err := queryUnescape(v)
+		if err != nil {
+			if isToken(key) && len(key) <= 32 {
+				return nil, errf(scheme, key, "bad percent-escape")
+			}
+			return nil, errf(scheme, "query", "bad percent-escape")
+		}
+		if _, dup := q[key]; !dup {
+			q[key] = val
+		}
+	}
+	return q, nil
+}
+
+// get returns the value of the first of keys that is present.
+func (q params) get(keys ...string) string {
+	for _, k := range keys {
+		if v, ok := q[k]; ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// has reports whether any of keys is present.
+func (q params) has(keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := q[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// boolean reads a flag written as 1/0/true/false (any case); absent is false.
+func (q params) boolean(scheme string, keys ...string) (bool, error) {
+	for _, k := range keys {
+		v, ok := q[k]
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(v) {
+		case "1", "true", "yes":
+			return true, nil
+		case "0", "false", "no", "":
+			return false, nil
+		}
+		if len(v) <= 8 && isToken(v) {
+			return false, errf(scheme, k, "%q not a boolean", v)
+		}
+		return false, errf(scheme, k, "not a boolean")
+	}
+	return false, nil
+}
+
+// uint reads a non-negative integer no larger than max; absent is 0.
+func (q params) uint(scheme, key string, max int) (int, error) {
+	v, ok := q[key]
+	if !ok || v == "" {
+		return 0, nil
+	}
+	if !allDigits(v) {
+		return 0, errf(scheme, key, "not a number")
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n > max {
+		return 0, errf(scheme, key, "out of range")
+	}
+	return n, nil
+}
+
+// query builds a query string in the order the pairs are added, escaping
+// values as encodeURIComponent does (space as %20, never '+').
+type query struct{ b strings.Builder }
+
+func (q *query) add(k, v string) {
+	if q.b.Len() == 0 {
+		q.b.WriteByte('?')
+	} else {
+		q.b.WriteByte('&')
+	}
+	q.b.WriteString(k)
+	q.b.WriteByte('=')
+	q.b.WriteString(escape(v))
+}
+
+// addNonEmpty adds k=v when v is not empty.
+func (q *query) addNonEmpty(k, v string) {
+	if v != "" {
+		q.add(k, v)
+	}
+}
+
+func (q *query) String() string { return q.b.String() }
+
+// escape percent-encodes everything but RFC 3986 unreserved characters.
+func escape(s string) string {
+	const hex = "0123456789ABCDEF"
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !unreserved(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)+2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if unreserved(c) {
+			b = append(b, c)
+		} else {
+			b = append(b, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return string(b)
+}
+
+func unreserved(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// pathUnescape decodes %XX escapes and leaves '+' alone (user info,
+// fragments).
+func pathUnescape(s string) (string, error) { return unescape(s, false) }
+
+// queryUnescape decodes %XX escapes and '+' as a space, as form encoding
+// (Go's url.Values, Python's urlencode) writes them.
+func queryUnescape(s string) (string, error) { return unescape(s, true) }
+
+var errEscape = errors.New("bad percent-escape")
+
+func unescape(s string, plus bool) (string, error) {
+	if strings.IndexByte(s, '%') < 0 && (!plus || strings.IndexByte(s, '+') < 0) {
+		return s, nil
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '%':
+			if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
+				return "", errEscape
+			}
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+		case c == '+' && plus:
+			b = append(b, ' ')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b), nil
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	default:
+		return c - 'A' + 10
+	}
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isToken reports whether s is made only of characters safe to echo in an
+// error (letters, digits, '-', '_', '.', '/').
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// checkUUID accepts the 8-4-4-4-12 hex form and returns it in lower case.
+func checkUUID(scheme, s string) (string, error) {
+	if s == "" {
+		return "", errf(scheme, "uuid", "empty")
+	}
+	if len(s) != 36 {
+		return "", errf(scheme, "uuid", "not a UUID")
+	}
+	for i := 0; i < 36; i++ {
+		switch i {
+		case 8, 13, 18, 23:
+			if s[i] != '-' {
+				return "", errf(scheme, "uuid", "not a UUID")
+			}
+		default:
+			if !isHex(s[i]) {
+				return "", errf(scheme, "uuid", "not a UUID")
+			}
+		}
+	}
+	return strings.ToLower(s), nil
+}
+
+// pin normalises a certificate SHA-256 written as hex, with or without ':'
+// between byte pairs, to 64 lower-case hex digits.
+func pin(scheme, s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	h := strings.ToLower(strings.ReplaceAll(s, ":", ""))
+	if len(h) != 64 {
+		return "", errf(scheme, "pinSHA256", "want 64 hex digits")
+	}
+	for i := 0; i < len(h); i++ {
+		if !isHex(h[i]) {
+			return "", errf(scheme, "pinSHA256", "want 64 hex digits")
+		}
+	}
+	return h, nil
+}
+
+// splitList splits a comma-separated list, dropping empty items; nil when
+// nothing is left.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

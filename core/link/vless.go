@@ -1,0 +1,139 @@
+package link
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// VLESS flows that a share link may name.
+var vlessFlows = map[string]bool{"": true, "xtls-rprx-vision": true, "xtls-rprx-vision-udp443": true}
+
+// parseVLESS reads vless://UUID@host:port?encryption=none&security=…&type=…
+// #name as the Xray share-link proposal (XTLS/Xray-core discussion #716)
+// writes it. The port is required; security defaults to none.
+func parseVLESS(rest string) (*node.Node, error) {
+	const s = schemeVLESS
+	u, err := splitURI(s, rest)
+	if err != nil {
+		return nil, err
+	}
+	if !u.hasUser {
+		return nil, errf(s, "uuid", "missing")
+	}
+	id, err := checkUUID(s, u.user)
+	if err != nil {
+		return nil, err
+	}
+	port, err := parsePort(s, u.port, 0)
+	if err != nil {
+		return nil, err
+	}
+	q := u.query
+	switch enc := q.get("encryption"); enc {
+	case "", "none":
+	default:
+		// Post-quantum VLESS encryption strings carry key material: do
+		// not echo them.
+		return nil, errf(s, "encryption", "unsupported (only none)")
+	}
+	flow := q.get("flow")
+	if !vlessFlows[flow] {
+		if isToken(flow) && len(flow) <= 32 {
+			return nil, errf(s, "flow", "unsupported %q", flow)
+		}
+		return nil, errf(s, "flow", "unsupported")
+	}
+	n := &node.Node{
+		Name: u.name(), Protocol: node.VLESS, Server: u.host, Port: port,
+		VLESS: &node.VLESSOptions{UUID: id, Flow: flow, Encryption: "none"},
+	}
+	if n.TLS, err = streamTLS(s, q, "none"); err != nil {
+		return nil, err
+	}
+	if n.Transport, err = streamTransport(s, q); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func formatVLESS(n *node.Node) (string, error) {
+	const s = schemeVLESS
+	o := n.VLESS
+	id, err := checkUUID(s, o.UUID)
+	if err != nil {
+		return "", err
+	}
+	if o.Encryption != "" && o.Encryption != "none" {
+		return "", errf(s, "encryption", "unsupported (only none)")
+	}
+	if !vlessFlows[o.Flow] {
+		return "", errf(s, "flow", "unsupported")
+	}
+	var q query
+	q.add("encryption", "none")
+	q.addNonEmpty("flow", o.Flow)
+	if err := addStreamTLS(s, &q, n.TLS); err != nil {
+		return "", err
+	}
+	if err := addStreamTransport(s, &q, n.Transport); err != nil {
+		return "", err
+	}
+	return "vless://" + id + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+}
+
+// parseTrojan reads trojan://password@host[:port]?security=tls&sni=…&
+// type=ws&host=…&path=…&allowInsecure=1#name (trojan-url, extended with
+// the VLESS proposal's transport and TLS parameters). TLS is on unless
+// security=none; the port defaults to 443.
+func parseTrojan(rest string) (*node.Node, error) {
+	const s = schemeTrojan
+	u, err := splitURI(s, rest)
+	if err != nil {
+		return nil, err
+	}
+	if u.user == "" {
+		return nil, errf(s, "password", "empty")
+	}
+	port, err := parsePort(s, u.port, 443)
+	if err != nil {
+		return nil, err
+	}
+	q := u.query
+	n := &node.Node{
+		Name: u.name(), Protocol: node.Trojan, Server: u.host, Port: port,
+		Trojan: &node.TrojanOptions{Password: u.user},
+	}
+	if n.TLS, err = streamTLS(s, q, "tls"); err != nil {
+		return nil, err
+	}
+	if n.Transport, err = streamTransport(s, q); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func formatTrojan(n *node.Node) (string, error) {
+	const s = schemeTrojan
+	o := n.Trojan
+	if o.Password == "" {
+		return "", errf(s, "password", "empty")
+	}
+	var q query
+	if err := addStreamTLS(s, &q, n.TLS); err != nil {
+		return "", err
+	}
+	if err := addStreamTransport(s, &q, n.Transport); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("trojan://")
+	b.WriteString(escape(o.Password))
+	b.WriteByte('@')
+	b.WriteString(hostPort(n.Server, strconv.Itoa(int(n.Port))))
+	b.WriteString(q.String())
+	b.WriteByte('#')
+	b.WriteString(escape(n.Name))
+	return b.String(), nil
+}
