@@ -1,0 +1,497 @@
+// Package group puts several outbounds behind one: a failover list (the
+// first healthy member carries new flows), a latency-picked urltest, or a
+// user's selector. A Group is itself an outbound.Outbound, so groups nest
+// and the router need not know whether its target is a server or a group.
+//
+// Failover here is judged by live signals first: a dial that fails, or that
+// takes longer than a few of the member's own round trips, starts the next
+// member's dial in parallel (a hedge), and whichever connects first carries
+// the flow. Inbounds answer the app only once a dial has succeeded, so a
+// dead primary costs the app a short delay instead of a failed connection.
+// Probes come second: they watch failing members with back-off, and a
+// member returns to the front only after several good probes in a row over
+// a minimum time, so that a lossy primary does not make the group flap.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound"
+)
+
+// Mode says how a group picks the member for a new flow.
+type Mode string
+
+// Group modes.
+const (
+	// Failover uses members in the configured order: the first usable one.
+	Failover Mode = "failover"
+	// URLTest uses the usable member with the lowest measured latency, and
+	// keeps the current one unless another is faster by more than the
+	// policy's tolerance.
+	URLTest Mode = "urltest"
+	// Selector uses the member the user selected, and no other.
+	Selector Mode = "selector"
+)
+
+// Member is one outbound of a group, with the name shown to the user.
+type Member struct {
+	Name     string
+	Outbound outbound.Outbound
+}
+
+// Policy tunes a group's health checking. Zero fields take the defaults
+// that DefaultPolicy documents.
+type Policy struct {
+	ProbeURL      string        // URL fetched through a member to probe it; a 204 endpoint
+	ProbeTimeout  time.Duration // a probe slower than this failed
+	Interval      time.Duration // probe period of healthy members while the group is in use
+	RetryMin      time.Duration // first re-probe of a failed member; doubles per failure
+	RetryMax      time.Duration // longest re-probe period of a failed member
+	RecoverProbes int           // good probes in a row before a failed member takes flows again
+	RecoverHold   time.Duration // and the least time those probes must span
+	HedgeMin      time.Duration // least wait before trying the next member in parallel
+	HedgeMax      time.Duration // most wait before trying the next member in parallel
+	DialTimeout   time.Duration // a member's dial that takes longer has failed
+	UDPSilence    time.Duration // a UDP session unanswered this long moves to the next member
+	IdleAfter     time.Duration // no probing when no flow has started for this long
+	Tolerance     time.Duration // urltest: how much faster another member must be to switch
+}
+
+// DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
+// time out after 5 s; healthy members are probed every 60 s, failed ones after
+// 1 s doubling up to 30 s; a failed member returns after 3 good probes over at
+// least 10 s; the next member is tried after 4 smoothed RTTs + 100 ms of the
+// current one, bounded to 300 ms-1.5 s; a dial fails after 5 s; a UDP
+// session moves on after 2 s without replies; probing stops after 5 minutes
+// without flows; urltest switches for 50 ms.
+func DefaultPolicy() Policy {
+	return Policy{
+		ProbeURL:      "http://cp.cloudflare.com/generate_204",
+		ProbeTimeout:  5 * time.Second,
+		Interval:      60 * time.Second,
+		RetryMin:      time.Second,
+		RetryMax:      30 * time.Second,
+		RecoverProbes: 3,
+		RecoverHold:   10 * time.Second,
+		HedgeMin:      300 * time.Millisecond,
+		HedgeMax:      1500 * time.Millisecond,
+		DialTimeout:   5 * time.Second,
+		UDPSilence:    2 * time.Second,
+		IdleAfter:     5 * time.Minute,
+		Tolerance:     50 * time.Millisecond,
+	}
+}
+
+func (p Policy) withDefaults() Policy {
+	d := DefaultPolicy()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if p.ProbeURL == "" {
+		p.ProbeURL = d.ProbeURL
+	}
+	if p.RecoverProbes <= 0 {
+		p.RecoverProbes = d.RecoverProbes
+	}
+	set(&p.ProbeTimeout, d.ProbeTimeout)
+	set(&p.Interval, d.Interval)
+	set(&p.RetryMin, d.RetryMin)
+	set(&p.RetryMax, d.RetryMax)
+	set(&p.RecoverHold, d.RecoverHold)
+	set(&p.HedgeMin, d.HedgeMin)
+	set(&p.HedgeMax, d.HedgeMax)
+	set(&p.DialTimeout, d.DialTimeout)
+	set(&p.UDPSilence, d.UDPSilence)
+	set(&p.IdleAfter, d.IdleAfter)
+	set(&p.Tolerance, d.Tolerance)
+	return p
+}
+
+// Event records that the member carrying a group's new flows changed.
+type Event struct {
+	Time   time.Time
+	Group  string
+	From   string // "" when the group had no usable member
+	To     string // "" when no member is usable any more
+	Reason string // in plain words: "Hysteria2 failed: dial timeout", "Hysteria2 recovered: 3 good probes over 12s"
+}
+
+// Options configures a Group beyond its members.
+type Options struct {
+	Policy Policy
+	// OnEvent, if set, is called for every switch, synchronously: it must
+	// not block.
+	OnEvent func(Event)
+}
+
+// Group is an outbound.Outbound over members. Its methods are safe for
+// concurrent use.
+type Group struct {
+	name    string
+	mode    Mode
+	members []Member
+	health  []*health
+	policy  Policy
+	onEvent func(Event)
+
+	mu         sync.Mutex
+	current    int // index of the member new flows go to; -1: none usable
+	selected   int // selector's choice
+	lastActive time.Time
+	probing    bool          // a prober goroutine is running
+	probeNow   chan int      // member indexes to probe at once
+	done       chan struct{} // closed by Close
+	closed     bool
+	wg         sync.WaitGroup
+}
+
+// New returns a group of members (at least one) in the given mode.
+func New(name string, mode Mode, members []Member, opts Options) (*Group, error) {
+	if len(members) == 0 {
+		return nil, fmt.Errorf("group %s: no members", name)
+	}
+	switch mode {
+	case Failover, URLTest, Selector:
+	default:
+		return nil, fmt.Errorf("group %s: unknown mode %q", name, mode)
+	}
+	g := &Group{
+		name:     name,
+		mode:     mode,
+		members:  members,
+		policy:   opts.Policy.withDefaults(),
+		onEvent:  opts.OnEvent,
+		probeNow: make(chan int, len(members)),
+		done:     make(chan struct{}),
+	}
+	g.health = make([]*health, len(members))
+	for i := range g.health {
+		g.health[i] = &health{}
+	}
+	return g, nil
+}
+
+// Name returns the group's name.
+func (g *Group) Name() string { return g.name }
+
+// Mode returns the group's mode.
+func (g *Group) Mode() Mode { return g.mode }
+
+// Members returns a snapshot of every member's state, in configured order.
+func (g *Group) Members() []MemberState {
+	s := make([]MemberState, len(g.members))
+	for i, m := range g.members {
+		s[i] = g.health[i].snapshot(m.Name)
+	}
+	return s
+}
+
+// Current returns the name of the member new flows go to now, or "" when
+// none is usable (then every member is tried in order).
+func (g *Group) Current() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if i := g.pickLocked(); i >= 0 {
+		return g.members[i].Name
+	}
+	return ""
+}
+
+// Select makes a selector group use the member called name. It is an
+// error for other modes or an unknown name.
+func (g *Group) Select(name string) error {
+	if g.mode != Selector {
+		return fmt.Errorf("group %s: select: not a selector group", g.name)
+	}
+	for i, m := range g.members {
+		if m.Name == name {
+			g.mu.Lock()
+			prev := g.members[g.selected].Name
+			g.selected = i
+			g.mu.Unlock()
+			if prev != name {
+				g.emit(prev, name, "selected by the user")
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("group %s: select: no member %q", g.name, name)
+}
+
+// Close stops probing and closes every member.
+func (g *Group) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	close(g.done)
+	g.mu.Unlock()
+	g.wg.Wait()
+	var errs []error
+	for _, m := range g.members {
+		if err := m.Outbound.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("group %s: close %s: %w", g.name, m.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pickLocked returns the member new flows go to, or -1. g.mu is held.
+func (g *Group) pickLocked() int {
+	switch g.mode {
+	case Selector:
+		return g.selected
+	case URLTest:
+		best := -1
+		var bestRTT time.Duration
+		for i, h := range g.health {
+			if !h.get().usable() {
+				continue
+			}
+			r := h.rtt()
+			if r == 0 {
+				r = time.Hour // unmeasured members rank last
+			}
+			if best < 0 || r < bestRTT {
+				best, bestRTT = i, r
+			}
+		}
+		// Stay on the current member unless the best is clearly faster.
+		if c := g.current; c >= 0 && c < len(g.health) && best >= 0 && c != best && g.health[c].get().usable() {
+			cr := g.health[c].rtt()
+			if cr != 0 && cr-bestRTT <= g.policy.Tolerance {
+				return c
+			}
+		}
+		return best
+	default:
+		for i, h := range g.health {
+			if h.get().usable() {
+				return i
+			}
+		}
+		return -1
+	}
+}
+
+// order returns the members to try for a new flow, best first: the picked
+// member, then (except for selectors) the other usable ones in configured
+// order, then the failing ones as a last resort.
+func (g *Group) order() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	first := g.pickLocked()
+	if g.mode == Selector {
+		return []int{first}
+	}
+	order := make([]int, 0, len(g.members))
+	if first >= 0 {
+		order = append(order, first)
+	}
+	for pass := 0; pass < 2; pass++ {
+		for i, h := range g.health {
+			if i == first || h.get().usable() != (pass == 0) {
+				continue
+			}
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// hedgeDelay is how long to wait for member i's dial before starting the
+// next member's in parallel: a few of its round trips, bounded.
+func (g *Group) hedgeDelay(i int) time.Duration {
+	p := &g.policy
+	rtt := g.health[i].rtt()
+	if rtt == 0 {
+		return p.HedgeMax
+	}
+	return min(max(4*rtt+100*time.Millisecond, p.HedgeMin), p.HedgeMax)
+}
+
+// dialTimeout is how long member i's dial may take before it has failed:
+// eight of its round trips and a second, at most the policy's DialTimeout.
+func (g *Group) dialTimeout(i int) time.Duration {
+	rtt := g.health[i].rtt()
+	if rtt == 0 {
+		return g.policy.DialTimeout
+	}
+	return min(8*rtt+time.Second, g.policy.DialTimeout)
+}
+
+// touch records activity and makes sure the prober runs.
+func (g *Group) touch() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.lastActive = time.Now()
+	if g.probing || g.closed {
+		return
+	}
+	g.probing = true
+	g.wg.Add(1)
+	go g.probeLoop()
+}
+
+// refresh recomputes the current member after a health change and emits an
+// event when it moved.
+func (g *Group) refresh(reason string) {
+	g.mu.Lock()
+	prev := g.current
+	next := g.pickLocked()
+	g.current = next
+	g.mu.Unlock()
+	if prev != next {
+		g.emit(g.nameOf(prev), g.nameOf(next), reason)
+	}
+}
+
+func (g *Group) nameOf(i int) string {
+	if i < 0 || i >= len(g.members) {
+		return ""
+	}
+	return g.members[i].Name
+}
+
+func (g *Group) emit(from, to, reason string) {
+	if g.onEvent != nil {
+		g.onEvent(Event{Time: time.Now(), Group: g.name, From: from, To: to, Reason: reason})
+	}
+}
+
+// failed records a failure of member i seen by a live flow or a probe.
+func (g *Group) failed(i int, err error) {
+	if g.health[i].fail(time.Now(), err) {
+		g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err))
+	}
+}
+
+// attempt is one member's dial result.
+type attempt[T any] struct {
+	i   int
+	v   T
+	err error
+}
+
+// hedge runs dial on the members in order, starting the next one when the
+// previous has failed or has not finished within its hedge delay, and
+// returns the first success. Dials still running when one succeeds finish
+// in the background, and whatever they return is closed.
+func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what string, dial func(ctx context.Context, m outbound.Outbound) (T, error)) (T, int, error) {
+	var zero T
+	g.touch()
+	order := g.order()
+	if len(order) == 0 {
+		return zero, -1, fmt.Errorf("group %s: no member to use", g.name)
+	}
+	// Dials outlive the caller's interest once one of them has won (see
+	// below), so they run under a context of their own that follows the
+	// caller's only until then.
+	dialCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
+	stopFollowing := context.AfterFunc(ctx, abort)
+	results := make(chan attempt[T], len(order))
+	started, pending := 0, 0
+	start := func() {
+		i := order[started]
+		started++
+		pending++
+		go func() {
+			// A dial that lost the race is not cancelled but left to finish
+			// within its own time-out: its outcome is the live signal that
+			// marks a silent member failing, so that later flows skip it
+			// instead of each waiting out a hedge delay.
+			t0 := time.Now()
+			limit := g.dialTimeout(i)
+			dctx, dcancel := context.WithTimeout(dialCtx, limit)
+			v, err := dial(dctx, g.members[i].Outbound)
+			timedOut := errors.Is(dctx.Err(), context.DeadlineExceeded)
+			dcancel()
+			switch {
+			case err == nil:
+				g.health[i].dialOK(time.Now(), time.Since(t0))
+			case dialCtx.Err() != nil:
+				// The caller gave up: that says nothing about the member.
+			default:
+				if timedOut {
+					err = fmt.Errorf("%s: no answer within %v", what, limit)
+				}
+				g.failed(i, err)
+			}
+			results <- attempt[T]{i: i, v: v, err: err}
+		}()
+	}
+	start()
+	timer := time.NewTimer(g.hedgeDelay(order[0]))
+	defer timer.Stop()
+	var errs []error
+	for pending > 0 {
+		select {
+		case r := <-results:
+			pending--
+			if r.err == nil {
+				stopFollowing()
+				go closeLosers(results, pending, abort)
+				return r.v, r.i, nil
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", g.members[r.i].Name, r.err))
+			if started < len(order) {
+				start()
+				timer.Reset(g.hedgeDelay(order[started-1]))
+			}
+		case <-timer.C:
+			if started < len(order) {
+				start()
+				timer.Reset(g.hedgeDelay(order[started-1]))
+			}
+		}
+	}
+	stopFollowing()
+	abort()
+	if err := ctx.Err(); err != nil {
+		return zero, -1, fmt.Errorf("group %s: %s: %w", g.name, what, err)
+	}
+	return zero, -1, fmt.Errorf("group %s: %s: every member failed: %w", g.name, what, errors.Join(errs...))
+}
+
+// closeLosers waits for the dials still running after another won and
+// closes what they return. Each dial has its own time-out, so it ends.
+func closeLosers[T interface{ Close() error }](results <-chan attempt[T], pending int, done context.CancelFunc) {
+	defer done()
+	for ; pending > 0; pending-- {
+		if r := <-results; r.err == nil {
+			r.v.Close()
+		}
+	}
+}
+
+// DialContext opens a stream to dst through the best member, falling over
+// to the next ones as described in the package comment.
+func (g *Group) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
+	c, _, err := hedge(ctx, g, "dial "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.Conn, error) {
+		return m.DialContext(ctx, network, dst)
+	})
+	return c, err
+}
+
+// ListenPacket opens a UDP session through the best member. The session
+// moves to the next member when the current one stops answering.
+func (g *Group) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	pc, i, err := hedge(ctx, g, "udp session to "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.PacketConn, error) {
+		return m.ListenPacket(ctx, dst)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newPacketConn(g, dst, pc, i), nil
+}

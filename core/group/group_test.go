@@ -1,0 +1,430 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// mode of a testOutbound.
+const (
+	up      = iota // dials for real on loopback
+	refuse         // fails at once, like a server that resets
+	silent         // never answers: dials hang until their deadline, UDP is dropped
+)
+
+// testOutbound reaches loopback servers for real, and can be switched to
+// refuse or to go silent, the two ways a member dies.
+type testOutbound struct {
+	mode  atomic.Int32
+	dials atomic.Int32
+	delay time.Duration // added to every dial, to give members different RTTs
+}
+
+func (o *testOutbound) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
+	o.dials.Add(1)
+	switch o.mode.Load() {
+	case refuse:
+		return nil, errors.New("connection refused")
+	case silent:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if o.delay > 0 {
+		select {
+		case <-time.After(o.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", dst.String())
+}
+
+func (o *testOutbound) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	if o.mode.Load() == refuse {
+		return nil, errors.New("connection refused")
+	}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	return &testPacketConn{PacketConn: pc, o: o}, nil
+}
+
+func (o *testOutbound) Close() error { return nil }
+
+// testPacketConn drops what it is given while its outbound is silent.
+type testPacketConn struct {
+	net.PacketConn
+	o *testOutbound
+}
+
+func (c *testPacketConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.o.mode.Load() == silent {
+		return len(b), nil
+	}
+	a, err := flow.AddrFromNet(addr)
+	if err != nil {
+		return 0, err
+	}
+	return c.PacketConn.WriteTo(b, a.UDPAddr())
+}
+
+// servers starts a 204 probe endpoint and a TCP and UDP echo on loopback.
+func servers(t *testing.T) (probeURL string, tcpEcho, udpEcho flow.Addr) {
+	t.Helper()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(hs.Close)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			n, a, err := pc.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(b[:n], a)
+		}
+	}()
+	tcp, _ := flow.AddrFromNet(ln.Addr())
+	udp, _ := flow.AddrFromNet(pc.LocalAddr())
+	return hs.URL, tcp, udp
+}
+
+// fastPolicy shrinks every time so the tests take little.
+func fastPolicy(probeURL string) Policy {
+	return Policy{
+		ProbeURL:      probeURL,
+		ProbeTimeout:  300 * time.Millisecond,
+		Interval:      time.Hour,
+		RetryMin:      20 * time.Millisecond,
+		RetryMax:      50 * time.Millisecond,
+		RecoverProbes: 3,
+		RecoverHold:   150 * time.Millisecond,
+		HedgeMin:      30 * time.Millisecond,
+		HedgeMax:      60 * time.Millisecond,
+		DialTimeout:   400 * time.Millisecond,
+		UDPSilence:    100 * time.Millisecond,
+		IdleAfter:     time.Minute,
+	}
+}
+
+type events struct {
+	mu sync.Mutex
+	ev []Event
+}
+
+func (e *events) add(ev Event) { e.mu.Lock(); e.ev = append(e.ev, ev); e.mu.Unlock() }
+func (e *events) list() []Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Event(nil), e.ev...)
+}
+
+func newTestGroup(t *testing.T, mode Mode, probeURL string, obs ...*testOutbound) (*Group, *events) {
+	t.Helper()
+	var ms []Member
+	for i, o := range obs {
+		ms = append(ms, Member{Name: []string{"primary", "fallback", "third"}[i], Outbound: o})
+	}
+	ev := &events{}
+	g, err := New("proxy", mode, ms, Options{Policy: fastPolicy(probeURL), OnEvent: ev.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, ev
+}
+
+func echo(t *testing.T, g *Group, dst flow.Addr) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := g.DialContext(ctx, "tcp", dst)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "ping" {
+		t.Fatalf("echo: %q %v", b, err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestFailoverUsesPrimaryWhileHealthy(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	for range 5 {
+		echo(t, g, tcp)
+	}
+	if g.Current() != "primary" {
+		t.Errorf("current = %q, want primary", g.Current())
+	}
+	if n := f.dials.Load(); n > 1 { // the fallback's own probe may dial once
+		t.Errorf("fallback dialled %d times for flows while the primary was healthy", n)
+	}
+	for _, e := range ev.list() {
+		if e.From == "primary" {
+			t.Errorf("unexpected switch away from the primary: %+v", e)
+		}
+	}
+}
+
+func TestFailoverOnRefusal(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	p.mode.Store(refuse)
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+
+	echo(t, g, tcp) // served by the fallback, no error seen
+	if g.Current() != "fallback" {
+		t.Fatalf("current = %q, want fallback", g.Current())
+	}
+	var sw *Event
+	for _, e := range ev.list() {
+		if e.To == "fallback" {
+			sw = &e
+		}
+	}
+	if sw == nil || !strings.Contains(sw.Reason, "primary failed") || !strings.Contains(sw.Reason, "refused") {
+		t.Fatalf("want a switch event naming the primary's failure, got %+v", ev.list())
+	}
+	// Later flows skip the failed primary without trying it.
+	before := p.dials.Load()
+	for range 5 {
+		echo(t, g, tcp)
+	}
+	if after := p.dials.Load(); after-before > 2 { // probes may dial it
+		t.Errorf("primary dialled %d times for flows after it failed", after-before)
+	}
+	st := g.Members()
+	if st[0].Health == Healthy || st[0].LastError == "" {
+		t.Errorf("primary state = %+v, want failing with an error", st[0])
+	}
+}
+
+func TestFailoverHedgesSilentPrimary(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, _ := newTestGroup(t, Failover, probe, p, f)
+	echo(t, g, tcp) // learn the primary's RTT
+	p.mode.Store(silent)
+
+	t0 := time.Now()
+	echo(t, g, tcp)
+	if d := time.Since(t0); d > 300*time.Millisecond {
+		t.Errorf("flow on a silent primary took %v; the hedge should serve it within ~HedgeMax", d)
+	}
+	// The silent primary's own dial runs out and marks it failing, so
+	// later flows go straight to the fallback.
+	waitFor(t, "primary marked failing", func() bool { return g.Current() == "fallback" })
+	t0 = time.Now()
+	echo(t, g, tcp)
+	if d := time.Since(t0); d > 50*time.Millisecond {
+		t.Errorf("flow after the switch took %v, want no hedge delay", d)
+	}
+}
+
+func TestFailoverRecoversWithHysteresis(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	p.mode.Store(refuse)
+	echo(t, g, tcp)
+	if g.Current() != "fallback" {
+		t.Fatalf("current = %q, want fallback", g.Current())
+	}
+	downAt := time.Now()
+	p.mode.Store(up)
+	waitFor(t, "return to primary", func() bool { return g.Current() == "primary" })
+	if d := time.Since(downAt); d < g.policy.RecoverHold {
+		t.Errorf("returned after %v, before the hold of %v", d, g.policy.RecoverHold)
+	}
+	last := ev.list()[len(ev.list())-1]
+	if last.To != "primary" || !strings.Contains(last.Reason, "recovered") {
+		t.Errorf("last event = %+v, want a recovery to primary", last)
+	}
+	echo(t, g, tcp)
+}
+
+func TestFailoverDoesNotFlapOnFlakyPrimary(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	p.mode.Store(refuse)
+	echo(t, g, tcp)
+	// The primary comes and goes faster than the hysteresis allows: every
+	// other probe fails. It must not take flows back.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(25 * time.Millisecond):
+			}
+			p.mode.Store(int32([]int{up, refuse}[i%2]))
+		}
+	}()
+	time.Sleep(600 * time.Millisecond)
+	close(stop)
+	<-done
+	for _, e := range ev.list() {
+		if e.To == "primary" {
+			t.Fatalf("flapped back to a flaky primary: %+v", ev.list())
+		}
+	}
+}
+
+func TestFailoverAllDown(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	p.mode.Store(refuse)
+	f.mode.Store(silent)
+	g, _ := newTestGroup(t, Failover, probe, p, f)
+	t0 := time.Now()
+	_, err := g.DialContext(context.Background(), "tcp", tcp)
+	if err == nil {
+		t.Fatal("want an error with every member down")
+	}
+	if d := time.Since(t0); d > g.policy.DialTimeout+200*time.Millisecond {
+		t.Errorf("took %v, want at most about DialTimeout %v", d, g.policy.DialTimeout)
+	}
+	for _, want := range []string{"primary", "fallback", "every member failed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+	// One comes back: flows work again without a restart.
+	f.mode.Store(up)
+	waitFor(t, "fallback recovered", func() bool { return g.Current() == "fallback" })
+	echo(t, g, tcp)
+}
+
+func TestURLTestPicksFastest(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	slow, fast := &testOutbound{delay: 40 * time.Millisecond}, &testOutbound{}
+	g, _ := newTestGroup(t, URLTest, probe, slow, fast)
+	g.policy.Tolerance = 10 * time.Millisecond
+	echo(t, g, tcp)
+	waitFor(t, "fast member chosen", func() bool { return g.Current() == "fallback" })
+}
+
+func TestSelector(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	a, b := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Selector, probe, a, b)
+	if g.Current() != "primary" {
+		t.Fatalf("current = %q, want the first member", g.Current())
+	}
+	if err := g.Select("fallback"); err != nil {
+		t.Fatal(err)
+	}
+	echo(t, g, tcp)
+	if a.dials.Load() > 1 || b.dials.Load() == 0 {
+		t.Errorf("dials: a=%d b=%d, want the selected member", a.dials.Load(), b.dials.Load())
+	}
+	if err := g.Select("nope"); err == nil {
+		t.Error("selecting an unknown member should fail")
+	}
+	if len(ev.list()) == 0 || ev.list()[0].Reason != "selected by the user" {
+		t.Errorf("events = %+v", ev.list())
+	}
+	// A selector never moves on by itself.
+	b.mode.Store(refuse)
+	if _, err := g.DialContext(context.Background(), "tcp", tcp); err == nil {
+		t.Error("selector fell over to a member the user did not choose")
+	}
+}
+
+func TestUDPSessionMovesWhenSilent(t *testing.T) {
+	probe, _, udp := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, _ := newTestGroup(t, Failover, probe, p, f)
+	pc, err := g.ListenPacket(context.Background(), udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	roundTrip := func() error {
+		if _, err := pc.WriteTo([]byte("hi"), udp); err != nil {
+			return err
+		}
+		pc.SetReadDeadline(time.Now().Add(60 * time.Millisecond))
+		b := make([]byte, 16)
+		n, _, err := pc.ReadFrom(b)
+		if err == nil && string(b[:n]) != "hi" {
+			return errors.New("wrong echo")
+		}
+		return err
+	}
+	if err := roundTrip(); err != nil {
+		t.Fatalf("first round trip: %v", err)
+	}
+	p.mode.Store(silent)
+	// The app keeps retrying; within a few UDPSilence periods the session
+	// must be answered again, by the fallback.
+	deadline := time.Now().Add(2 * time.Second)
+	for roundTrip() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("UDP session never moved off the silent primary")
+		}
+	}
+	waitFor(t, "silent primary probed and marked failing", func() bool { return g.Members()[0].Health == Failing })
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	if _, err := New("g", Failover, nil, Options{}); err == nil {
+		t.Error("no members: want error")
+	}
+	if _, err := New("g", "roundrobin", []Member{{Name: "a", Outbound: &testOutbound{}}}, Options{}); err == nil {
+		t.Error("unknown mode: want error")
+	}
+}
