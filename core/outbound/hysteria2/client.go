@@ -1,0 +1,394 @@
+// Package hysteria2 is the Hysteria 2 outbound: TCP streams and UDP
+// sessions carried to a Hysteria 2 server over one QUIC connection, as
+// specified in apernet/hysteria's PROTOCOL.md.
+//
+// A Client keeps one QUIC connection (github.com/quic-go/quic-go) shared by
+// all its flows. It is dialled on first use (concurrent first uses wait for
+// the same dial) and authenticated with the HTTP/3 request POST
+// https://hysteria/auth; when it dies (idle timeout, the server closing it,
+// a network change, a stream request the server never acknowledges) the
+// next flow dials a new one. Each TCP flow is one bidirectional QUIC
+// stream; UDP sessions travel in QUIC datagrams, fragmented when a datagram
+// does not fit, and survive a reconnection (the server sees a new session).
+//
+// Without obfuscation quic-go gets the real *net.UDPConn from the
+// outbound.Dialer, so GSO, ECN and recvmmsg batching stay on. Salamander
+// obfuscation wraps the socket in a net.PacketConn that rewrites every
+// packet, which turns those off.
+//
+// Port hopping: when the node lists several ports, each new QUIC connection
+// goes to a port picked at random from them. The timed hopping of the
+// reference client (moving an open connection to a new port every few
+// seconds) is not done yet.
+//
+// Congestion control: the Hysteria-CC-RX header declares the node's
+// DownMbps, and the server paces its sending (downloads) to it with Brutal.
+// Upstream quic-go has no hook for a custom congestion controller, so
+// uploads use quic-go's built-in one (not Brutal) whatever UpMbps says, and
+// the server's declared receive rate is only recorded.
+package hysteria2
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+)
+
+// QUIC settings. The windows and timeouts are the reference client's
+// defaults; the handshake may take up to twice handshakeIdleTimeout.
+const (
+	handshakeIdleTimeout = 5 * time.Second
+	maxIdleTimeout       = 30 * time.Second
+	keepAlivePeriod      = 10 * time.Second
+	streamReceiveWindow  = 8 << 20
+	connReceiveWindow    = 20 << 20
+
+	// dialTimeout bounds one connection attempt: name resolution, QUIC
+	// and TLS handshake and authentication.
+	dialTimeout = 12 * time.Second
+	// stallTimeoutMin is the least time a stream request may go without
+	// any packet from the server before the connection is judged dead.
+	stallTimeoutMin = 2 * time.Second
+
+	// QUIC close codes (HTTP/3 error codes, as the reference uses).
+	closeCodeOK       = 0x100 // H3_NO_ERROR
+	closeCodeProtocol = 0x101 // H3_GENERAL_PROTOCOL_ERROR
+)
+
+var errClientClosed = errors.New("client closed")
+
+// Client is a Hysteria 2 outbound. It implements outbound.Outbound and is
+// safe for concurrent use.
+type Client struct {
+	name     string  // the server as shown in errors: "host:port" or "host:ports"
+	host     string  // server name or IP literal
+	ports    portSet // ports to pick from; one port without hopping
+	dialer   outbound.Dialer
+	tlsConf  *tls.Config
+	quicConf *quic.Config
+	h3       http3.Transport // settings for the HTTP/3 auth request only
+	auth     string
+	rxRate   uint64 // Hysteria-CC-RX: bytes/s, 0 unknown
+	obfs     string // Salamander password; "" without obfuscation
+
+	ctx    context.Context // ends on Close; parent of every dial
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // dial and connection goroutines
+
+	mu      sync.Mutex
+	closed  bool
+	cur     *qconn    // the live connection, or nil
+	dialing *dialCall // the dial in progress, or nil
+
+	udpMu   sync.RWMutex
+	udp     map[uint32]*packetConn // open UDP sessions by session ID
+	nextSID uint32
+}
+
+// qconn is one authenticated QUIC connection and the socket it runs on.
+type qconn struct {
+	qc   *quic.Conn
+	tr   *quic.Transport
+	sock net.PacketConn
+	udp  bool // the server relays UDP
+}
+
+func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
+
+// dialCall is a connection attempt that several flows may wait for.
+type dialCall struct {
+	done chan struct{}
+	conn *qconn
+	err  error
+}
+
+// New returns a Client for node n, whose sockets come from d (nil: the
+// system's). It does not connect; the first flow does.
+func New(n *node.Node, d outbound.Dialer) (*Client, error) {
+	if n.Hysteria2 == nil {
+		return nil, errors.New("hysteria2: node has no hysteria2 options")
+	}
+	o := n.Hysteria2
+	if n.Server == "" {
+		return nil, errors.New("hysteria2: node has no server")
+	}
+	c := &Client{
+		host:   n.Server,
+		dialer: d,
+		auth:   o.Auth,
+	}
+	if c.dialer == nil {
+		c.dialer = &outbound.SystemDialer{}
+	}
+	if o.Ports != "" {
+		ps, err := parsePorts(o.Ports)
+		if err != nil {
+			return nil, fmt.Errorf("hysteria2: %s: %w", n.Server, err)
+		}
+		c.ports = ps
+		c.name = net.JoinHostPort(n.Server, o.Ports)
+	} else {
+		if n.Port == 0 {
+			return nil, fmt.Errorf("hysteria2: %s: no port", n.Server)
+		}
+		c.ports = portSet{{n.Port, n.Port}}
+		c.name = n.Address()
+	}
+	switch o.Obfs {
+	case "":
+	case "salamander":
+		if o.ObfsPassword == "" {
+			return nil, fmt.Errorf("hysteria2: %s: salamander needs a password", c.name)
+		}
+		c.obfs = o.ObfsPassword
+	default:
+		return nil, fmt.Errorf("hysteria2: %s: unknown obfuscation %q", c.name, o.Obfs)
+	}
+	if o.DownMbps > 0 {
+		c.rxRate = uint64(o.DownMbps) * 1_000_000 / 8
+	}
+	tc, err := tlsconf.New(n.TLS, n.Server, http3.NextProtoH3)
+	if err != nil {
+		return nil, fmt.Errorf("hysteria2: %s: %w", c.name, err)
+	}
+	c.tlsConf = tc
+	c.quicConf = &quic.Config{
+		HandshakeIdleTimeout:           handshakeIdleTimeout,
+		MaxIdleTimeout:                 maxIdleTimeout,
+		KeepAlivePeriod:                keepAlivePeriod,
+		InitialStreamReceiveWindow:     streamReceiveWindow,
+		MaxStreamReceiveWindow:         streamReceiveWindow,
+		InitialConnectionReceiveWindow: connReceiveWindow,
+		MaxConnectionReceiveWindow:     connReceiveWindow,
+		EnableDatagrams:                true,
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.udp = make(map[uint32]*packetConn)
+	return c, nil
+}
+
+// conn returns the live connection, dialling one if there is none. Flows
+// that find no connection at the same time wait for the same dial; each
+// stops waiting when its ctx ends, and the dial goes on for the others.
+func (c *Client) conn(ctx context.Context) (*qconn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, fmt.Errorf("hysteria2: %s: %w", c.name, errClientClosed)
+	}
+	if q := c.cur; q != nil {
+		if q.alive() {
+			c.mu.Unlock()
+			return q, nil
+		}
+		c.cur = nil // its goroutine closes the socket
+	}
+	call := c.dialing
+	if call == nil {
+		call = &dialCall{done: make(chan struct{})}
+		c.dialing = call
+		c.wg.Add(1)
+		go c.dial(call)
+	}
+	c.mu.Unlock()
+	select {
+	case <-call.done:
+		return call.conn, call.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("hysteria2: connect to %s: %w", c.name, ctx.Err())
+	}
+}
+
+// dial runs one connection attempt for call.
+func (c *Client) dial(call *dialCall) {
+	defer c.wg.Done()
+	ctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	q, err := c.connect(ctx)
+	cancel()
+	c.mu.Lock()
+	c.dialing = nil
+	if err == nil && c.closed {
+		q.close(closeCodeOK)
+		q, err = nil, fmt.Errorf("hysteria2: %s: %w", c.name, errClientClosed)
+	}
+	if err == nil {
+		c.cur = q
+		c.wg.Add(1)
+		go c.run(q)
+	}
+	call.conn, call.err = q, err
+	c.mu.Unlock()
+	close(call.done)
+}
+
+// connect opens the socket, dials QUIC and authenticates.
+func (c *Client) connect(ctx context.Context) (*qconn, error) {
+	ip, err := c.resolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	raddr := &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.ports.pick())}
+	server := raddr.String()
+	if server != c.name {
+		server = c.name + " (" + server + ")"
+	}
+	sock, err := c.dialer.ListenPacket(ctx, "udp", "")
+	if err != nil {
+		return nil, fmt.Errorf("hysteria2: dial %s: open UDP socket: %w", server, err)
+	}
+	pc := sock
+	if c.obfs != "" {
+		pc = newSalamanderConn(sock, c.obfs)
+	}
+	tr := &quic.Transport{Conn: pc}
+	q := &qconn{tr: tr, sock: sock}
+	q.qc, err = tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
+	if err != nil {
+		tr.Close()
+		sock.Close()
+		return nil, handshakeError(server, ctx, err)
+	}
+	if err := c.authenticate(ctx, q); err != nil {
+		q.close(closeCodeProtocol)
+		return nil, fmt.Errorf("hysteria2: auth to %s: %w", server, err)
+	}
+	return q, nil
+}
+
+// resolve returns the server's address.
+func (c *Client) resolve(ctx context.Context) (netip.Addr, error) {
+	if ip, err := netip.ParseAddr(c.host); err == nil {
+		return ip.Unmap(), nil
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", c.host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: %w", c.name, err)
+	}
+	if len(ips) == 0 {
+		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: no address", c.name)
+	}
+	return ips[0].Unmap(), nil
+}
+
+// handshakeError names what failed in a QUIC dial: a timeout, the
+// certificate, or something else in the handshake.
+func handshakeError(server string, ctx context.Context, err error) error {
+	var certErr *tls.CertificateVerificationError
+	var hostErr x509.HostnameError
+	var authErr x509.UnknownAuthorityError
+	var invErr x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr),
+		errors.As(err, &invErr), errors.Is(err, tlsconf.ErrPinMismatch):
+		return fmt.Errorf("hysteria2: TLS handshake with %s: certificate verification failed: %w", server, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("hysteria2: dial %s: timed out: %w", server, err)
+	}
+	var hto *quic.HandshakeTimeoutError
+	var ito *quic.IdleTimeoutError
+	if errors.As(err, &hto) || errors.As(err, &ito) {
+		return fmt.Errorf("hysteria2: dial %s: QUIC handshake timed out (no answer from the server): %w", server, err)
+	}
+	return fmt.Errorf("hysteria2: dial %s: QUIC/TLS handshake: %w", server, err)
+}
+
+// authenticate sends the HTTP/3 auth request on q and reads the answer.
+// Errors never contain the auth string.
+func (c *Client) authenticate(ctx context.Context, q *qconn) error {
+	// A raw client connection does not accept the server's HTTP/3
+	// unidirectional streams, so http3 never starts reading QUIC
+	// datagrams itself: they all carry Hysteria UDP messages.
+	cc := c.h3.NewRawClientConn(q.qc)
+	req := &http.Request{
+		Method: http.MethodPost,
+		URL:    &url.URL{Scheme: "https", Host: "hysteria", Path: "/auth"},
+		Header: make(http.Header),
+	}
+	req = req.WithContext(ctx)
+	authHeader(req.Header, c.auth, c.rxRate)
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("timed out: %w", ctx.Err())
+		}
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != statusAuthOK {
+		return fmt.Errorf("rejected (status %d)", resp.StatusCode)
+	}
+	res, err := parseAuthResponse(resp.Header)
+	if err != nil {
+		return err
+	}
+	q.udp = res.UDP
+	return nil
+}
+
+// close closes q's QUIC connection and its socket.
+func (q *qconn) close(code quic.ApplicationErrorCode) {
+	q.qc.CloseWithError(code, "")
+	q.tr.Close()
+	q.sock.Close()
+}
+
+// run owns a live connection: it delivers its datagrams to the UDP
+// sessions and, when the connection dies, forgets it and closes its socket.
+func (c *Client) run(q *qconn) {
+	defer c.wg.Done()
+	if q.udp {
+		c.receiveDatagrams(q)
+	}
+	<-q.qc.Context().Done()
+	c.mu.Lock()
+	if c.cur == q {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+	q.tr.Close()
+	q.sock.Close()
+}
+
+// Close closes the QUIC connection and its socket; open streams and UDP
+// sessions end. A closed Client dials no more.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	q := c.cur
+	c.cur = nil
+	c.mu.Unlock()
+	c.cancel()
+	if q != nil {
+		q.qc.CloseWithError(closeCodeOK, "")
+	}
+	c.udpMu.Lock()
+	sessions := c.udp
+	c.udp = nil
+	c.udpMu.Unlock()
+	for _, pc := range sessions {
+		pc.shut()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+var _ outbound.Outbound = (*Client)(nil)

@@ -1,0 +1,340 @@
+package hysteria2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// udpQueueLen is how many datagrams a UDP session holds for its reader;
+// more are dropped, as a full socket buffer would.
+const udpQueueLen = 128
+
+var errNoUDP = errors.New("server does not relay UDP (Hysteria-UDP: false)")
+
+// ListenPacket opens a UDP session through the server; dst is its first
+// destination. The session lives on the Client's QUIC connection and moves
+// to the next one when that dies.
+func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	q, err := c.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !q.udp {
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errNoUDP)
+	}
+	pc := &packetConn{
+		c:      c,
+		recv:   make(chan udpPacket, udpQueueLen),
+		done:   make(chan struct{}),
+		local:  q.qc.LocalAddr(),
+		wbuf:   make([]byte, 0, 1500),
+		rdline: makeDeadline(),
+	}
+	c.udpMu.Lock()
+	if c.udp == nil {
+		c.udpMu.Unlock()
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errClientClosed)
+	}
+	for {
+		c.nextSID++
+		if _, taken := c.udp[c.nextSID]; !taken {
+			break
+		}
+	}
+	pc.id = c.nextSID
+	c.udp[pc.id] = pc
+	c.udpMu.Unlock()
+	return pc, nil
+}
+
+// receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
+func (c *Client) receiveDatagrams(q *qconn) {
+	var m udpMessage
+	for {
+		b, err := q.qc.ReceiveDatagram(context.Background())
+		if err != nil {
+			return // the connection is closed
+		}
+		if parseUDPMessage(b, &m) != nil {
+			continue
+		}
+		c.udpMu.RLock()
+		pc := c.udp[m.SessionID]
+		c.udpMu.RUnlock()
+		if pc != nil {
+			pc.deliver(&m)
+		}
+	}
+}
+
+// udpPacket is a datagram waiting for ReadFrom.
+type udpPacket struct {
+	data []byte
+	from net.Addr
+}
+
+// packetConn is one UDP session: the net.PacketConn ListenPacket returns.
+type packetConn struct {
+	c     *Client
+	id    uint32
+	local net.Addr
+
+	recv     chan udpPacket
+	done     chan struct{} // closed by Close or the Client's Close
+	doneOnce sync.Once
+	rdline   deadline
+
+	// Receiving side, used by the connection's datagram goroutine.
+	rmu     sync.Mutex
+	defrag  defragger
+	srcRaw  []byte   // last source address as sent by the server
+	srcAddr net.Addr // and parsed (a flow.Addr), so a reply allocates nothing
+
+	// Sending side.
+	wmu      sync.Mutex
+	wbuf     []byte
+	dst      flow.Addr // last destination
+	dstRaw   []byte    // and encoded
+	packetID uint16    // of the last fragmented datagram
+	wdl      time.Time // write deadline
+}
+
+// deliver queues a message's datagram once it is whole.
+func (pc *packetConn) deliver(m *udpMessage) {
+	pc.rmu.Lock()
+	defer pc.rmu.Unlock()
+	payload, ok := pc.defrag.feed(m)
+	if !ok {
+		return
+	}
+	if pc.srcAddr == nil || !bytes.Equal(m.Addr, pc.srcRaw) {
+		a, err := flow.ParseAddr(string(m.Addr))
+		if err != nil {
+			return
+		}
+		pc.srcRaw = append(pc.srcRaw[:0], m.Addr...)
+		pc.srcAddr = a
+	}
+	select {
+	case pc.recv <- udpPacket{data: payload, from: pc.srcAddr}:
+	default: // the reader is behind: drop
+	}
+}
+
+// ReadFrom reads the next datagram; its source is a flow.Addr.
+func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	select {
+	case <-pc.done:
+		return 0, nil, net.ErrClosed
+	default:
+	}
+	select {
+	case u := <-pc.recv:
+		return copy(p, u.data), u.from, nil
+	case <-pc.done:
+		return 0, nil, net.ErrClosed
+	case <-pc.rdline.wait():
+		return 0, nil, os.ErrDeadlineExceeded
+	}
+}
+
+// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
+// flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
+// sent in fragments.
+func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	var dst flow.Addr
+	switch a := addr.(type) {
+	case flow.Addr:
+		dst = a
+	case *net.UDPAddr:
+		dst = flow.AddrFromAddrPort(a.AddrPort())
+	default:
+		var err error
+		if dst, err = flow.AddrFromNet(addr); err != nil {
+			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, err)
+		}
+	}
+	select {
+	case <-pc.done:
+		return 0, net.ErrClosed
+	default:
+	}
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	if pc.dstRaw == nil || dst != pc.dst {
+		s := dst.String()
+		if len(s) > maxAddressLen {
+			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, errAddressTooLong)
+		}
+		pc.dst = dst
+		pc.dstRaw = append(pc.dstRaw[:0], s...)
+	}
+	q, err := pc.c.sendConn(pc.wdl)
+	if err != nil {
+		return 0, err
+	}
+	if !q.udp {
+		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+	}
+	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: pc.dstRaw, Payload: p}
+	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
+	err = q.qc.SendDatagram(pc.wbuf)
+	if err != nil {
+		var tooLarge *quic.DatagramTooLargeError
+		if !errors.As(err, &tooLarge) {
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+		}
+		if err := pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize)); err != nil {
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+		}
+	}
+	return len(p), nil
+}
+
+// sendFragments sends m's payload in fragments of at most maxSize bytes.
+func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error {
+	chunk, count, err := fragmentPlan(m.headerLen(), len(m.Payload), maxSize)
+	if err != nil {
+		return err
+	}
+	pc.packetID++
+	if pc.packetID == 0 {
+		pc.packetID = 1
+	}
+	for i := range count {
+		f := fragment(m, pc.packetID, chunk, count, i)
+		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &f)
+		if err := q.qc.SendDatagram(pc.wbuf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendConn returns the connection to send a datagram on: the live one, or
+// a new one dialled within the write deadline (or dialTimeout).
+func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
+	c.mu.Lock()
+	q := c.cur
+	c.mu.Unlock()
+	if q != nil && q.alive() {
+		return q, nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	defer cancel()
+	if !deadline.IsZero() {
+		var cancel2 context.CancelFunc
+		ctx, cancel2 = context.WithDeadline(ctx, deadline)
+		defer cancel2()
+	}
+	return c.conn(ctx)
+}
+
+// Close ends the session. The protocol has no message for that: the
+// server forgets idle sessions.
+func (pc *packetConn) Close() error {
+	pc.c.udpMu.Lock()
+	if pc.c.udp[pc.id] == pc {
+		delete(pc.c.udp, pc.id)
+	}
+	pc.c.udpMu.Unlock()
+	pc.shut()
+	return nil
+}
+
+// shut wakes the readers and makes further calls fail.
+func (pc *packetConn) shut() {
+	pc.doneOnce.Do(func() {
+		close(pc.done)
+		pc.rdline.set(time.Time{})
+	})
+}
+
+// LocalAddr returns the QUIC socket's address at the time the session
+// opened.
+func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
+
+// SetDeadline sets the read and write deadlines.
+func (pc *packetConn) SetDeadline(t time.Time) error {
+	pc.SetReadDeadline(t)
+	return pc.SetWriteDeadline(t)
+}
+
+// SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.
+func (pc *packetConn) SetReadDeadline(t time.Time) error {
+	pc.rdline.set(t)
+	return nil
+}
+
+// SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
+// connection when the old one died.
+func (pc *packetConn) SetWriteDeadline(t time.Time) error {
+	pc.wmu.Lock()
+	pc.wdl = t
+	pc.wmu.Unlock()
+	return nil
+}
+
+// deadline is a settable point in time with a channel closed when it
+// passes, for select.
+type deadline struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel chan struct{} // closed when the deadline passes
+}
+
+func makeDeadline() deadline { return deadline{cancel: make(chan struct{})} }
+
+// set arms the deadline at t; the zero time disarms it.
+func (d *deadline) set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.cancel // the timer fired and closed it
+	}
+	d.timer = nil
+	closed := isClosed(d.cancel)
+	if t.IsZero() {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		ch := d.cancel
+		d.timer = time.AfterFunc(dur, func() { close(ch) })
+		return
+	}
+	if !closed {
+		close(d.cancel)
+	}
+}
+
+// wait returns a channel that is closed when the deadline passes.
+func (d *deadline) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cancel
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
