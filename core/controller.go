@@ -1,0 +1,347 @@
+// Package core is Skiff's engine and the API that the GUI and the headless
+// CLI drive it through: a Controller starts and stops the core, reports its
+// state, its traffic and memory, lists and closes connections, and streams
+// events and log lines.
+//
+// A flow goes one way: an inbound (core/inbound/…) hands it to the engine
+// (engine.go), which asks the router (core/route) for an outbound
+// (core/outbound/…), dials, and relays (core/relay) with counters into the
+// stats (core/stats).
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/inbound/mixed"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/route"
+	"github.com/skiffvpn/skiff/core/stats"
+)
+
+// State is where the core is in its life.
+type State int
+
+// States of the core.
+const (
+	Stopped  State = iota // not running (initially, and after Stop)
+	Starting              // Start is in progress
+	Running               // serving flows
+	Failed                // Start failed or the core stopped on an error; Status.Err says why
+)
+
+// String returns the state's name as the GUI shows it.
+func (s State) String() string {
+	switch s {
+	case Stopped:
+		return "stopped"
+	case Starting:
+		return "starting"
+	case Running:
+		return "running"
+	case Failed:
+		return "error"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Status is a snapshot of the core's state.
+type Status struct {
+	State    State
+	Outbound string    // the name of the outbound in use ("" when stopped)
+	Listen   string    // the address the local proxy listens on ("" when stopped)
+	Err      string    // the last error in plain words ("" when none)
+	Since    time.Time // when State was entered
+}
+
+// Config is what one run of the core needs.
+type Config struct {
+	// Nodes are the servers in failover order. For now the first is used.
+	Nodes []*node.Node
+	// Listen is the local proxy's address (SOCKS5 and HTTP on one port).
+	// Empty: DefaultListen.
+	Listen string
+	// AllowLAN allows a Listen address other than loopback. Without it such
+	// an address is refused: anyone who can reach it could use the proxy.
+	AllowLAN bool
+	// Dialer opens the outbounds' sockets; nil: the system's.
+	Dialer outbound.Dialer
+}
+
+// DefaultListen is the local proxy's address when Config.Listen is empty.
+const DefaultListen = "127.0.0.1:1080"
+
+// Options configure a Controller for its whole life (across runs).
+type Options struct {
+	// LogOutput receives log lines as slog text; nil: os.Stderr. Use
+	// io.Discard to keep them only in the ring.
+	LogOutput io.Writer
+	// LogLevel is the minimum level logged; nil: Info. A *slog.LevelVar can
+	// be changed while running.
+	LogLevel slog.Leveler
+	// LogLines is how many recent log records Logs keeps; 0: 1000.
+	LogLines int
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Kinds of Event.
+const (
+	EventState EventKind = iota // the state changed; Status holds the new one (and Status.Err why, on failure)
+)
+
+// Event is a change the GUI may want to show.
+type Event struct {
+	Time    time.Time
+	Kind    EventKind
+	Status  Status // the status after the event
+	Message string
+}
+
+// Snapshot is the core's traffic and memory at one moment.
+type Snapshot struct {
+	Up, Down    int64               // bytes relayed since Start
+	Rate        stats.Sample        // throughput over the last second
+	Series      []stats.Sample      // the last minute, oldest first
+	Outbounds   map[string][2]int64 // bytes [up, down] per outbound name
+	Memory      stats.Memory        // the whole process (core and, in-process, the GUI)
+	Connections int                 // open connections
+}
+
+// Controller runs the core. Its methods are safe for concurrent use and
+// none of the read methods (Status, Stats, Connections, Logs) waits for the
+// network, so a GUI can poll them from its UI goroutine.
+type Controller struct {
+	log  *slog.Logger
+	ring *logRing
+
+	events hub[Event]
+
+	op sync.Mutex // serialises Start and Stop
+
+	mu     sync.Mutex // guards the fields below
+	status Status
+	run    *run
+}
+
+// run is what one Start owns; Stop tears it down.
+type run struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stats   *stats.Stats
+	inbound *mixed.Server
+	out     outbound.Outbound
+}
+
+// NewController returns a stopped Controller.
+func NewController(o Options) *Controller {
+	if o.LogOutput == nil {
+		o.LogOutput = os.Stderr
+	}
+	if o.LogLevel == nil {
+		o.LogLevel = slog.LevelInfo
+	}
+	if o.LogLines <= 0 {
+		o.LogLines = 1000
+	}
+	ring := newLogRing(o.LogLines)
+	text := slog.NewTextHandler(o.LogOutput, &slog.HandlerOptions{Level: o.LogLevel})
+	c := &Controller{
+		ring:   ring,
+		log:    slog.New(&teeHandler{ring: ring, next: text, level: o.LogLevel}),
+		status: Status{State: Stopped, Since: time.Now()},
+	}
+	return c
+}
+
+// Logger returns the logger whose records go to the log output and to the
+// ring that Logs and SubscribeLogs read.
+func (c *Controller) Logger() *slog.Logger { return c.log }
+
+// Start starts the core with cfg and returns once the local proxy listens,
+// or with the reason it could not start (also reported by Status and as an
+// event). ctx bounds the starting only; the core then runs until Stop.
+func (c *Controller) Start(ctx context.Context, cfg Config) error {
+	c.op.Lock()
+	defer c.op.Unlock()
+	c.mu.Lock()
+	if c.run != nil {
+		c.mu.Unlock()
+		return errors.New("core: already running")
+	}
+	c.mu.Unlock()
+	c.setStatus(Status{State: Starting})
+
+	r, st, err := c.start(ctx, cfg)
+	if err != nil {
+		c.log.Error("core: start failed", "err", err)
+		c.setStatus(Status{State: Failed, Err: err.Error()})
+		return err
+	}
+	c.mu.Lock()
+	c.run = r
+	c.mu.Unlock()
+	c.log.Info("core: running", "listen", st.Listen, "outbound", st.Outbound)
+	c.setStatus(st)
+	return nil
+}
+
+// start builds and starts one run; on error it leaves nothing behind.
+func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Status{}, fmt.Errorf("core: start: %w", err)
+	}
+	if len(cfg.Nodes) == 0 {
+		return nil, Status{}, errors.New("core: no server configured")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.Dialer == nil {
+		cfg.Dialer = &outbound.SystemDialer{}
+	}
+	n := cfg.Nodes[0]
+	out, err := NewOutbound(n, cfg.Dialer)
+	if err != nil {
+		return nil, Status{}, err
+	}
+	name := nodeName(n)
+	runCtx, cancel := context.WithCancel(context.Background())
+	r := &run{cancel: cancel, stats: stats.New(), out: out}
+	eng := &engine{router: &route.Final{Name: name, Outbound: out}, stats: r.stats, log: c.log}
+	r.inbound, err = mixed.Listen(mixed.Config{
+		Listen:           cfg.Listen,
+		AllowNonLoopback: cfg.AllowLAN,
+		Logger:           c.log,
+	}, eng)
+	if err != nil {
+		cancel()
+		out.Close()
+		return nil, Status{}, err
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.stats.Run(runCtx)
+	}()
+	return r, Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}, nil
+}
+
+// nodeName is how a node is named in the status and the stats.
+func nodeName(n *node.Node) string {
+	if n.Name != "" {
+		return n.Name
+	}
+	return n.Protocol + " " + n.Address()
+}
+
+// Stop stops the core: the listener closes, every flow ends, every
+// goroutine of the run has returned when Stop returns. Stopping a stopped
+// core does nothing.
+func (c *Controller) Stop() error {
+	c.op.Lock()
+	defer c.op.Unlock()
+	c.mu.Lock()
+	r := c.run
+	c.run = nil
+	c.mu.Unlock()
+	if r == nil {
+		if c.Status().State == Failed {
+			c.setStatus(Status{State: Stopped})
+		}
+		return nil
+	}
+	err := r.inbound.Close() // ends the flows and waits for them
+	r.stats.CloseAll()       // flows that outlive their inbound, if any
+	r.cancel()
+	r.wg.Wait()
+	if cerr := r.out.Close(); err == nil {
+		err = cerr
+	}
+	c.log.Info("core: stopped")
+	c.setStatus(Status{State: Stopped})
+	return err
+}
+
+// setStatus records st and publishes it.
+func (c *Controller) setStatus(st Status) {
+	st.Since = time.Now()
+	c.mu.Lock()
+	c.status = st
+	c.mu.Unlock()
+	c.events.publish(Event{Time: st.Since, Kind: EventState, Status: st, Message: st.Err})
+}
+
+// Status returns the core's current state.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// current returns the running run, or nil.
+func (c *Controller) current() *run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.run
+}
+
+// Stats returns the traffic since Start and the memory now. When the core
+// is stopped only Memory is filled in.
+func (c *Controller) Stats() Snapshot {
+	s := Snapshot{Memory: stats.ReadMemory()}
+	r := c.current()
+	if r == nil {
+		return s
+	}
+	s.Up, s.Down = r.stats.Totals()
+	s.Rate = r.stats.Rate()
+	s.Series = r.stats.Series()
+	s.Outbounds = r.stats.OutboundTotals()
+	s.Connections = r.stats.ConnCount()
+	return s
+}
+
+// Connections lists the open connections, oldest first.
+func (c *Controller) Connections() []stats.ConnInfo {
+	r := c.current()
+	if r == nil {
+		return nil
+	}
+	return r.stats.Connections()
+}
+
+// CloseConnection ends the connection with the given id and reports whether
+// it was open.
+func (c *Controller) CloseConnection(id uint64) bool {
+	r := c.current()
+	if r == nil {
+		return false
+	}
+	return r.stats.CloseConnection(id)
+}
+
+// Subscribe returns a channel of events from now on, with room for buf of
+// them, and a func to end the subscription. The core never waits for a
+// subscriber: a full channel misses events (Status has the latest state).
+func (c *Controller) Subscribe(buf int) (<-chan Event, func()) {
+	return c.events.subscribe(buf)
+}
+
+// Logs returns the recent log records, oldest first.
+func (c *Controller) Logs() []LogRecord { return c.ring.records() }
+
+// SubscribeLogs returns a channel of log records from now on, with room for
+// buf of them, and a func to end the subscription. A full channel misses
+// records (Logs has the recent ones).
+func (c *Controller) SubscribeLogs(buf int) (<-chan LogRecord, func()) {
+	return c.ring.hub.subscribe(buf)
+}

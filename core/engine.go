@@ -1,0 +1,108 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/relay"
+	"github.com/skiffvpn/skiff/core/route"
+	"github.com/skiffvpn/skiff/core/stats"
+)
+
+// engine is the flow.Handler behind every inbound: it routes a flow, dials
+// its upstream, only then accepts the app's side, and relays with counters
+// into the stats.
+type engine struct {
+	router route.Router
+	stats  *stats.Stats
+	log    *slog.Logger
+}
+
+var _ flow.Handler = (*engine)(nil)
+
+// HandleStream implements flow.Handler.
+func (e *engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+	out, name, err := e.router.Route(&m)
+	if err != nil {
+		return fmt.Errorf("route %s: %w", m.Destination, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	up, err := out.DialContext(ctx, flow.TCP, m.Destination)
+	if err != nil {
+		e.logFlow(ctx, &m, name, "dial failed", start, nil, err)
+		return err
+	}
+	app, err := accept()
+	if err != nil {
+		up.Close()
+		e.logFlow(ctx, &m, name, "accept failed", start, nil, err)
+		return err
+	}
+	c := e.stats.Track(&m, name, cancel)
+	defer c.Done()
+	err = relay.Stream(ctx, app, up, &c.Up, &c.Down)
+	if errors.Is(err, context.Canceled) {
+		err = nil // closed from the connection table or by Stop
+	}
+	e.logFlow(ctx, &m, name, "stream closed", start, c, err)
+	return err
+}
+
+// HandlePacket implements flow.Handler.
+func (e *engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+	out, name, err := e.router.Route(&m)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("route %s: %w", m.Destination, err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+	up, err := out.ListenPacket(ctx, m.Destination)
+	if err != nil {
+		conn.Close()
+		e.logFlow(ctx, &m, name, "udp session failed", start, nil, err)
+		return err
+	}
+	c := e.stats.Track(&m, name, cancel)
+	defer c.Done()
+	err = relay.Packet(ctx, conn, up, relay.IdleTimeout(m.Destination.Port), &c.Up, &c.Down)
+	if errors.Is(err, context.Canceled) || errors.Is(err, relay.ErrIdle) {
+		err = nil
+	}
+	e.logFlow(ctx, &m, name, "udp session closed", start, c, err)
+	return err
+}
+
+// logFlow writes one debug line per flow. Per-flow lines are debug only: at
+// the default level nothing is formatted.
+func (e *engine) logFlow(ctx context.Context, m *flow.Metadata, outbound, msg string, start time.Time, c *stats.Conn, err error) {
+	if !e.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("inbound", m.Inbound),
+		slog.String("net", m.Network),
+		slog.String("src", m.Source.String()),
+		slog.String("dst", m.Destination.String()),
+		slog.String("outbound", outbound),
+		slog.Duration("took", time.Since(start).Round(time.Millisecond)),
+	}
+	if m.Host != "" {
+		attrs = append(attrs, slog.String("host", m.Host))
+	}
+	if c != nil {
+		attrs = append(attrs, slog.Int64("up", c.Up.Load()), slog.Int64("down", c.Down.Load()))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("err", err.Error()))
+	}
+	e.log.LogAttrs(context.Background(), slog.LevelDebug, msg, attrs...)
+}

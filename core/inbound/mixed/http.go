@@ -1,0 +1,193 @@
+package mixed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// serveHTTP serves an HTTP proxy client: CONNECT tunnels, and plain
+// requests with an absolute URI, forwarded with keep-alive on both sides.
+func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, src netip.AddrPort) error {
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		writeHTTPError(c, http.StatusBadRequest, "malformed request")
+		return fmt.Errorf("http: request: %w", err)
+	}
+	if req.Method == http.MethodConnect {
+		return s.httpConnect(c, br, src, req)
+	}
+	return s.httpForward(c, br, src, req)
+}
+
+// httpConnect serves CONNECT: "200" is sent only once the handler has its
+// upstream, "502" with the reason otherwise.
+func (s *Server) httpConnect(c net.Conn, br *bufio.Reader, src netip.AddrPort, req *http.Request) error {
+	dst, err := hostPortAddr(req.Host, "443")
+	if err != nil {
+		writeHTTPError(c, http.StatusBadRequest, err.Error())
+		return fmt.Errorf("http: connect: %w", err)
+	}
+	m := flow.Metadata{Network: flow.TCP, Source: src, Destination: dst, Inbound: "http"}
+	accepted := false
+	err = s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
+		accepted = true
+		if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+			return nil, fmt.Errorf("http: reply: %w", err)
+		}
+		return clientConn(c, br), nil
+	})
+	if err != nil && !accepted {
+		writeHTTPError(c, http.StatusBadGateway, err.Error())
+	}
+	if err != nil {
+		return fmt.Errorf("http: connect %s: %w", dst, err)
+	}
+	return nil
+}
+
+// httpForward forwards plain requests, one after another on the client's
+// connection, through an http.Transport whose connections are flows of
+// the handler. The Transport is the client's own, so upstream connections
+// are reused for this client only, and are closed with it.
+func (s *Server) httpForward(c net.Conn, br *bufio.Reader, src netip.AddrPort, req *http.Request) error {
+	tr := &http.Transport{
+		Proxy:                 nil, // never the environment's proxy: we are the proxy
+		DialContext:           s.dialFlow(src),
+		DisableCompression:    true, // pass the body as the server sent it
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 2 * time.Minute,
+	}
+	defer tr.CloseIdleConnections()
+	bw := bufio.NewWriterSize(c, 4096)
+	for {
+		if !req.URL.IsAbs() || req.URL.Host == "" {
+			writeHTTPError(c, http.StatusBadRequest, "this is a proxy: requests need an absolute URI")
+			return fmt.Errorf("http: request for %q without absolute URI", req.URL.Path)
+		}
+		c.SetDeadline(time.Time{})
+		removeHopHeaders(req.Header)
+		req.RequestURI = ""
+		req = req.WithContext(s.ctx)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			writeHTTPError(c, http.StatusBadGateway, err.Error())
+			return fmt.Errorf("http: %s %s: %w", req.Method, req.URL.Host, err)
+		}
+		removeHopHeaders(resp.Header)
+		keep := !req.Close && !resp.Close &&
+			(resp.ContentLength >= 0 || len(resp.TransferEncoding) > 0 || req.Method == http.MethodHead)
+		resp.Close = !keep
+		err = resp.Write(bw)
+		resp.Body.Close()
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil {
+			return fmt.Errorf("http: response to client: %w", err)
+		}
+		if !keep {
+			return nil
+		}
+		c.SetDeadline(time.Now().Add(idleClientTimeout))
+		req, err = http.ReadRequest(br)
+		if err != nil {
+			return nil // the client closed or went idle
+		}
+		if req.Method == http.MethodConnect {
+			return s.httpConnect(c, br, src, req)
+		}
+	}
+}
+
+// idleClientTimeout is how long a keep-alive client connection may wait
+// for its next request.
+const idleClientTimeout = 2 * time.Minute
+
+// dialFlow returns a DialContext for http.Transport that opens each
+// upstream connection as a flow of the handler: the handler dials, then
+// accepts one end of an in-memory pipe whose other end the Transport uses.
+func (s *Server) dialFlow(src netip.AddrPort) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, _, addr string) (net.Conn, error) {
+		dst, err := flow.ParseAddr(addr)
+		if err != nil {
+			return nil, err
+		}
+		m := flow.Metadata{Network: flow.TCP, Source: src, Destination: dst, Inbound: "http"}
+		appSide, ours := net.Pipe()
+		accepted := make(chan struct{})
+		done := make(chan error, 1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			err := s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
+				close(accepted)
+				return appSide, nil
+			})
+			appSide.Close()
+			done <- err
+		}()
+		select {
+		case <-accepted:
+			return ours, nil
+		case err := <-done:
+			ours.Close()
+			if err == nil {
+				err = errors.New("flow ended before it was accepted")
+			}
+			return nil, err
+		case <-ctx.Done():
+			ours.Close()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// hostPortAddr parses a CONNECT target or Host header, adding defPort when
+// the port is missing.
+func hostPortAddr(hostport, defPort string) (flow.Addr, error) {
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), defPort)
+	}
+	return flow.ParseAddr(hostport)
+}
+
+// hopHeaders are the headers of one hop, not passed on (RFC 9110 7.6.1).
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func removeHopHeaders(h http.Header) {
+	for _, f := range h.Values("Connection") {
+		for _, name := range strings.Split(f, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopHeaders {
+		h.Del(name)
+	}
+}
+
+// writeHTTPError writes a short plain-text error response and asks the
+// client to close.
+func writeHTTPError(w io.Writer, code int, msg string) {
+	body := "skiff: " + msg + "\n"
+	io.WriteString(w, "HTTP/1.1 "+strconv.Itoa(code)+" "+http.StatusText(code)+"\r\n"+
+		"Content-Type: text/plain; charset=utf-8\r\n"+
+		"Connection: close\r\n"+
+		"Content-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
+}

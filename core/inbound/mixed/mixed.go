@@ -1,0 +1,197 @@
+// Package mixed is the local proxy inbound: one TCP listener that speaks
+// SOCKS5 (CONNECT and UDP ASSOCIATE, no authentication) and HTTP proxy
+// (CONNECT and plain absolute-URI requests), told apart by the first byte.
+// Apps that are pointed at it (system proxy settings, browsers, curl) get
+// their flows handed to a flow.Handler.
+//
+// The proxy has no authentication, so it listens on loopback only unless
+// the caller explicitly allows another address.
+package mixed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// Config is the inbound's settings.
+type Config struct {
+	// Listen is the TCP address to listen on, "host:port".
+	Listen string
+	// AllowNonLoopback allows Listen to name an address other than
+	// loopback (including "" and 0.0.0.0, every address). Without it such
+	// an address is refused: the proxy would be open to the network.
+	AllowNonLoopback bool
+	// Logger receives the inbound's own log lines; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+// handshakeTimeout bounds how long a client may take to send its request.
+const handshakeTimeout = 30 * time.Second
+
+// Server is a running mixed inbound.
+type Server struct {
+	ln     net.Listener
+	h      flow.Handler
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Listen starts listening on cfg.Listen and serving flows to h until Close.
+func Listen(cfg Config, h flow.Handler) (*Server, error) {
+	if err := checkListen(cfg.Listen, cfg.AllowNonLoopback); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("mixed: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{ln: ln, h: h, log: log, ctx: ctx, cancel: cancel}
+	s.wg.Add(1)
+	go s.serve()
+	return s, nil
+}
+
+// checkListen refuses an address that is not loopback unless allowed.
+func checkListen(addr string, allow bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("mixed: listen address %q: %w", addr, err)
+	}
+	if allow || host == "localhost" {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("mixed: listen address %q is not a loopback address: the proxy has no authentication, so anyone who can reach it could use it; allow it explicitly to listen there", addr)
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops listening, ends every flow and waits until all of the
+// server's goroutines have returned.
+func (s *Server) Close() error {
+	s.cancel()
+	err := s.ln.Close()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Server) serve() {
+	defer s.wg.Done()
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: back off and retry,
+			// as net/http does.
+			if delay == 0 {
+				delay = 5 * time.Millisecond
+			} else if delay *= 2; delay > time.Second {
+				delay = time.Second
+			}
+			s.log.Warn("mixed: accept failed", "err", err, "retry", delay)
+			select {
+			case <-time.After(delay):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
+		}
+		delay = 0
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.handle(c)
+		}()
+	}
+}
+
+// handle serves one client connection.
+func (s *Server) handle(c net.Conn) {
+	defer c.Close()
+	stop := context.AfterFunc(s.ctx, func() { c.Close() })
+	defer stop()
+	c.SetDeadline(time.Now().Add(handshakeTimeout))
+	br := bufio.NewReaderSize(c, 2048)
+	first, err := br.Peek(1)
+	if err != nil {
+		return
+	}
+	var src netip.AddrPort
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		src = netip.AddrPortFrom(ta.AddrPort().Addr().Unmap(), ta.AddrPort().Port())
+	}
+	switch first[0] {
+	case socksVersion:
+		err = s.serveSOCKS(c, br, src)
+	case 4:
+		err = errors.New("SOCKS4 is not supported, use SOCKS5")
+	default:
+		err = s.serveHTTP(c, br, src)
+	}
+	if err != nil && s.ctx.Err() == nil && s.log.Enabled(s.ctx, slog.LevelDebug) {
+		s.log.Debug("mixed: client", "src", src.String(), "err", err)
+	}
+}
+
+// closeWriter is a conn that can shut down its sending half.
+type closeWriter interface {
+	CloseWrite() error
+}
+
+// bufferedConn is a client conn whose first bytes were already read into a
+// bufio.Reader (data the client sent right behind its request).
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+// clientConn returns c ready for relaying, clearing the handshake deadline:
+// c itself when br holds nothing more, otherwise a conn that first drains br.
+func clientConn(c net.Conn, br *bufio.Reader) net.Conn {
+	c.SetDeadline(time.Time{})
+	if br.Buffered() == 0 {
+		return c
+	}
+	return &bufferedConn{Conn: c, r: br}
+}
+
+// Read reads what was buffered first, then from the conn.
+func (c *bufferedConn) Read(b []byte) (int, error) {
+	if c.r != nil {
+		if c.r.Buffered() > 0 {
+			return c.r.Read(b)
+		}
+		c.r = nil
+	}
+	return c.Conn.Read(b)
+}
+
+// CloseWrite shuts down the sending half of the underlying conn.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(closeWriter); ok {
+		return cw.CloseWrite()
+	}
+	return c.Conn.Close()
+}

@@ -1,0 +1,131 @@
+// Package relay moves bytes between the app's side of a flow and its
+// upstream: both directions of a stream with half-close, and UDP sessions
+// with an idle time-out. Counters sit here, on the one place every byte
+// passes, so that the stats never disagree with what was relayed.
+//
+// The hot paths take their buffers from a pool and do not allocate per read.
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+)
+
+// BufferSize is the size of the buffers used to copy streams and packets.
+// 32 KiB holds two TLS records or a full UDP datagram of common size, and
+// keeps an idle stream (which holds one buffer per direction while it waits
+// in Read) at 64 KiB.
+const BufferSize = 32 << 10
+
+// Counter receives the number of bytes relayed, once per successful read.
+// Implementations must be safe for concurrent use and cheap (an atomic add).
+type Counter interface {
+	Add(n int64)
+}
+
+// nopCounter counts nothing.
+type nopCounter struct{}
+
+func (nopCounter) Add(int64) {}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
+
+// getBuffer returns a BufferSize buffer from the pool.
+func getBuffer() *[]byte { return bufPool.Get().(*[]byte) }
+
+// putBuffer returns b to the pool.
+func putBuffer(b *[]byte) { bufPool.Put(b) }
+
+// closeWriter is a conn that can shut down its sending half (TCP, TLS,
+// most protocol streams).
+type closeWriter interface {
+	CloseWrite() error
+}
+
+// Stream relays between app (the flow's side toward the application) and up
+// (its upstream) until both directions have ended or ctx ends. Bytes from
+// app to up are added to upCount, the others to downCount; either may be nil.
+//
+// When one side ends its sending half (EOF), Stream shuts down the sending
+// half of the other side (CloseWrite) and keeps relaying the other
+// direction; a conn without CloseWrite is closed instead. Stream closes both
+// conns before it returns. The error is the first one that was not an
+// orderly end (EOF, or a conn closed because the other direction ended).
+func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) error {
+	if upCount == nil {
+		upCount = nopCounter{}
+	}
+	if downCount == nil {
+		downCount = nopCounter{}
+	}
+	var once sync.Once
+	closeBoth := func() {
+		once.Do(func() {
+			app.Close()
+			up.Close()
+		})
+	}
+	stop := context.AfterFunc(ctx, closeBoth)
+	defer stop()
+
+	errc := make(chan error, 1)
+	go func() { errc <- copyHalf(up, app, upCount) }()
+	errDown := copyHalf(app, up, downCount)
+	errUp := <-errc
+	closeBoth()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errUp != nil {
+		return errUp
+	}
+	return errDown
+}
+
+// copyHalf copies src to dst until EOF or an error, counting each read, and
+// then ends dst's sending half so that the peer sees EOF too.
+func copyHalf(dst, src net.Conn, c Counter) error {
+	bp := getBuffer()
+	defer putBuffer(bp)
+	buf := *bp
+	var err error
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			c.Add(int64(n))
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+				break
+			}
+		}
+		if rerr != nil {
+			if rerr != io.EOF {
+				err = rerr
+			}
+			break
+		}
+	}
+	if cw, ok := dst.(closeWriter); ok && err == nil {
+		if cw.CloseWrite() == nil {
+			return nil
+		}
+	}
+	// No half-close possible (or the copy failed): end both directions.
+	dst.Close()
+	src.Close()
+	if isClosed(err) {
+		return nil
+	}
+	return err
+}
+
+// isClosed reports whether err only says that a conn was closed under a
+// blocked call, which is how the second direction ends after the first.
+func isClosed(err error) bool {
+	return err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, os.ErrDeadlineExceeded)
+}

@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/link"
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// links collects repeated --link flags.
+type links []string
+
+func (l *links) String() string     { return fmt.Sprintf("%d link(s)", len(*l)) }
+func (l *links) Set(s string) error { *l = append(*l, s); return nil }
+
+// runFlags is what `skiff run` was asked to do.
+type runFlags struct {
+	nodes    []*node.Node
+	listen   string
+	allowLAN bool
+	pprof    string
+	level    slog.Level
+}
+
+// parseRunFlags parses the arguments of `skiff run`. Errors name the flag
+// (and for a link its position and field), never a link's secrets.
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		ls    links
+		rf    runFlags
+		level string
+	)
+	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
+	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
+	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
+	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
+	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	}
+	if len(ls) == 0 {
+		return nil, errors.New("--link: at least one server link is needed")
+	}
+	for i, s := range ls {
+		n, err := link.Parse(s)
+		if err != nil {
+			// link's errors name the scheme and field, never a secret.
+			return nil, fmt.Errorf("--link #%d: %v", i+1, err)
+		}
+		rf.nodes = append(rf.nodes, n)
+	}
+	if rf.pprof != "" && !isLoopback(rf.pprof) {
+		return nil, fmt.Errorf("--pprof: %q is not a loopback address", rf.pprof)
+	}
+	return &rf, nil
+}
+
+// isLoopback reports whether hostport names a loopback address.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// runCmd is `skiff run`: the core headless, with the local proxy in front.
+func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
+	rf, err := parseRunFlags(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "skiff run: %v\n", err)
+		}
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
+	log := c.Logger()
+
+	if rf.pprof != "" {
+		srv, err := servePprof(rf.pprof)
+		if err != nil {
+			fmt.Fprintf(stderr, "skiff run: --pprof: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		log.Info("pprof listening", "addr", rf.pprof)
+	}
+
+	if err := c.Start(ctx, core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN}); err != nil {
+		fmt.Fprintf(stderr, "skiff run: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "skiff: listening on %s\n", c.Status().Listen)
+
+	<-ctx.Done()
+	log.Info("signal received, stopping")
+	if err := c.Stop(); err != nil {
+		fmt.Fprintf(stderr, "skiff run: stop: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// servePprof serves the runtime profiles on addr, a loopback address, on a
+// mux of its own (not http.DefaultServeMux).
+func servePprof(addr string) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return srv, nil
+}
