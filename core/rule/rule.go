@@ -299,3 +299,20 @@ func IsPrivate(ip netip.Addr) bool {
 	}
 	return false
 }
+
+// Targets returns every target the set can return, the final one last,
+// without repeats.
+func (s *Set) Targets() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range s.rules {
+		if !seen[r.Target] {
+			seen[r.Target] = true
+			out = append(out, r.Target)
+		}
+	}
+	if !seen[s.final] {
+		out = append(out, s.final)
+	}
+	return out
+}
