@@ -97,7 +97,9 @@ func quicTLS(scheme string, q params) (*node.TLS, error) {
 }
 
 // addQUICTLS writes what quicTLS reads.
-func addQUICTLS(scheme string, q *query, t *node.TLS) error {
+// insecureKey is the name the protocol's clients use for the skip-verify
+// flag ("insecure" for Hysteria2 and AnyTLS, "allow_insecure" for TUIC).
+func addQUICTLS(scheme string, q *query, t *node.TLS, insecureKey string) error {
 	if t == nil {
 		return nil
 	}
@@ -112,7 +114,7 @@ func addQUICTLS(scheme string, q *query, t *node.TLS) error {
 		q.add("alpn", strings.Join(t.ALPN, ","))
 	}
 	if t.Insecure {
-		q.add("insecure", "1")
+		q.add(insecureKey, "1")
 	}
 	if t.PinSHA256 != "" {
 		p, err := pin(scheme, t.PinSHA256)
@@ -179,7 +181,7 @@ func formatHysteria2(n *node.Node) (string, error) {
 		q.add("obfs", o.Obfs)
 		q.add("obfs-password", o.ObfsPassword)
 	}
-	if err := addQUICTLS(s, &q, n.TLS); err != nil {
+	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
 		return "", err
 	}
 	if o.UpMbps > 0 {

@@ -1,6 +1,7 @@
 package link
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -97,6 +98,69 @@ var validCases = []struct {
 			Trojan:    &node.TrojanOptions{Password: "pw"}}},
 	{"trojan security none", "trojan://pw@10.0.0.1:80?security=none#n",
 		node.Node{Name: "n", Protocol: node.Trojan, Server: "10.0.0.1", Port: 80, Trojan: &node.TrojanOptions{Password: "pw"}}},
+
+	// VMess (v2rayN base64 JSON).
+	{"vmess ws tls std base64 string port", vmessLink(base64.StdEncoding, `{"v":"2","ps":"香港 01","add":"hk.example.com","port":"443","id":"`+testUUID+`","aid":"0","scy":"auto","net":"ws","type":"none","host":"hk.example.com","path":"/ray?ed=2048","tls":"tls","sni":"hk.example.com","alpn":"h2,http/1.1","fp":"chrome"}`),
+		node.Node{Name: "香港 01", Protocol: node.VMess, Server: "hk.example.com", Port: 443,
+			TLS:       &node.TLS{SNI: "hk.example.com", ALPN: []string{"h2", "http/1.1"}, Fingerprint: "chrome"},
+			Transport: &node.Transport{Type: node.TransportWS, Host: "hk.example.com", Path: "/ray", MaxEarlyData: 2048},
+			VMess:     &node.VMessOptions{UUID: testUUID, Security: "auto"}}},
+	{"vmess numeric port url alphabet unpadded", vmessLink(base64.RawURLEncoding, `{"v":2,"ps":"","add":"2001:db8::9","port":10086,"id":"`+testUUID+`","aid":64,"scy":"aes-128-gcm","net":"tcp","type":"http","host":"bing.com","path":"/","tls":""}`),
+		node.Node{Name: "[2001:db8::9]:10086", Protocol: node.VMess, Server: "2001:db8::9", Port: 10086,
+			Transport: &node.Transport{Type: node.TransportTCP, HeaderType: "http", Host: "bing.com", Path: "/"},
+			VMess:     &node.VMessOptions{UUID: testUUID, AlterID: 64, Security: "aes-128-gcm"}}},
+	{"vmess grpc minimal", vmessLink(base64.StdEncoding, `{"add":"g.example.com","port":"8443","id":"`+testUUID+`","net":"grpc","type":"gun","path":"svc","tls":"tls"}`),
+		node.Node{Name: "g.example.com:8443", Protocol: node.VMess, Server: "g.example.com", Port: 8443,
+			TLS:       &node.TLS{},
+			Transport: &node.Transport{Type: node.TransportGRPC, ServiceName: "svc"},
+			VMess:     &node.VMessOptions{UUID: testUUID, Security: "auto"}}},
+	{"vmess URL form", "vmess://" + testUUID + "@example.com:443?encryption=chacha20-poly1305&security=tls&type=ws&path=%2Fv#url",
+		node.Node{Name: "url", Protocol: node.VMess, Server: "example.com", Port: 443,
+			TLS:       &node.TLS{},
+			Transport: &node.Transport{Type: node.TransportWS, Path: "/v"},
+			VMess:     &node.VMessOptions{UUID: testUUID, Security: "chacha20-poly1305"}}},
+
+	// Shadowsocks (SIP002, SIP022, legacy).
+	{"ss SIP002 base64url", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888#Example1",
+		node.Node{Name: "Example1", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "test"}}},
+	{"ss SIP002 padded std plugin", "ss://Y2hhY2hhMjAtaWV0Zi1wb2x5MTMwNTpwQHNzOncvcmQ=@[2001:db8::7]:8388/?plugin=obfs-local%3Bobfs%3Dhttp%3Bobfs-host%3Dwww.bing.com#%F0%9F%9A%80%20fast",
+		node.Node{Name: "🚀 fast", Protocol: node.Shadowsocks, Server: "2001:db8::7", Port: 8388,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "chacha20-ietf-poly1305", Password: "p@ss:w/rd", Plugin: "obfs-local", PluginOpts: "obfs=http;obfs-host=www.bing.com"}}},
+	{"ss 2022 percent-encoded", "ss://2022-blake3-aes-256-gcm:ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1%2Bf4CBgoM%3D@192.168.100.1:8888#Example3",
+		node.Node{Name: "Example3", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "2022-blake3-aes-256-gcm", Password: "ZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXp7fH1+f4CBgoM="}}},
+	{"ss 2022 multi-user keys", "ss://2022-blake3-aes-128-gcm:AQIDBAUGBwgJCgsMDQ4PEA%3D%3D:AQIDBAUGBwgJCgsMDQ4PEA%3D%3D@example.com:443#multi",
+		node.Node{Name: "multi", Protocol: node.Shadowsocks, Server: "example.com", Port: 443,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "2022-blake3-aes-128-gcm", Password: "AQIDBAUGBwgJCgsMDQ4PEA==:AQIDBAUGBwgJCgsMDQ4PEA=="}}},
+	{"ss legacy whole base64", "ss://YWVzLTI1Ni1nY206bGVnYWN5LXBhc3NAMjAzLjAuMTEzLjU6ODM4OA==#Legacy%20SS",
+		node.Node{Name: "Legacy SS", Protocol: node.Shadowsocks, Server: "203.0.113.5", Port: 8388,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-256-gcm", Password: "legacy-pass"}}},
+	{"ss legacy IPv6 no name", "ss://YWVzLTEyOC1nY206cHdAWzIwMDE6ZGI4Ojo1XTo4Mzg4",
+		node.Node{Name: "[2001:db8::5]:8388", Protocol: node.Shadowsocks, Server: "2001:db8::5", Port: 8388,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "pw"}}},
+
+	// TUIC v5.
+	{"tuic full", "tuic://" + testUUID + ":p%40ss@tuic.example.com:443?congestion_control=bbr&udp_relay_mode=native&alpn=h3&sni=tuic.example.com&allow_insecure=1#TUIC%20v5",
+		node.Node{Name: "TUIC v5", Protocol: node.TUIC, Server: "tuic.example.com", Port: 443,
+			TLS:  &node.TLS{SNI: "tuic.example.com", ALPN: []string{"h3"}, Insecure: true},
+			TUIC: &node.TUICOptions{UUID: testUUID, Password: "p@ss", CongestionControl: "bbr", UDPRelayMode: "native"}}},
+	{"tuic IPv6 minimal", "tuic://" + testUUID + ":pw@[2001:db8::3]:8443#",
+		node.Node{Name: "[2001:db8::3]:8443", Protocol: node.TUIC, Server: "2001:db8::3", Port: 8443,
+			TUIC: &node.TUICOptions{UUID: testUUID, Password: "pw"}}},
+
+	// AnyTLS.
+	{"anytls", "anytls://s3cr%3Ft@any.example.com:8443/?sni=any.example.com&insecure=1#AnyTLS",
+		node.Node{Name: "AnyTLS", Protocol: node.AnyTLS, Server: "any.example.com", Port: 8443,
+			TLS: &node.TLS{SNI: "any.example.com", Insecure: true}, AnyTLS: &node.AnyTLSOptions{Password: "s3cr?t"}}},
+	{"anytls default port query password", "anytls://203.0.113.8?password=pw#",
+		node.Node{Name: "203.0.113.8:443", Protocol: node.AnyTLS, Server: "203.0.113.8", Port: 443,
+			AnyTLS: &node.AnyTLSOptions{Password: "pw"}}},
+}
+
+// vmessLink encodes a v2rayN JSON payload.
+func vmessLink(enc *base64.Encoding, j string) string {
+	return "vmess://" + enc.EncodeToString([]byte(j))
 }
 
 // colons writes hex as byte pairs separated by ':'.
@@ -153,5 +217,155 @@ func TestRoundTrip(t *testing.T) {
 				t.Fatalf("Format not stable:\n%s\n%s", s, s2)
 			}
 		})
+	}
+}
+
+// badCases are malformed links; the error must name the scheme and field
+// and must not contain the secret ("SECRET" or the UUID).
+var badCases = []struct {
+	name, link, want string
+}{
+	{"no scheme", "example.com:443", "link: not a share link"},
+	{"unknown scheme", "socks5://u:p@example.com:1080", `link: unsupported scheme "socks5"`},
+	{"hy2 port out of range", "hysteria2://SECRET@example.com:99999", `link: hysteria2: port: "99999" out of range`},
+	{"hy2 port not a number", "hy2://SECRET@example.com:abc/", "link: hysteria2: port: not a number"},
+	{"hy2 backwards range", "hy2://SECRET@example.com:443,6000-5000", "link: hysteria2: port: range 6000-5000 is backwards"},
+	{"hy2 bad mport", "hy2://SECRET@example.com?mport=70000", `link: hysteria2: mport: "70000" out of range`},
+	{"hy2 unknown obfs", "hy2://SECRET@example.com?obfs=xplus&obfs-password=SECRET", `link: hysteria2: obfs: unknown type "xplus"`},
+	{"hy2 salamander no password", "hy2://SECRET@example.com?obfs=salamander", "link: hysteria2: obfs-password: empty with obfs=salamander"},
+	{"hy2 bad insecure", "hy2://SECRET@example.com?insecure=maybe", `link: hysteria2: insecure: "maybe" not a boolean`},
+	{"hy2 bad pin", "hy2://SECRET@example.com?pinSHA256=deadbeef", "link: hysteria2: pinSHA256: want 64 hex digits"},
+	{"hy2 bad upmbps", "hy2://SECRET@example.com?upmbps=fast", "link: hysteria2: upmbps: not a number"},
+	{"hy2 bad auth escape", "hy2://SEC%zzRET@example.com", "link: hysteria2: userinfo: bad percent-escape"},
+	{"hy2 raw IPv6", "hy2://SECRET@2001:db8::1:443", "link: hysteria2: host: IPv6 address must be in brackets"},
+	{"hy2 unclosed bracket", "hy2://SECRET@[2001:db8::1:443", "link: hysteria2: host: missing ']'"},
+	{"hy2 empty host", "hy2://SECRET@:443", "link: hysteria2: host: empty"},
+	{"hy2 bad host char", "hy2://SECRET@exa$mple.com:443", "link: hysteria2: host: invalid character"},
+	{"hy2 unicode host", "hy2://SECRET@bücher.example:443", "link: hysteria2: host: not ASCII"},
+	{"vless not a uuid", "vless://SECRET@example.com:443?security=tls", "link: vless: uuid: not a UUID"},
+	{"vless no uuid", "vless://example.com:443", "link: vless: uuid: missing"},
+	{"vless no port", "vless://" + testUUID + "@example.com", "link: vless: port: missing"},
+	{"vless port zero", "vless://" + testUUID + "@example.com:0", `link: vless: port: "0" out of range`},
+	{"vless bad type", "vless://" + testUUID + "@example.com:443?type=kcp", `link: vless: type: unsupported "kcp"`},
+	{"vless bad security", "vless://" + testUUID + "@example.com:443?security=ssl", `link: vless: security: unsupported "ssl"`},
+	{"vless xtls", "vless://" + testUUID + "@example.com:443?security=xtls", "link: vless: security: xtls is obsolete"},
+	{"vless pq encryption", "vless://" + testUUID + "@example.com:443?encryption=mlkem768x25519plus.native.0rtt.SECRET", "link: vless: encryption: unsupported"},
+	{"vless bad flow", "vless://" + testUUID + "@example.com:443?flow=xtls-rprx-direct", `link: vless: flow: unsupported "xtls-rprx-direct"`},
+	{"vless reality no pbk", "vless://" + testUUID + "@example.com:443?security=reality&sni=a.com", "link: vless: pbk: empty"},
+	{"vless reality bad pbk", "vless://" + testUUID + "@example.com:443?security=reality&pbk=SECRET", "link: vless: pbk: not a base64url X25519 public key"},
+	{"vless reality bad sid", "vless://" + testUUID + "@example.com:443?security=reality&pbk=" + testPBK + "&sid=xyz", "link: vless: sid:"},
+	{"vless bad headerType", "vless://" + testUUID + "@example.com:443?type=tcp&headerType=srtp", `link: vless: headerType: unsupported "srtp"`},
+	{"vless bad query escape", "vless://" + testUUID + "@example.com:443?path=%2", "link: vless: path: bad percent-escape"},
+	{"vmess not base64", "vmess://!!!SECRET!!!", "link: vmess: payload: not base64 of a JSON object"},
+	{"vmess bad json", vmessLink(base64.StdEncoding, `{"id":"SECRET",`), "link: vmess: payload: bad JSON"},
+	{"vmess bad id", vmessLink(base64.StdEncoding, `{"add":"a.com","port":"443","id":"SECRET"}`), "link: vmess: uuid: not a UUID"},
+	{"vmess bad port", vmessLink(base64.StdEncoding, `{"add":"a.com","port":"65536","id":"`+testUUID+`"}`), `link: vmess: port: "65536" out of range`},
+	{"vmess no add", vmessLink(base64.StdEncoding, `{"port":"443","id":"`+testUUID+`"}`), "link: vmess: add: empty"},
+	{"vmess bad net", vmessLink(base64.StdEncoding, `{"add":"a.com","port":"443","id":"`+testUUID+`","net":"kcp"}`), `link: vmess: net: unsupported "kcp"`},
+	{"vmess bad scy", vmessLink(base64.StdEncoding, `{"add":"a.com","port":"443","id":"`+testUUID+`","scy":"aes-128-cfb"}`), `link: vmess: scy: unsupported "aes-128-cfb"`},
+	{"vmess bad aid", vmessLink(base64.StdEncoding, `{"add":"a.com","port":"443","id":"`+testUUID+`","aid":"x"}`), "link: vmess: aid: not a number"},
+	{"ss bad method", "ss://" + base64.RawURLEncoding.EncodeToString([]byte("rc4-md5:SECRET")) + "@example.com:8388", `link: ss: method: unsupported "rc4-md5"`},
+	{"ss 2022 bad key", "ss://2022-blake3-aes-256-gcm:SECRET@example.com:8388", "link: ss: password: not base64 of a 32-byte key"},
+	{"ss 2022 short key", "ss://2022-blake3-aes-256-gcm:AQIDBAUGBwgJCgsMDQ4PEA%3D%3D@example.com:8388", "link: ss: password: not base64 of a 32-byte key"},
+	{"ss empty password", "ss://" + base64.RawURLEncoding.EncodeToString([]byte("aes-128-gcm:")) + "@example.com:8388", "link: ss: password: empty"},
+	{"ss userinfo not base64", "ss://SECRET!@example.com:8388", "link: ss: userinfo: neither method:password nor its base64"},
+	{"ss no port", "ss://YWVzLTEyOC1nY206dGVzdA@example.com", "link: ss: port: missing"},
+	{"ss legacy garbage", "ss://SECRET!!", "link: ss: userinfo: no '@' and not base64"},
+	{"trojan no password", "trojan://example.com:443", "link: trojan: password: empty"},
+	{"trojan bad port", "trojan://SECRET@example.com:-1", "link: trojan: port: not a number"},
+	{"tuic bad uuid", "tuic://SECRET:SECRET@example.com:443", "link: tuic: uuid: not a UUID"},
+	{"tuic no password", "tuic://" + testUUID + "@example.com:443", "link: tuic: password: empty"},
+	{"tuic bad cc", "tuic://" + testUUID + ":SECRET@example.com:443?congestion_control=brutal", `link: tuic: congestion_control: unsupported "brutal"`},
+	{"tuic bad relay", "tuic://" + testUUID + ":SECRET@example.com:443?udp_relay_mode=fast", `link: tuic: udp_relay_mode: unsupported "fast"`},
+	{"anytls no password", "anytls://example.com:443", "link: anytls: password: empty"},
+	{"anytls bad port", "anytls://SECRET@example.com:1e3", "link: anytls: port: not a number"},
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range badCases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := Parse(tc.link)
+			if err == nil {
+				t.Fatalf("Parse succeeded: %s", dump(n))
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, tc.want) {
+				t.Errorf("error %q, want prefix %q", msg, tc.want)
+			}
+			for _, secret := range []string{"SECRET", "ECRE", testUUID} {
+				if strings.Contains(msg, secret) {
+					t.Errorf("error %q leaks a secret", msg)
+				}
+			}
+		})
+	}
+}
+
+func TestFormatErrors(t *testing.T) {
+	base := func() *node.Node {
+		return &node.Node{Name: "x", Protocol: node.VLESS, Server: "example.com", Port: 443,
+			VLESS: &node.VLESSOptions{UUID: testUUID}}
+	}
+	tests := []struct {
+		name string
+		mod  func(*node.Node)
+		want string
+	}{
+		{"headers", func(n *node.Node) {
+			n.Transport = &node.Transport{Type: node.TransportWS, Headers: map[string]string{"X": "y"}}
+		}, "link: vless: headers:"},
+		{"early data on grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC, MaxEarlyData: 10} }, "link: vless: maxEarlyData:"},
+		{"bad uuid", func(n *node.Node) { n.VLESS.UUID = "SECRET" }, "link: vless: uuid: not a UUID"},
+		{"invalid node", func(n *node.Node) { n.Port = 0 }, "link: vless: node: port:"},
+		{"reality on hysteria2", func(n *node.Node) {
+			n.Protocol, n.VLESS, n.Hysteria2 = node.Hysteria2, nil, &node.Hysteria2Options{}
+			n.TLS = &node.TLS{Reality: &node.Reality{PublicKey: testPBK}}
+		}, "link: hysteria2: reality:"},
+		{"ss plugin opts without plugin", func(n *node.Node) {
+			n.Protocol, n.VLESS = node.Shadowsocks, nil
+			n.Shadowsocks = &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "SECRET", PluginOpts: "a=b"}
+		}, "link: ss: pluginOpts:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := base()
+			tc.mod(n)
+			s, err := Format(n)
+			if err == nil {
+				t.Fatalf("Format succeeded: %s", s)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "SECRET") {
+				t.Errorf("error %q, want prefix %q and no secret", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestFormatNotParsed prints nodes built by hand (as subscriptions build
+// them) and checks that they come back equal.
+func TestFormatNotParsed(t *testing.T) {
+	nodes := []node.Node{
+		{Name: "hop", Protocol: node.Hysteria2, Server: "example.com", Port: 8443,
+			Hysteria2: &node.Hysteria2Options{Auth: "a b:c", Ports: "20000-30000"}},
+		{Name: "single mport", Protocol: node.Hysteria2, Server: "example.com", Port: 443,
+			Hysteria2: &node.Hysteria2Options{Auth: "x", Ports: "443"}},
+		{Name: " spaced name ", Protocol: node.VMess, Server: "example.com", Port: 443,
+			TLS:   &node.TLS{SNI: "a.example", Insecure: true, PinSHA256: testPin},
+			VMess: &node.VMessOptions{UUID: testUUID, Security: "zero"}},
+		{Name: "ss none", Protocol: node.Shadowsocks, Server: "example.com", Port: 8388,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "none"}},
+	}
+	for _, want := range nodes {
+		s, err := Format(&want)
+		if err != nil {
+			t.Fatalf("%s: Format: %v", want.Name, err)
+		}
+		got, err := Parse(s)
+		if err != nil {
+			t.Fatalf("%s: Parse(%q): %v", want.Name, s, err)
+		}
+		if !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s via %q:\n got %s\nwant %s", want.Name, s, dump(got), dump(&want))
+		}
 	}
 }

@@ -1,0 +1,121 @@
+package link
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// parseTUIC reads tuic://uuid:password@host:port?congestion_control=bbr&
+// udp_relay_mode=native&alpn=h3&sni=…&allow_insecure=1#name, the TUIC v5
+// link that sing-box, mihomo, v2rayN and NekoBox write.
+func parseTUIC(rest string) (*node.Node, error) {
+	const s = schemeTUIC
+	u, err := splitURI(s, rest)
+	if err != nil {
+		return nil, err
+	}
+	if !u.hasUser {
+		return nil, errf(s, "uuid", "missing")
+	}
+	rawID, password, _ := strings.Cut(u.user, ":")
+	id, err := checkUUID(s, rawID)
+	if err != nil {
+		return nil, err
+	}
+	if password == "" {
+		password = u.query.get("password")
+	}
+	if password == "" {
+		return nil, errf(s, "password", "empty")
+	}
+	port, err := parsePort(s, u.port, 0)
+	if err != nil {
+		return nil, err
+	}
+	q := u.query
+	o := &node.TUICOptions{UUID: id, Password: password}
+	switch cc := q.get("congestion_control", "congestion_controller", "congestion-controller"); cc {
+	case "", "cubic", "new_reno", "bbr":
+		o.CongestionControl = cc
+	default:
+		if isToken(cc) && len(cc) <= 32 {
+			return nil, errf(s, "congestion_control", "unsupported %q", cc)
+		}
+		return nil, errf(s, "congestion_control", "unsupported")
+	}
+	switch m := q.get("udp_relay_mode", "udp-relay-mode"); m {
+	case "", "native", "quic":
+		o.UDPRelayMode = m
+	default:
+		if isToken(m) && len(m) <= 32 {
+			return nil, errf(s, "udp_relay_mode", "unsupported %q", m)
+		}
+		return nil, errf(s, "udp_relay_mode", "unsupported")
+	}
+	t, err := quicTLS(s, q)
+	if err != nil {
+		return nil, err
+	}
+	return &node.Node{Name: u.name(), Protocol: node.TUIC, Server: u.host, Port: port, TLS: t, TUIC: o}, nil
+}
+
+func formatTUIC(n *node.Node) (string, error) {
+	const s = schemeTUIC
+	o := n.TUIC
+	id, err := checkUUID(s, o.UUID)
+	if err != nil {
+		return "", err
+	}
+	if o.Password == "" {
+		return "", errf(s, "password", "empty")
+	}
+	var q query
+	q.addNonEmpty("congestion_control", o.CongestionControl)
+	q.addNonEmpty("udp_relay_mode", o.UDPRelayMode)
+	if err := addQUICTLS(s, &q, n.TLS, "allow_insecure"); err != nil {
+		return "", err
+	}
+	return "tuic://" + id + ":" + escape(o.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+}
+
+// parseAnyTLS reads anytls://password@host[:port]/?sni=…&insecure=1#name
+// (anytls-go's URI format, as sing-box and mihomo clients share it). The
+// port defaults to 443; Shadowrocket's ?password= form is read too.
+func parseAnyTLS(rest string) (*node.Node, error) {
+	const s = schemeAnyTLS
+	u, err := splitURI(s, rest)
+	if err != nil {
+		return nil, err
+	}
+	password := u.user
+	if password == "" {
+		password = u.query.get("password")
+	}
+	if password == "" {
+		return nil, errf(s, "password", "empty")
+	}
+	port, err := parsePort(s, u.port, 443)
+	if err != nil {
+		return nil, err
+	}
+	t, err := quicTLS(s, u.query)
+	if err != nil {
+		return nil, err
+	}
+	return &node.Node{Name: u.name(), Protocol: node.AnyTLS, Server: u.host, Port: port, TLS: t,
+		AnyTLS: &node.AnyTLSOptions{Password: password}}, nil
+}
+
+func formatAnyTLS(n *node.Node) (string, error) {
+	const s = schemeAnyTLS
+	if n.AnyTLS.Password == "" {
+		return "", errf(s, "password", "empty")
+	}
+	var q query
+	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
+		return "", err
+	}
+	return "anytls://" + escape(n.AnyTLS.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + "/" + q.String() + "#" + escape(n.Name), nil
+}
