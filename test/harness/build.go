@@ -1,0 +1,174 @@
+package harness
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// SingBoxVersion is the sing-box release the tests and the benchmark run
+// against.
+const SingBoxVersion = "1.14.1"
+
+// singBoxTags are the build tags sing-box needs for Hysteria2 (QUIC), uTLS
+// fingerprints and its gVisor stack.
+const singBoxTags = "with_quic,with_utls,with_gvisor"
+
+const testModule = "module github.com/skiffvpn/skiff/test"
+
+// TestDir returns the absolute path of the test module (the folder holding
+// test/go.mod), found by walking up from the working directory.
+func TestDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), testModule) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("harness: test module (test/go.mod) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BinDir returns test/bin, creating it.
+func BinDir() (string, error) {
+	dir, err := TestDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "bin")
+	return bin, os.MkdirAll(bin, 0o755)
+}
+
+// OutDir returns test/out, where logs of failed tests go, creating it.
+func OutDir() (string, error) {
+	dir, err := TestDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "out")
+	return out, os.MkdirAll(out, 0o755)
+}
+
+var (
+	skiffOnce   = sync.OnceValues(buildSkiff)
+	singBoxOnce = sync.OnceValues(buildSingBox)
+)
+
+// SkiffBinary builds the skiff binary from the parent module into test/bin
+// (once per process) and returns its path.
+func SkiffBinary() (string, error) { return skiffOnce() }
+
+// SingBoxBinary installs sing-box SingBoxVersion into test/bin (once per
+// process, and only when the binary there is not already that version) and
+// returns its path.
+func SingBoxBinary() (string, error) { return singBoxOnce() }
+
+// NeedSkiff is SkiffBinary for tests: it fails t when the build fails.
+func NeedSkiff(t testing.TB) string {
+	t.Helper()
+	p, err := SkiffBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// NeedSingBox is SingBoxBinary for tests: it fails t when the build fails.
+func NeedSingBox(t testing.TB) string {
+	t.Helper()
+	p, err := SingBoxBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func buildSkiff() (string, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lockDir(bin)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	out := filepath.Join(bin, "skiff")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, ".")
+	cmd.Dir = filepath.Dir(filepath.Dir(bin)) // the repository root, parent of test/
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("harness: go build skiff: %v\n%s", err, b)
+	}
+	return out, nil
+}
+
+func buildSingBox() (string, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	unlock, err := lockDir(bin)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	out := filepath.Join(bin, "sing-box")
+	if singBoxIsCurrent(out) {
+		return out, nil
+	}
+	fmt.Fprintf(os.Stderr, "harness: installing sing-box v%s into %s (a few minutes the first time)\n", SingBoxVersion, bin)
+	cmd := exec.Command("go", "install", "-buildvcs=false",
+		"-tags", singBoxTags,
+		"-ldflags", "-X github.com/sagernet/sing-box/constant.Version="+SingBoxVersion,
+		"github.com/sagernet/sing-box/cmd/sing-box@v"+SingBoxVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+bin)
+	cmd.Dir = bin // outside any module: go install pkg@version ignores it anyway
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("harness: go install sing-box v%s: %v\n%s", SingBoxVersion, err, b)
+	}
+	if !singBoxIsCurrent(out) {
+		return "", fmt.Errorf("harness: %s does not report version %s after install", out, SingBoxVersion)
+	}
+	return out, nil
+}
+
+// singBoxIsCurrent reports whether path is a sing-box of SingBoxVersion.
+func singBoxIsCurrent(path string) bool {
+	b, err := exec.Command(path, "version").Output()
+	if err != nil {
+		return false
+	}
+	first, _, _ := bytes.Cut(b, []byte("\n"))
+	return strings.TrimSpace(string(first)) == "sing-box version "+SingBoxVersion
+}
+
+// lockDir takes an exclusive lock on dir/.lock so that test processes
+// running in parallel (one per package) do not build into dir at once.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("harness: lock %s: %w", dir, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

@@ -1,0 +1,217 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// Kind names a server setup the tests run.
+type Kind string
+
+// Server setups.
+const (
+	Hysteria2 Kind = "hysteria2" // Hysteria2 over QUIC (optionally Salamander)
+	VLESSWS   Kind = "vless-ws"  // VLESS over WebSocket over TLS
+	VLESSTCP  Kind = "vless-tcp" // VLESS over TLS over TCP
+)
+
+// Server describes one sing-box server and the credentials a client needs
+// for it. The same value produces the server's configuration, a skiff share
+// link and a sing-box client outbound, so they cannot drift apart.
+type Server struct {
+	Kind Kind
+	Port int   // loopback port (UDP for Hysteria2, TCP otherwise)
+	Cert *Cert // the server's certificate
+
+	Password     string // Hysteria2 user password
+	ObfsPassword string // Hysteria2 Salamander password; empty: no obfuscation
+
+	UUID      string // VLESS user
+	Path      string // WebSocket path, e.g. "/ws"
+	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
+}
+
+// Addr returns "127.0.0.1:port".
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// ServerConfig returns the sing-box configuration of the server.
+func (s *Server) ServerConfig() ([]byte, error) {
+	tls := map[string]any{
+		"enabled":          true,
+		"server_name":      "localhost",
+		"certificate_path": s.Cert.CertFile,
+		"key_path":         s.Cert.KeyFile,
+	}
+	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port, "tls": tls}
+	switch s.Kind {
+	case Hysteria2:
+		in["type"] = "hysteria2"
+		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
+		if s.ObfsPassword != "" {
+			in["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
+		}
+		tls["alpn"] = []string{"h3"}
+	case VLESSWS, VLESSTCP:
+		in["type"] = "vless"
+		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
+		if s.Kind == VLESSWS {
+			in["transport"] = s.wsTransport()
+		}
+	default:
+		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
+	}
+	cfg := map[string]any{
+		"log":       map[string]any{"level": "info", "timestamp": true},
+		"inbounds":  []any{in},
+		"outbounds": []any{map[string]any{"type": "direct", "tag": "direct"}},
+	}
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+func (s *Server) wsTransport() map[string]any {
+	ws := map[string]any{"type": "ws", "path": s.Path}
+	if s.EarlyData > 0 {
+		ws["max_early_data"] = s.EarlyData
+		ws["early_data_header_name"] = "Sec-WebSocket-Protocol"
+	}
+	return ws
+}
+
+// ClientTLS is how a client link treats the server's certificate.
+type ClientTLS struct {
+	Insecure bool   // skip chain verification (insecure=1 / allowInsecure=1)
+	Pin      string // hex SHA-256 of the certificate to pin; "" none
+}
+
+// Trusting returns the ClientTLS under which a client accepts the test
+// certificate: Hysteria2 links pin it, VLESS links skip verification.
+func (s *Server) Trusting() ClientTLS {
+	if s.Kind == Hysteria2 {
+		return ClientTLS{Insecure: true, Pin: s.Cert.PinSHA256}
+	}
+	return ClientTLS{Insecure: true}
+}
+
+// Link returns a share link for the server as a skiff user would paste it.
+func (s *Server) Link(tls ClientTLS) string {
+	q := url.Values{}
+	q.Set("sni", "localhost")
+	switch s.Kind {
+	case Hysteria2:
+		if s.ObfsPassword != "" {
+			q.Set("obfs", "salamander")
+			q.Set("obfs-password", s.ObfsPassword)
+		}
+		if tls.Insecure {
+			q.Set("insecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pinSHA256", tls.Pin)
+		}
+		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: "test-hy2"}
+		return u.String()
+	default:
+		q.Set("encryption", "none")
+		q.Set("security", "tls")
+		if tls.Insecure {
+			q.Set("allowInsecure", "1")
+		}
+		if s.Kind == VLESSWS {
+			q.Set("type", "ws")
+			q.Set("host", "localhost")
+			path := s.Path
+			if s.EarlyData > 0 {
+				path += "?ed=" + strconv.Itoa(s.EarlyData)
+			}
+			q.Set("path", path)
+		} else {
+			q.Set("type", "tcp")
+		}
+		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.Addr(), RawQuery: q.Encode(), Fragment: "test-" + string(s.Kind)}
+		return u.String()
+	}
+}
+
+// ClientOutbound returns a sing-box outbound that reaches the server, for
+// sing-box used as the client. It trusts the test certificate.
+func (s *Server) ClientOutbound() map[string]any {
+	out := map[string]any{"tag": "proxy", "server": "127.0.0.1", "server_port": s.Port}
+	tls := map[string]any{"enabled": true, "server_name": "localhost", "certificate_path": s.Cert.CertFile}
+	out["tls"] = tls
+	switch s.Kind {
+	case Hysteria2:
+		out["type"] = "hysteria2"
+		out["password"] = s.Password
+		if s.ObfsPassword != "" {
+			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
+		}
+		tls["alpn"] = []string{"h3"}
+	default:
+		out["type"] = "vless"
+		out["uuid"] = s.UUID
+		if s.Kind == VLESSWS {
+			ws := s.wsTransport()
+			ws["headers"] = map[string]any{"Host": "localhost"}
+			out["transport"] = ws
+		}
+	}
+	return out
+}
+
+// ClientConfig returns a sing-box configuration with a mixed (SOCKS5 and
+// HTTP) inbound on 127.0.0.1:listenPort that sends everything to out.
+func ClientConfig(listenPort int, out map[string]any) ([]byte, error) {
+	cfg := map[string]any{
+		"log": map[string]any{"level": "info", "timestamp": true},
+		"inbounds": []any{map[string]any{
+			"type": "mixed", "tag": "mixed", "listen": "127.0.0.1", "listen_port": listenPort,
+		}},
+		"outbounds": []any{out},
+		"route":     map[string]any{"final": out["tag"]},
+	}
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// StartSingBox writes config into dir and starts sing-box with it, waiting
+// until it reports that it started. The caller owns the process.
+func StartSingBox(ctx context.Context, bin, dir, name string, config []byte) (*Process, error) {
+	path := filepath.Join(dir, name+".json")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
+		return nil, err
+	}
+	p, err := StartProcess(name, bin, "run", "--disable-color", "-c", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitText(ctx, "sing-box started"); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// SingBox starts sing-box with config for t, waits until it has started and
+// stops it in t.Cleanup.
+func SingBox(t testing.TB, name string, config []byte) *Process {
+	t.Helper()
+	bin := NeedSingBox(t)
+	path := filepath.Join(t.TempDir(), name+".json")
+	if err := os.WriteFile(path, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := Start(t, name, bin, "run", "--disable-color", "-c", path)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.WaitText(ctx, "sing-box started"); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
