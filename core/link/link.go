@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skiffvpn/skiff/core/node"
 )
@@ -58,8 +59,9 @@ func errf(scheme, field, format string, args ...any) error {
 }
 
 // Parse reads one share link into a validated node. Leading and trailing
-// white space and a byte-order mark are ignored. An empty name becomes
-// "host:port".
+// white space and a byte-order mark are ignored. The name is the link's
+// fragment, percent-decoded (invalid UTF-8 replaced by U+FFFD); an empty
+// name becomes "host:port".
 func Parse(s string) (*node.Node, error) {
 	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "\uFEFF"))
 	i := strings.Index(s, "://")
@@ -95,6 +97,8 @@ func Parse(s string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A name is for display: keep it valid UTF-8.
+	n.Name = strings.ToValidUTF8(n.Name, "\uFFFD")
 	if n.Name == "" {
 		n.Name = n.Address()
 	}
@@ -319,6 +323,12 @@ func parseQuery(scheme, raw string) (params, error) {
 				return nil, errf(scheme, key, "bad percent-escape")
 			}
 			return nil, errf(scheme, "query", "bad percent-escape")
+		}
+		if !utf8.ValidString(val) {
+			if isToken(key) && len(key) <= 32 {
+				return nil, errf(scheme, key, "not valid UTF-8")
+			}
+			return nil, errf(scheme, "query", "not valid UTF-8")
 		}
 		if _, dup := q[key]; !dup {
 			q[key] = val
