@@ -5,6 +5,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 )
 
 // NewOutbound returns the protocol client for n, opening its sockets with d.
@@ -14,6 +15,12 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		return nil, fmt.Errorf("node %q: %w", n.Name, err)
 	}
 	switch n.Protocol {
+	case node.Hysteria2:
+		c, err := hysteria2.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
 	default:
 		return nil, fmt.Errorf("node %q: protocol %s is not supported yet", n.Name, n.Protocol)
 	}

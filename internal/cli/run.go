@@ -119,7 +119,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 			return 1
 		}
 		defer srv.Close()
-		log.Info("pprof listening", "addr", rf.pprof)
+		log.Info("pprof listening", "addr", srv.Addr)
 	}
 
 	if err := c.Start(ctx, core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN}); err != nil {
@@ -150,7 +150,7 @@ func servePprof(addr string) (*http.Server, error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	return srv, nil
 }

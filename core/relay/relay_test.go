@@ -1,0 +1,256 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Add(n int64) { c.n.Add(n) }
+
+// tcpPair returns the two ends of a loopback TCP connection.
+func tcpPair(t testing.TB) (client, server *net.TCPConn) {
+	t.Helper()
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ch := make(chan *net.TCPConn, 1)
+	go func() {
+		c, err := ln.AcceptTCP()
+		if err != nil {
+			ch <- nil
+			return
+		}
+		ch <- c
+	}()
+	c, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-ch
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { c.Close(); s.Close() })
+	return c, s
+}
+
+// TestStreamHalfClose checks that each side's EOF reaches the other side
+// while the opposite direction keeps flowing, and that bytes are counted.
+func TestStreamHalfClose(t *testing.T) {
+	app, appRelay := tcpPair(t) // app ⇄ relay
+	upRelay, up := tcpPair(t)   // relay ⇄ upstream server
+	var upN, downN counter
+	done := make(chan error, 1)
+	go func() { done <- Stream(context.Background(), appRelay, upRelay, &upN, &downN) }()
+
+	request := bytes.Repeat([]byte("q"), 100_000)
+	reply := bytes.Repeat([]byte("r"), 300_000)
+
+	// The app sends its request and closes its sending half, as `nc -N` does.
+	go func() {
+		app.Write(request)
+		app.CloseWrite()
+	}()
+	got, err := io.ReadAll(up) // ends only if the half-close was passed on
+	if err != nil || !bytes.Equal(got, request) {
+		t.Fatalf("upstream read %d bytes, err %v; want %d", len(got), err, len(request))
+	}
+	// The upstream answers after the app's EOF: the other direction is open.
+	if _, err := up.Write(reply); err != nil {
+		t.Fatal(err)
+	}
+	up.CloseWrite()
+	got, err = io.ReadAll(app)
+	if err != nil || !bytes.Equal(got, reply) {
+		t.Fatalf("app read %d bytes, err %v; want %d", len(got), err, len(reply))
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stream did not return after both halves closed")
+	}
+	if upN.n.Load() != int64(len(request)) || downN.n.Load() != int64(len(reply)) {
+		t.Errorf("counted up %d down %d, want %d %d", upN.n.Load(), downN.n.Load(), len(request), len(reply))
+	}
+}
+
+// TestStreamContextCancel checks that ending ctx closes both sides.
+func TestStreamContextCancel(t *testing.T) {
+	app, appRelay := tcpPair(t)
+	upRelay, up := tcpPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Stream(ctx, appRelay, upRelay, nil, nil) }()
+	app.Write([]byte("x"))
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(up, buf); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Stream = %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stream did not return after cancel")
+	}
+	for name, c := range map[string]net.Conn{"app": app, "up": up} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(buf); err == nil {
+			t.Errorf("%s: read after cancel succeeded", name)
+		}
+	}
+}
+
+// TestStreamNoCloseWrite checks that a conn without CloseWrite (a pipe) is
+// closed when its peer's direction ends, so that nothing hangs.
+func TestStreamNoCloseWrite(t *testing.T) {
+	app, appRelay := net.Pipe()
+	upRelay, up := tcpPair(t)
+	done := make(chan error, 1)
+	go func() { done <- Stream(context.Background(), appRelay, upRelay, nil, nil) }()
+	go func() {
+		up.Write([]byte("hello"))
+		up.CloseWrite()
+	}()
+	got, err := io.ReadAll(app)
+	if err != nil || string(got) != "hello" {
+		t.Fatalf("app read %q, %v", got, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stream did not return")
+	}
+}
+
+func udpConn(t testing.TB) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestPacketRelayAndIdle relays datagrams both ways through two sockets
+// and checks that the session ends once idle.
+func TestPacketRelayAndIdle(t *testing.T) {
+	// app side: the relay reads the app's datagrams from appRelay; we fake
+	// the app's "destination" by writing from appPeer to appRelay and
+	// reading where to go from a fixed echo server address.
+	echo := udpConn(t)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := echo.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			echo.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	appPeer := udpConn(t)
+	appSide := &fixedDst{UDPConn: udpConn(t), dst: echo.LocalAddr(), peer: appPeer.LocalAddr()}
+	up := udpConn(t)
+
+	var upN, downN counter
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- Packet(context.Background(), appSide, up, 300*time.Millisecond, &upN, &downN) }()
+
+	buf := make([]byte, 2048)
+	for i := 0; i < 3; i++ {
+		if _, err := appPeer.WriteTo([]byte("ping"), appSide.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		appPeer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := appPeer.ReadFrom(buf)
+		if err != nil || string(buf[:n]) != "ping" {
+			t.Fatalf("reply %q, %v", buf[:n], err)
+		}
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrIdle) {
+			t.Errorf("Packet = %v, want ErrIdle", err)
+		}
+		if took := time.Since(start); took < 300*time.Millisecond || took > 3*time.Second {
+			t.Errorf("session ended after %v, want about 300ms of idleness", took)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("session did not end when idle")
+	}
+	if upN.n.Load() != 12 || downN.n.Load() != 12 {
+		t.Errorf("counted up %d down %d, want 12 12", upN.n.Load(), downN.n.Load())
+	}
+}
+
+// fixedDst is an app-side PacketConn whose datagrams all go to dst and
+// whose replies go to peer.
+type fixedDst struct {
+	*net.UDPConn
+	dst, peer net.Addr
+}
+
+func (c *fixedDst) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, _, err := c.UDPConn.ReadFrom(b)
+	return n, c.dst, err
+}
+
+func (c *fixedDst) WriteTo(b []byte, _ net.Addr) (int, error) {
+	return c.UDPConn.WriteTo(b, c.peer)
+}
+
+func TestIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		port uint16
+		want time.Duration
+	}{{53, DNSTimeout}, {443, UDPTimeout}, {5353, UDPTimeout}} {
+		if got := IdleTimeout(tc.port); got != tc.want {
+			t.Errorf("IdleTimeout(%d) = %v, want %v", tc.port, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkStream measures one direction of a relayed loopback TCP stream:
+// sender → relay → receiver.
+func BenchmarkStream(b *testing.B) {
+	src, appRelay := tcpPair(b)
+	upRelay, dst := tcpPair(b)
+	var upN, downN counter
+	go Stream(context.Background(), appRelay, upRelay, &upN, &downN)
+	chunk := make([]byte, 256<<10)
+	total := int64(b.N) * int64(len(chunk))
+	done := make(chan int64, 1)
+	go func() {
+		n, _ := io.CopyN(io.Discard, dst, total)
+		done <- n
+	}()
+	b.SetBytes(int64(len(chunk)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := src.Write(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := <-done; n != total {
+		b.Fatalf("received %d of %d bytes", n, total)
+	}
+}
