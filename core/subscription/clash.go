@@ -1,0 +1,498 @@
+package subscription
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
+	"gopkg.in/yaml.v3"
+)
+
+// maxYAMLNodes bounds the YAML nodes a Clash document's proxies may expand
+// to, aliases counted each time they are used: an alias bomb stops here
+// instead of eating memory.
+const maxYAMLNodes = 1 << 20
+
+// maxYAMLDepth bounds nesting, aliases included.
+const maxYAMLDepth = 64
+
+// clashProxy is one entry of a Clash/mihomo proxies: list, with the fields
+// Skiff maps (mihomo's names; unknown fields are ignored).
+type clashProxy struct {
+	Name   string    `yaml:"name"`
+	Type   string    `yaml:"type"`
+	Server string    `yaml:"server"`
+	Port   clashPort `yaml:"port"`
+
+	TLS               bool     `yaml:"tls"`
+	SNI               string   `yaml:"sni"`
+	ServerName        string   `yaml:"servername"`
+	SkipCertVerify    bool     `yaml:"skip-cert-verify"`
+	ALPN              []string `yaml:"alpn"`
+	Fingerprint       string   `yaml:"fingerprint"` // certificate SHA-256
+	ClientFingerprint string   `yaml:"client-fingerprint"`
+	RealityOpts       *struct {
+		PublicKey string `yaml:"public-key"`
+		ShortID   string `yaml:"short-id"`
+	} `yaml:"reality-opts"`
+
+	Network string `yaml:"network"`
+	WSOpts  *struct {
+		Path                string            `yaml:"path"`
+		Headers             map[string]string `yaml:"headers"`
+		MaxEarlyData        int               `yaml:"max-early-data"`
+		EarlyDataHeaderName string            `yaml:"early-data-header-name"`
+		V2rayHTTPUpgrade    bool              `yaml:"v2ray-http-upgrade"`
+	} `yaml:"ws-opts"`
+	GRPCOpts *struct {
+		ServiceName string `yaml:"grpc-service-name"`
+	} `yaml:"grpc-opts"`
+	H2Opts *struct {
+		Host []string `yaml:"host"`
+		Path string   `yaml:"path"`
+	} `yaml:"h2-opts"`
+
+	Password             string         `yaml:"password"`
+	UUID                 string         `yaml:"uuid"`
+	Flow                 string         `yaml:"flow"`
+	Encryption           string         `yaml:"encryption"`
+	AlterID              int            `yaml:"alterId"`
+	Cipher               string         `yaml:"cipher"`
+	Plugin               string         `yaml:"plugin"`
+	PluginOpts           map[string]any `yaml:"plugin-opts"`
+	Ports                string         `yaml:"ports"`
+	Obfs                 string         `yaml:"obfs"`
+	ObfsPassword         string         `yaml:"obfs-password"`
+	Up                   string         `yaml:"up"`
+	Down                 string         `yaml:"down"`
+	CongestionController string         `yaml:"congestion-controller"`
+	UDPRelayMode         string         `yaml:"udp-relay-mode"`
+	Token                string         `yaml:"token"` // TUIC v4
+}
+
+// clashPort accepts a port written as a number or a string.
+type clashPort uint16
+
+func (p *clashPort) UnmarshalYAML(n *yaml.Node) error {
+	v, err := strconv.ParseUint(strings.TrimSpace(n.Value), 10, 16)
+	if err != nil || v == 0 {
+		return errors.New("port: must be 1-65535")
+	}
+	*p = clashPort(v)
+	return nil
+}
+
+// parseClash maps a Clash/mihomo document's proxies: to nodes.
+func parseClash(root *yaml.Node, res *Result) error {
+	proxies := mapValue(root, "proxies")
+	if proxies.Kind == yaml.AliasNode {
+		proxies = proxies.Alias
+	}
+	if proxies == nil || proxies.Kind != yaml.SequenceNode {
+		if proxies != nil && proxies.Tag == "!!null" {
+			return nil
+		}
+		return fmt.Errorf("clash: line %d: proxies: not a list", lineOf(proxies))
+	}
+	budget := maxYAMLNodes
+	if err := countYAML(proxies, &budget, 0); err != nil {
+		return fmt.Errorf("clash: proxies: %w", err)
+	}
+	for _, entry := range proxies.Content {
+		line := entry.Line
+		var cp clashProxy
+		if err := entry.Decode(&cp); err != nil {
+			reason := yamlReason(err)
+			if name := mapValue(entry, "name"); name != nil && name.Kind == yaml.ScalarNode {
+				reason = fmt.Sprintf("proxy %q: %s", name.Value, reason)
+			}
+			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: reason})
+			continue
+		}
+		n, err := cp.node()
+		if err != nil {
+			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
+			continue
+		}
+		res.Nodes = append(res.Nodes, n)
+	}
+	return nil
+}
+
+func lineOf(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	return n.Line
+}
+
+// yamlReason strips yaml.v3's prefix and the values it quotes.
+func yamlReason(err error) string {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	// yaml.v3 quotes offending values in backticks; they may be secrets.
+	var b strings.Builder
+	in := false
+	for _, r := range msg {
+		if r == '`' {
+			if !in {
+				b.WriteString("(value)")
+			}
+			in = !in
+			continue
+		}
+		if !in {
+			b.WriteRune(r)
+		}
+	}
+	return "invalid entry: " + b.String()
+}
+
+// countYAML walks n, following aliases, and fails once more than *budget
+// nodes or maxYAMLDepth levels have been seen.
+func countYAML(n *yaml.Node, budget *int, depth int) error {
+	if n == nil {
+		return nil
+	}
+	if depth > maxYAMLDepth {
+		return fmt.Errorf("nested deeper than %d levels", maxYAMLDepth)
+	}
+	*budget--
+	if *budget < 0 {
+		return fmt.Errorf("more than %d YAML nodes once aliases are expanded (an alias bomb?)", maxYAMLNodes)
+	}
+	if n.Kind == yaml.AliasNode {
+		return countYAML(n.Alias, budget, depth+1)
+	}
+	for _, c := range n.Content {
+		if err := countYAML(c, budget, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// node maps one Clash proxy to a node; its errors name the proxy.
+func (cp *clashProxy) node() (*node.Node, error) {
+	n, err := cp.build()
+	if err != nil {
+		name := cp.Name
+		if name == "" {
+			name = cp.Type
+		}
+		return nil, fmt.Errorf("proxy %q: %w", name, err)
+	}
+	if n.Name == "" {
+		n.Name = n.Address()
+	}
+	if err := n.Validate(); err != nil {
+		return nil, fmt.Errorf("proxy %q: %w", cp.Name, err)
+	}
+	return n, nil
+}
+
+func (cp *clashProxy) build() (*node.Node, error) {
+	n := &node.Node{
+		Name:   strings.TrimSpace(cp.Name),
+		Server: strings.Trim(strings.TrimSpace(cp.Server), "[]"),
+		Port:   uint16(cp.Port),
+	}
+	if n.Server == "" {
+		return nil, errors.New("server: missing")
+	}
+	sni := cp.SNI
+	if sni == "" {
+		sni = cp.ServerName
+	}
+	tlsOn := func() {
+		n.TLS = &node.TLS{
+			SNI: sni, ALPN: cp.ALPN, Insecure: cp.SkipCertVerify,
+			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint,
+		}
+		if r := cp.RealityOpts; r != nil {
+			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
+		}
+	}
+	switch strings.ToLower(cp.Type) {
+	case "hysteria2", "hy2":
+		if n.Port == 0 && cp.Ports != "" {
+			n.Port = firstPort(cp.Ports)
+		}
+		up, err := parseMbps(cp.Up)
+		if err != nil {
+			return nil, fmt.Errorf("up: %w", err)
+		}
+		down, err := parseMbps(cp.Down)
+		if err != nil {
+			return nil, fmt.Errorf("down: %w", err)
+		}
+		n.Protocol = node.Hysteria2
+		n.Hysteria2 = &node.Hysteria2Options{
+			Auth: cp.Password, Ports: strings.ReplaceAll(cp.Ports, " ", ""),
+			Obfs: cp.Obfs, ObfsPassword: cp.ObfsPassword, UpMbps: up, DownMbps: down,
+		}
+		tlsOn()
+		return n, nil
+	case "vless":
+		n.Protocol = node.VLESS
+		enc := cp.Encryption
+		if enc == "" {
+			enc = "none"
+		}
+		n.VLESS = &node.VLESSOptions{UUID: cp.UUID, Flow: cp.Flow, Encryption: enc}
+		if cp.TLS || cp.RealityOpts != nil {
+			tlsOn()
+		}
+	case "vmess":
+		n.Protocol = node.VMess
+		n.VMess = &node.VMessOptions{UUID: cp.UUID, AlterID: cp.AlterID, Security: cp.Cipher}
+		if cp.TLS {
+			tlsOn()
+		}
+	case "trojan":
+		n.Protocol = node.Trojan
+		n.Trojan = &node.TrojanOptions{Password: cp.Password}
+		tlsOn()
+	case "ss", "shadowsocks":
+		n.Protocol = node.Shadowsocks
+		plugin, opts, err := sip003Plugin(cp.Plugin, cp.PluginOpts)
+		if err != nil {
+			return nil, err
+		}
+		n.Shadowsocks = &node.ShadowsocksOptions{Method: cp.Cipher, Password: cp.Password, Plugin: plugin, PluginOpts: opts}
+		return n, nil
+	case "tuic":
+		if cp.UUID == "" && cp.Token != "" {
+			return nil, errors.New("TUIC v4 (token) is not supported, only v5 (uuid and password)")
+		}
+		n.Protocol = node.TUIC
+		n.TUIC = &node.TUICOptions{UUID: cp.UUID, Password: cp.Password, CongestionControl: cp.CongestionController, UDPRelayMode: cp.UDPRelayMode}
+		tlsOn()
+		return n, nil
+	case "anytls":
+		n.Protocol = node.AnyTLS
+		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password}
+		tlsOn()
+		return n, nil
+	case "":
+		return nil, errors.New("type: missing")
+	default:
+		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", cp.Type)
+	}
+	// The stream protocols' transport.
+	t, err := cp.transport()
+	if err != nil {
+		return nil, err
+	}
+	n.Transport = t
+	return n, nil
+}
+
+func (cp *clashProxy) transport() (*node.Transport, error) {
+	switch strings.ToLower(cp.Network) {
+	case "", "tcp":
+		return nil, nil
+	case "ws":
+		t := &node.Transport{Type: node.TransportWS, Path: "/"}
+		if o := cp.WSOpts; o != nil {
+			if o.Path != "" {
+				t.Path = o.Path
+			}
+			t.Path, t.MaxEarlyData = splitEarlyData(t.Path)
+			if o.MaxEarlyData > 0 {
+				t.MaxEarlyData = o.MaxEarlyData
+			}
+			t.EarlyDataHeader = o.EarlyDataHeaderName
+			t.Host, t.Headers = splitHost(o.Headers)
+			if o.V2rayHTTPUpgrade {
+				t.Type = node.TransportHTTPUpgrade
+				t.MaxEarlyData, t.EarlyDataHeader = 0, ""
+			}
+		}
+		return t, nil
+	case "grpc":
+		t := &node.Transport{Type: node.TransportGRPC}
+		if cp.GRPCOpts != nil {
+			t.ServiceName = cp.GRPCOpts.ServiceName
+		}
+		return t, nil
+	case "h2":
+		t := &node.Transport{Type: node.TransportH2}
+		if o := cp.H2Opts; o != nil {
+			t.Path = o.Path
+			if len(o.Host) > 0 {
+				t.Host = o.Host[0]
+			}
+		}
+		return t, nil
+	case "httpupgrade":
+		return &node.Transport{Type: node.TransportHTTPUpgrade, Path: "/"}, nil
+	default:
+		return nil, fmt.Errorf("network %q is not a transport Skiff knows", cp.Network)
+	}
+}
+
+// splitHost takes the Host header out of a header map.
+func splitHost(h map[string]string) (string, map[string]string) {
+	host := ""
+	var rest map[string]string
+	for k, v := range h {
+		if strings.EqualFold(k, "host") {
+			host = v
+			continue
+		}
+		if rest == nil {
+			rest = make(map[string]string)
+		}
+		rest[k] = v
+	}
+	return host, rest
+}
+
+// splitEarlyData takes Xray's "?ed=N" off a WebSocket path.
+func splitEarlyData(p string) (string, int) {
+	i := strings.IndexByte(p, '?')
+	if i < 0 {
+		return p, 0
+	}
+	q, err := url.ParseQuery(p[i+1:])
+	if err != nil || q.Get("ed") == "" {
+		return p, 0
+	}
+	ed, err := strconv.Atoi(q.Get("ed"))
+	if err != nil || ed < 0 {
+		return p, 0
+	}
+	q.Del("ed")
+	rest := p[:i]
+	if len(q) > 0 {
+		rest += "?" + q.Encode()
+	}
+	return rest, ed
+}
+
+// normalizePin turns "AB:CD:…" or "abcd…" into lower-case hex without
+// separators.
+func normalizePin(s string) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), ":", ""))
+}
+
+// firstPort returns the first port of a hopping spec like "443,5000-6000".
+func firstPort(spec string) uint16 {
+	f := strings.FieldsFunc(spec, func(r rune) bool { return r == ',' || r == '-' || r == ':' || r == ' ' })
+	if len(f) == 0 {
+		return 0
+	}
+	v, err := strconv.ParseUint(f[0], 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(v)
+}
+
+// parseMbps reads a bandwidth like "100", "100 Mbps", "1 Gbps", "500 Kbps"
+// or "20 MB/s" as whole Mbit/s. Empty is 0.
+func parseMbps(s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	i := 0
+	for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '.') {
+		i++
+	}
+	v, err := strconv.ParseFloat(s[:i], 64)
+	if err != nil || v < 0 || v > 1e7 {
+		return 0, fmt.Errorf("bandwidth %q: not a number of Mbps", s)
+	}
+	unit := strings.ToLower(strings.TrimSpace(s[i:]))
+	switch unit {
+	case "", "m", "mbps", "mbit", "mbit/s", "mb":
+	case "k", "kbps", "kbit", "kbit/s", "kb":
+		v /= 1000
+	case "g", "gbps", "gbit", "gbit/s", "gb":
+		v *= 1000
+	case "t", "tbps":
+		v *= 1e6
+	case "bps", "b":
+		v /= 1e6
+	case "mb/s", "mbyte/s", "mbytes/s":
+		v *= 8
+	case "kb/s":
+		v = v * 8 / 1000
+	case "gb/s":
+		v *= 8000
+	default:
+		return 0, fmt.Errorf("bandwidth %q: unknown unit", s)
+	}
+	if v > 0 && v < 1 {
+		v = 1
+	}
+	return int(v), nil
+}
+
+// sip003Plugin turns Clash's plugin name and options into the SIP003 plugin
+// name and option string that ss:// links carry.
+func sip003Plugin(name string, opts map[string]any) (string, string, error) {
+	if name == "" {
+		return "", "", nil
+	}
+	str := func(k string) string {
+		v, ok := opts[k]
+		if !ok || v == nil {
+			return ""
+		}
+		return fmt.Sprint(v)
+	}
+	var parts []string
+	switch name {
+	case "obfs":
+		name = "obfs-local"
+		if m := str("mode"); m != "" {
+			parts = append(parts, "obfs="+m)
+		}
+		if h := str("host"); h != "" {
+			parts = append(parts, "obfs-host="+h)
+		}
+		return name, strings.Join(parts, ";"), nil
+	case "v2ray-plugin":
+		if m := str("mode"); m != "" {
+			parts = append(parts, "mode="+m)
+		}
+		if str("tls") == "true" {
+			parts = append(parts, "tls")
+		}
+		for _, k := range []string{"host", "path"} {
+			if v := str(k); v != "" {
+				parts = append(parts, k+"="+v)
+			}
+		}
+		return name, strings.Join(parts, ";"), nil
+	}
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch v := opts[k].(type) {
+		case map[string]any, []any:
+			return "", "", fmt.Errorf("plugin %s: option %q: nested options are not supported", name, k)
+		case bool:
+			if v {
+				parts = append(parts, k)
+			}
+		default:
+			parts = append(parts, k+"="+fmt.Sprint(v))
+		}
+	}
+	return name, strings.Join(parts, ";"), nil
+}

@@ -1,0 +1,291 @@
+package subscription
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
+)
+
+// listable is sing-box's "one value or a list" field.
+type listable []string
+
+func (l *listable) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = listable{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return errors.New("want a string or a list of strings")
+	}
+	*l = many
+	return nil
+}
+
+// sbOutbound is one sing-box outbound with the fields Skiff maps.
+type sbOutbound struct {
+	Type        string   `json:"type"`
+	Tag         string   `json:"tag"`
+	Server      string   `json:"server"`
+	ServerPort  uint16   `json:"server_port"`
+	ServerPorts listable `json:"server_ports"`
+
+	Password          string `json:"password"`
+	UUID              string `json:"uuid"`
+	Flow              string `json:"flow"`
+	Security          string `json:"security"`
+	AlterID           int    `json:"alter_id"`
+	Method            string `json:"method"`
+	Plugin            string `json:"plugin"`
+	PluginOpts        string `json:"plugin_opts"`
+	UpMbps            int    `json:"up_mbps"`
+	DownMbps          int    `json:"down_mbps"`
+	CongestionControl string `json:"congestion_control"`
+	UDPRelayMode      string `json:"udp_relay_mode"`
+	Obfs              *struct {
+		Type     string `json:"type"`
+		Password string `json:"password"`
+	} `json:"obfs"`
+
+	TLS *struct {
+		Enabled    bool     `json:"enabled"`
+		ServerName string   `json:"server_name"`
+		Insecure   bool     `json:"insecure"`
+		ALPN       listable `json:"alpn"`
+		UTLS       *struct {
+			Enabled     bool   `json:"enabled"`
+			Fingerprint string `json:"fingerprint"`
+		} `json:"utls"`
+		Reality *struct {
+			Enabled   bool   `json:"enabled"`
+			PublicKey string `json:"public_key"`
+			ShortID   string `json:"short_id"`
+		} `json:"reality"`
+	} `json:"tls"`
+
+	Transport *struct {
+		Type                string              `json:"type"`
+		Path                string              `json:"path"`
+		Host                listable            `json:"host"`
+		Headers             map[string]listable `json:"headers"`
+		MaxEarlyData        int                 `json:"max_early_data"`
+		EarlyDataHeaderName string              `json:"early_data_header_name"`
+		ServiceName         string              `json:"service_name"`
+	} `json:"transport"`
+}
+
+// sbSkip lists outbound types that are not servers.
+var sbSkip = map[string]bool{"direct": true, "block": true, "dns": true, "selector": true, "urltest": true}
+
+// parseSingBox maps a sing-box config's outbounds to nodes, reporting each
+// unusable outbound with the line it starts on.
+func parseSingBox(body []byte, res *Result) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return jsonError(body, err)
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return jsonError(body, err)
+		}
+		if key != "outbounds" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return jsonError(body, err)
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+			if err == nil {
+				err = errors.New("outbounds: not a list")
+			}
+			return fmt.Errorf("sing-box: %w", err)
+		}
+		for dec.More() {
+			line := lineAt(body, skipSpace(body, dec.InputOffset()))
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return jsonError(body, err)
+			}
+			var o sbOutbound
+			if err := json.Unmarshal(raw, &o); err != nil {
+				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid outbound: " + jsonFieldError(err)})
+				continue
+			}
+			if sbSkip[o.Type] {
+				continue
+			}
+			n, err := o.node()
+			if err != nil {
+				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
+				continue
+			}
+			res.Nodes = append(res.Nodes, n)
+		}
+		if _, err := dec.Token(); err != nil {
+			return jsonError(body, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil && err != io.EOF {
+		return jsonError(body, err)
+	}
+	return nil
+}
+
+// skipSpace moves off past white space and a comma, to where the next
+// value starts.
+func skipSpace(b []byte, off int64) int64 {
+	for off < int64(len(b)) {
+		switch b[off] {
+		case ' ', '\t', '\r', '\n', ',':
+			off++
+		default:
+			return off
+		}
+	}
+	return off
+}
+
+// jsonFieldError describes a type error by field, without the value.
+func jsonFieldError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("field %s: want %s, got JSON %s", te.Field, te.Type, te.Value)
+	}
+	return err.Error()
+}
+
+func (o *sbOutbound) node() (*node.Node, error) {
+	n, err := o.build()
+	name := o.Tag
+	if name == "" {
+		name = o.Type
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbound %q: %w", name, err)
+	}
+	if n.Name == "" {
+		n.Name = n.Address()
+	}
+	if err := n.Validate(); err != nil {
+		return nil, fmt.Errorf("outbound %q: %w", name, err)
+	}
+	return n, nil
+}
+
+func (o *sbOutbound) build() (*node.Node, error) {
+	n := &node.Node{Name: strings.TrimSpace(o.Tag), Server: strings.Trim(o.Server, "[]"), Port: o.ServerPort}
+	if n.Server == "" {
+		return nil, errors.New("server: missing")
+	}
+	if t := o.TLS; t != nil && t.Enabled {
+		n.TLS = &node.TLS{SNI: t.ServerName, Insecure: t.Insecure, ALPN: t.ALPN}
+		if t.UTLS != nil && t.UTLS.Enabled {
+			n.TLS.Fingerprint = t.UTLS.Fingerprint
+			if n.TLS.Fingerprint == "" {
+				n.TLS.Fingerprint = "chrome"
+			}
+		}
+		if r := t.Reality; r != nil && r.Enabled {
+			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
+		}
+	}
+	needTLS := func() {
+		if n.TLS == nil {
+			n.TLS = &node.TLS{}
+		}
+	}
+	switch o.Type {
+	case "hysteria2":
+		var ports []string
+		for _, p := range o.ServerPorts {
+			ports = append(ports, strings.ReplaceAll(p, ":", "-"))
+		}
+		n.Protocol = node.Hysteria2
+		n.Hysteria2 = &node.Hysteria2Options{Auth: o.Password, Ports: strings.Join(ports, ","), UpMbps: o.UpMbps, DownMbps: o.DownMbps}
+		if n.Port == 0 && len(ports) > 0 {
+			n.Port = firstPort(ports[0])
+		}
+		if o.Obfs != nil {
+			n.Hysteria2.Obfs, n.Hysteria2.ObfsPassword = o.Obfs.Type, o.Obfs.Password
+		}
+		needTLS()
+		return n, nil
+	case "vless":
+		n.Protocol = node.VLESS
+		n.VLESS = &node.VLESSOptions{UUID: o.UUID, Flow: o.Flow, Encryption: "none"}
+	case "vmess":
+		n.Protocol = node.VMess
+		n.VMess = &node.VMessOptions{UUID: o.UUID, AlterID: o.AlterID, Security: o.Security}
+	case "trojan":
+		n.Protocol = node.Trojan
+		n.Trojan = &node.TrojanOptions{Password: o.Password}
+	case "shadowsocks":
+		n.Protocol = node.Shadowsocks
+		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts}
+		return n, nil
+	case "tuic":
+		n.Protocol = node.TUIC
+		n.TUIC = &node.TUICOptions{UUID: o.UUID, Password: o.Password, CongestionControl: o.CongestionControl, UDPRelayMode: o.UDPRelayMode}
+		needTLS()
+		return n, nil
+	case "anytls":
+		n.Protocol = node.AnyTLS
+		n.AnyTLS = &node.AnyTLSOptions{Password: o.Password}
+		needTLS()
+		return n, nil
+	case "":
+		return nil, errors.New("type: missing")
+	default:
+		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", o.Type)
+	}
+	if t := o.Transport; t != nil {
+		tr := &node.Transport{Path: t.Path, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeaderName, ServiceName: t.ServiceName}
+		if len(t.Host) > 0 {
+			tr.Host = t.Host[0]
+		}
+		for k, v := range t.Headers {
+			if len(v) == 0 {
+				continue
+			}
+			if strings.EqualFold(k, "host") {
+				if tr.Host == "" {
+					tr.Host = v[0]
+				}
+				continue
+			}
+			if tr.Headers == nil {
+				tr.Headers = make(map[string]string)
+			}
+			tr.Headers[k] = v[0]
+		}
+		switch t.Type {
+		case "ws":
+			tr.Type = node.TransportWS
+			if tr.Path == "" {
+				tr.Path = "/"
+			}
+		case "grpc":
+			tr.Type = node.TransportGRPC
+		case "httpupgrade":
+			tr.Type = node.TransportHTTPUpgrade
+		case "http":
+			if n.TLS == nil {
+				return nil, errors.New("transport http without TLS (HTTP/1.1 header obfuscation) is not supported")
+			}
+			tr.Type = node.TransportH2
+		default:
+			return nil, fmt.Errorf("transport %q is not one Skiff knows", t.Type)
+		}
+		n.Transport = tr
+	}
+	return n, nil
+}
