@@ -119,6 +119,13 @@ func Format(n *node.Node) (string, error) {
 	if err := n.Validate(); err != nil {
 		return "", fmt.Errorf("link: %s: %w", schemeOf(n.Protocol), err)
 	}
+	if strings.IndexByte(n.Server, ':') >= 0 {
+		if a, err := netip.ParseAddr(n.Server); err != nil || !a.Is6() || a.Zone() != "" {
+			return "", errf(schemeOf(n.Protocol), "host", "not a host name or IP address")
+		}
+	} else if err := checkHostName(schemeOf(n.Protocol), n.Server); err != nil {
+		return "", err
+	}
 	switch n.Protocol {
 	case node.Hysteria2:
 		return formatHysteria2(n)

@@ -316,6 +316,8 @@ func TestFormatErrors(t *testing.T) {
 		}, "link: vless: headers:"},
 		{"early data on grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC, MaxEarlyData: 10} }, "link: vless: maxEarlyData:"},
 		{"bad uuid", func(n *node.Node) { n.VLESS.UUID = "SECRET" }, "link: vless: uuid: not a UUID"},
+		{"bad host", func(n *node.Node) { n.Server = "a/b" }, "link: vless: host: invalid character"},
+		{"IPv6 with zone", func(n *node.Node) { n.Server = "fe80::1%eth0" }, "link: vless: host: not a host name"},
 		{"invalid node", func(n *node.Node) { n.Port = 0 }, "link: vless: node: port:"},
 		{"reality on hysteria2", func(n *node.Node) {
 			n.Protocol, n.VLESS, n.Hysteria2 = node.Hysteria2, nil, &node.Hysteria2Options{}
