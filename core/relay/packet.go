@@ -104,7 +104,7 @@ func (s *packetSession) close(reason error) {
 // copy moves datagrams from src to dst until src fails, then closes both
 // sides so that the other direction ends too.
 func (s *packetSession) copy(dst, src net.PacketConn, c Counter) error {
-	bp := getBuffer()
+	bp := getBuffer(true)
 	defer putBuffer(bp)
 	buf := *bp
 	for {

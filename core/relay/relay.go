@@ -15,11 +15,16 @@ import (
 	"sync"
 )
 
-// BufferSize is the size of the buffers used to copy streams and packets.
-// 32 KiB holds two TLS records or a full UDP datagram of common size, and
-// keeps an idle stream (which holds one buffer per direction while it waits
-// in Read) at 64 KiB.
-const BufferSize = 32 << 10
+// Buffer sizes. A stream direction starts with a small buffer and moves to
+// a large one when a read fills the small one (bulk transfer), and back when
+// a read brings less than the small size (interactive or idle traffic).
+// Each direction blocks in Read holding its buffer, so this keeps an idle
+// stream at 8 KiB instead of 64 KiB, which is what matters with hundreds of
+// open connections, while bulk transfers still move 32 KiB per read.
+const (
+	SmallBufferSize = 4 << 10
+	BufferSize      = 32 << 10 // also the UDP datagram buffer: holds any datagram of common size
+)
 
 // Counter receives the number of bytes relayed, once per successful read.
 // Implementations must be safe for concurrent use and cheap (an atomic add).
@@ -32,13 +37,27 @@ type nopCounter struct{}
 
 func (nopCounter) Add(int64) {}
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
+var (
+	smallPool = sync.Pool{New: func() any { b := make([]byte, SmallBufferSize); return &b }}
+	largePool = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
+)
 
-// getBuffer returns a BufferSize buffer from the pool.
-func getBuffer() *[]byte { return bufPool.Get().(*[]byte) }
+// getBuffer returns a buffer of BufferSize or SmallBufferSize bytes.
+func getBuffer(large bool) *[]byte {
+	if large {
+		return largePool.Get().(*[]byte)
+	}
+	return smallPool.Get().(*[]byte)
+}
 
-// putBuffer returns b to the pool.
-func putBuffer(b *[]byte) { bufPool.Put(b) }
+// putBuffer returns b to its pool.
+func putBuffer(b *[]byte) {
+	if len(*b) == BufferSize {
+		largePool.Put(b)
+	} else {
+		smallPool.Put(b)
+	}
+}
 
 // closeWriter is a conn that can shut down its sending half (TCP, TLS,
 // most protocol streams).
@@ -89,17 +108,25 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 // copyHalf copies src to dst until EOF or an error, counting each read, and
 // then ends dst's sending half so that the peer sees EOF too.
 func copyHalf(dst, src net.Conn, c Counter) error {
-	bp := getBuffer()
-	defer putBuffer(bp)
-	buf := *bp
+	bp := getBuffer(false)
+	defer func() { putBuffer(bp) }()
 	var err error
 	for {
+		buf := *bp
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			c.Add(int64(n))
 			if _, werr := dst.Write(buf[:n]); werr != nil {
 				err = werr
 				break
+			}
+			// Resize for the next read: see SmallBufferSize.
+			if n == len(buf) && len(buf) < BufferSize {
+				putBuffer(bp)
+				bp = getBuffer(true)
+			} else if n < SmallBufferSize && len(buf) > SmallBufferSize {
+				putBuffer(bp)
+				bp = getBuffer(false)
 			}
 		}
 		if rerr != nil {
