@@ -42,10 +42,10 @@ func parseHysteria2(rest string) (*node.Node, error) {
 		o.Ports = mp
 	}
 
-	switch obfs := q.get("obfs"); obfs {
+	switch obfs := q.get("obfs"); strings.ToLower(obfs) {
 	case "", "none":
 	case "salamander":
-		o.Obfs = obfs
+		o.Obfs = "salamander"
 		o.ObfsPassword = q.get("obfs-password")
 		if o.ObfsPassword == "" {
 			return nil, errf(s, "obfs-password", "empty with obfs=salamander")
@@ -79,7 +79,7 @@ func quicTLS(scheme string, q params) (*node.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pin(scheme, q.get("pinSHA256"))
+	p, err := pinParam(scheme, q)
 	if err != nil {
 		return nil, err
 	}

@@ -372,9 +372,9 @@ func (q params) boolean(scheme string, keys ...string) (bool, error) {
 			continue
 		}
 		switch strings.ToLower(v) {
-		case "1", "true", "yes":
+		case "1", "t", "true", "yes":
 			return true, nil
-		case "0", "false", "no", "":
+		case "0", "f", "false", "no", "":
 			return false, nil
 		}
 		if len(v) <= 8 && isToken(v) {
@@ -548,12 +548,13 @@ func checkUUID(scheme, s string) (string, error) {
 }
 
 // pin normalises a certificate SHA-256 written as hex, with or without ':'
-// between byte pairs, to 64 lower-case hex digits.
+// or '-' between byte pairs (as the Hysteria client accepts), to 64
+// lower-case hex digits.
 func pin(scheme, s string) (string, error) {
 	if s == "" {
 		return "", nil
 	}
-	h := strings.ToLower(strings.ReplaceAll(s, ":", ""))
+	h := strings.ToLower(strings.NewReplacer(":", "", "-", "").Replace(s))
 	if len(h) != 64 {
 		return "", errf(scheme, "pinSHA256", "want 64 hex digits")
 	}
@@ -563,6 +564,27 @@ func pin(scheme, s string) (string, error) {
 		}
 	}
 	return h, nil
+}
+
+// pinParam reads the pinned leaf-certificate SHA-256 from pinSHA256
+// (Hysteria2's name) or pcs (pinnedPeerCertSha256, the Xray share-link
+// standard's name since allowInsecure was removed from Xray).
+func pinParam(scheme string, q params) (string, error) {
+	for _, k := range []string{"pinSHA256", "pcs"} {
+		v, ok := q[k]
+		if !ok || v == "" {
+			continue
+		}
+		if strings.IndexByte(v, ',') >= 0 {
+			return "", errf(scheme, k, "several certificate hashes are not supported")
+		}
+		p, err := pin(scheme, v)
+		if err != nil {
+			return "", errf(scheme, k, "want 64 hex digits")
+		}
+		return p, nil
+	}
+	return "", nil
 }
 
 // splitList splits a comma-separated list, dropping empty items; nil when

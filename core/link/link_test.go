@@ -82,6 +82,12 @@ var validCases = []struct {
 			Transport: &node.Transport{Type: node.TransportH2, Host: "a.example.com", Path: "/h2"},
 			VLESS:     &node.VLESSOptions{UUID: testUUID, Encryption: "none"}}},
 
+	{"vless pcs and vcn (Xray after allowInsecure)", "vless://" + testUUID + "@sub.example.net:443?encryption=none&type=ws&security=tls&sni=sub.example.net&alpn&host=sub.example.net&path=/new&pcs=" + strings.ToUpper(testPin) + "&vcn=test.example.com#TEST",
+		node.Node{Name: "TEST", Protocol: node.VLESS, Server: "sub.example.net", Port: 443,
+			TLS:       &node.TLS{SNI: "sub.example.net", PinSHA256: testPin},
+			Transport: &node.Transport{Type: node.TransportWS, Host: "sub.example.net", Path: "/new"},
+			VLESS:     &node.VLESSOptions{UUID: testUUID, Encryption: "none"}}},
+
 	// Trojan (trojan-url).
 	{"trojan plain", "trojan://p%40ssw0rd@example.com:443?allowInsecure=1#Trojan%20%E2%9C%93",
 		node.Node{Name: "Trojan ✓", Protocol: node.Trojan, Server: "example.com", Port: 443,
@@ -271,6 +277,8 @@ var badCases = []struct {
 	{"ss userinfo not base64", "ss://SECRET!@example.com:8388", "link: ss: userinfo: neither method:password nor its base64"},
 	{"ss no port", "ss://YWVzLTEyOC1nY206dGVzdA@example.com", "link: ss: port: missing"},
 	{"ss legacy garbage", "ss://SECRET!!", "link: ss: userinfo: no '@' and not base64"},
+	{"trojan several pcs", "trojan://SECRET@example.com:443?pcs=" + testPin + "," + testPin, "link: trojan: pcs: several certificate hashes"},
+	{"trojan bad pcs", "trojan://SECRET@example.com:443?pcs=abc", "link: trojan: pcs: want 64 hex digits"},
 	{"trojan no password", "trojan://example.com:443", "link: trojan: password: empty"},
 	{"trojan bad port", "trojan://SECRET@example.com:-1", "link: trojan: port: not a number"},
 	{"tuic bad uuid", "tuic://SECRET:SECRET@example.com:443", "link: tuic: uuid: not a UUID"},

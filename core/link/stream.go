@@ -13,8 +13,11 @@ const maxEarlyData = 65535
 
 // streamTLS reads the security layer of the stream protocols (VLESS,
 // Trojan) as the Xray share-link proposal writes it: security=none|tls|
-// reality with sni, fp, alpn, pbk, sid, spx, and the skip-verify flag in
-// any of the spellings clients use. def is the security when none is given.
+// reality with sni, fp, alpn, pbk, sid, spx, pcs (pinned certificate
+// SHA-256; pinSHA256 is read too), and the skip-verify flag in any of the
+// spellings clients use. vcn (verifyPeerCertByName) has no node field and
+// is ignored, which only makes verification stricter. def is the security
+// when none is given.
 func streamTLS(scheme string, q params, def string) (*node.TLS, error) {
 	sec := q.get("security")
 	if sec == "" {
@@ -36,7 +39,7 @@ func streamTLS(scheme string, q params, def string) (*node.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pin(scheme, q.get("pinSHA256"))
+	p, err := pinParam(scheme, q)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +112,7 @@ func addStreamTLS(scheme string, q *query, t *node.TLS) error {
 		if err != nil {
 			return err
 		}
-		q.add("pinSHA256", p)
+		q.add("pcs", p)
 	}
 	if r := t.Reality; r != nil {
 		q.add("pbk", r.PublicKey)
