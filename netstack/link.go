@@ -183,20 +183,25 @@ func (e *linkEndpoint) fail(err error) {
 	}
 }
 
-// close stops the goroutines. The device must be closed first so that the
-// reader's blocking Read returns.
-func (e *linkEndpoint) close() {
+// close stops the goroutines and closes the device (which unblocks the
+// reader's Read), returning the device's Close error.
+func (e *linkEndpoint) close() error {
 	e.closeMu.Do(func() { close(e.done) })
+	err := e.dev.Close()
 	e.wg.Wait()
-	for {
-		select {
-		case pkt := <-e.out:
-			pkt.DecRef()
-		default:
-			return
+	defer func() {
+		for {
+			select {
+			case pkt := <-e.out:
+				pkt.DecRef()
+			default:
+				return
+			}
 		}
-	}
+	}()
+	return err
 }
+
 
 // WritePackets queues packets for the writer goroutine.
 func (e *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {

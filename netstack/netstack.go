@@ -169,8 +169,7 @@ func (n *Stack) Close() error {
 	n.closeOnce.Do(func() {
 		n.cancel()
 		n.udp.closeAll()
-		err = n.dev.Close()
-		n.link.close()
+		err = n.link.close()
 		n.s.Close()
 		// Handlers end their flows when ctx ends; one that does not is
 		// left behind rather than hanging the caller.

@@ -3,3 +3,24 @@ module github.com/skiffvpn/skiff/test
 go 1.26.3
 
 replace github.com/skiffvpn/skiff => ../
+
+require (
+	github.com/coder/websocket v1.8.15
+	github.com/gobwas/ws v1.5.0
+	github.com/gorilla/websocket v1.5.3
+	github.com/skiffvpn/skiff v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/gobwas/httphead v0.1.0 // indirect
+	github.com/google/btree v1.1.2 // indirect
+	github.com/vishvananda/netlink v1.3.1 // indirect
+	github.com/vishvananda/netns v0.0.5 // indirect
+	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+	golang.zx2c4.com/wintun v0.0.0-20230126152724-0fa3db229ce2 // indirect
+	golang.zx2c4.com/wireguard v0.0.0-20260522210424-ecfc5a8d5446 // indirect
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237 // indirect
+)

@@ -18,8 +18,9 @@ type command struct {
 
 // commands lists the subcommands; each file adds its own line.
 var commands = map[string]command{
-	"help": {"show this help", nil},
-	"run":  {"run the core headless: a local SOCKS5/HTTP proxy through the servers of --link", runCmd},
+	"help":    {"show this help", nil},
+	"cleanup": {"restore routes and rules left by a TUN run that did not stop", runCleanup},
+	"run":     {"run the core headless: a local SOCKS5/HTTP proxy through the servers of --link", runCmd},
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.

@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/skiffvpn/skiff/tun"
+)
+
+// runCleanup undoes what a TUN run recorded in its state file, for when it
+// was killed before it could restore the routes itself.
+func runCleanup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	state := fs.String("state", "", "state file of the TUN run (default: "+tun.DefaultStateFile()+")")
+	verbose := fs.Bool("v", false, "print each change undone")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if !tun.HasLeftovers(*state) {
+		fmt.Fprintln(stdout, "nothing to clean")
+		return 0
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if err := tun.Cleanup(*state, log); err != nil {
+		fmt.Fprintf(stderr, "skiff cleanup: %v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "routes and rules restored")
+	return 0
+}

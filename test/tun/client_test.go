@@ -1,0 +1,155 @@
+package tun_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// runClient is the app side, run inside the client namespace: its traffic
+// follows the routes into the TUN.
+//
+//	tcp ADDR          one echo round trip
+//	udp ADDR          one UDP echo round trip
+//	many ADDR N       N concurrent echo connections held open together
+//	bulk ADDR SECS    send to the sink for SECS seconds, print Gbit/s
+func runClient(args []string) error {
+	if len(args) < 2 {
+		return errors.New("client: want a command and an address")
+	}
+	addr := args[1]
+	switch args[0] {
+	case "tcp":
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := echo(c, 64<<10); err != nil {
+			return err
+		}
+		fmt.Println("ok tcp", addr)
+	case "udp":
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		msg := []byte("hello through the tunnel")
+		buf := make([]byte, 2048)
+		for try := 0; ; try++ {
+			c.Write(msg)
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			n, err := c.Read(buf)
+			if err == nil && bytes.Equal(buf[:n], msg) {
+				break
+			}
+			if try == 4 {
+				return fmt.Errorf("udp echo %s: %v", addr, err)
+			}
+		}
+		fmt.Println("ok udp", addr)
+	case "many":
+		n, _ := strconv.Atoi(args[2])
+		conns := make([]net.Conn, n)
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				conns[i] = c
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				if err := echo(c, 1024); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		failed := 0
+		var first error
+		for err := range errs {
+			if first == nil {
+				first = err
+			}
+			failed++
+		}
+		fmt.Printf("many %d ok %d failed\n", n-failed, failed)
+		// Hold them open until told, so that the memory can be read.
+		bufio.NewReader(os.Stdin).ReadString('\n')
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+		if first != nil {
+			return fmt.Errorf("%d of %d connections failed, first: %w", failed, n, first)
+		}
+	case "bulk":
+		secs, _ := strconv.Atoi(args[2])
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		buf := make([]byte, 256<<10)
+		rand.Read(buf)
+		start := time.Now()
+		var sent int64
+		for time.Since(start) < time.Duration(secs)*time.Second {
+			n, err := c.Write(buf)
+			sent += int64(n)
+			if err != nil {
+				return err
+			}
+		}
+		c.(*net.TCPConn).CloseWrite()
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("bulk: reading the count: %w", err)
+		}
+		el := time.Since(start)
+		got, _ := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+		if got != sent {
+			return fmt.Errorf("bulk: sent %d bytes, the sink got %d", sent, got)
+		}
+		fmt.Printf("bulk %d bytes %.3f s %.2f Gbit/s\n", sent, el.Seconds(), float64(sent)*8/el.Seconds()/1e9)
+	default:
+		return fmt.Errorf("client: unknown command %q", args[0])
+	}
+	return nil
+}
+
+// echo writes n random bytes and reads them back.
+func echo(c net.Conn, n int) error {
+	out := make([]byte, n)
+	rand.Read(out)
+	errc := make(chan error, 1)
+	go func() { _, err := c.Write(out); errc <- err }()
+	in := make([]byte, n)
+	if _, err := io.ReadFull(c, in); err != nil {
+		return fmt.Errorf("echo via %s: %w", c.RemoteAddr(), err)
+	}
+	if err := <-errc; err != nil {
+		return err
+	}
+	if !bytes.Equal(in, out) {
+		return errors.New("echo: data differs")
+	}
+	return nil
+}

@@ -1,0 +1,276 @@
+package tun_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/netstack"
+	"github.com/skiffvpn/skiff/tun"
+)
+
+// The test binary runs itself inside the namespaces in one of these roles,
+// chosen by the environment variable helperEnv.
+const helperEnv = "SKIFF_TUN_HELPER"
+
+// runHelper runs a role and exits; it returns when the binary is a plain
+// test run.
+func runHelper() {
+	role := os.Getenv(helperEnv)
+	if role == "" {
+		return
+	}
+	var err error
+	switch role {
+	case "server":
+		err = serve()
+	case "tun":
+		err = runTunnel()
+	case "client":
+		err = runClient(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
+	default:
+		err = fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// serve runs the peers in the server namespace: TCP echo and sink, UDP echo.
+func serve() error {
+	tcpEcho, err := net.Listen("tcp", ":7001")
+	if err != nil {
+		return err
+	}
+	sink, err := net.Listen("tcp", ":7002")
+	if err != nil {
+		return err
+	}
+	udpEcho, err := net.ListenPacket("udp", ":7003")
+	if err != nil {
+		return err
+	}
+	go acceptLoop(tcpEcho, func(c net.Conn) { io.Copy(c, c) })
+	// The sink reads everything, then answers with the byte count.
+	go acceptLoop(sink, func(c net.Conn) {
+		n, _ := io.Copy(io.Discard, c)
+		fmt.Fprintf(c, "%d\n", n)
+	})
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, addr, err := udpEcho.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			udpEcho.WriteTo(buf[:n], addr)
+		}
+	}()
+	fmt.Println("ready")
+	// Run until the test closes stdin.
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+func acceptLoop(ln net.Listener, h func(net.Conn)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			h(c)
+		}()
+	}
+}
+
+// runTunnel opens the TUN with auto-route and a netstack whose handler dials
+// directly, outside the tunnel; it then obeys commands on stdin.
+func runTunnel() error {
+	cfg := tun.DefaultConfig()
+	cfg.StateFile = os.Getenv("SKIFF_TUN_STATE")
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if os.Getenv("SKIFF_TUN_STRICT") == "0" {
+		cfg.StrictRoute = false
+	}
+	t, err := tun.Open(cfg)
+	if err != nil {
+		return err
+	}
+	h := &directHandler{d: t.Dialer()}
+	st, err := netstack.New(t.Device, h, netstack.Options{UDPTimeout: 10 * time.Second, Logger: cfg.Logger})
+	if err != nil {
+		t.Close()
+		return err
+	}
+	if p := os.Getenv("SKIFF_TUN_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	fmt.Println("ready", t.Name())
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+loop:
+	for {
+		select {
+		case <-sig:
+			break loop
+		case l, ok := <-lines:
+			if !ok || l == "quit" {
+				break loop
+			}
+			if l == "stats" {
+				fmt.Printf("stats %d %d\n", h.tcp.Load(), h.udp.Load())
+			}
+			if l == "rss" {
+				runtime.GC()
+				debug.FreeOSMemory()
+				rss, hwm := memStatus()
+				fmt.Printf("rss %d %d\n", rss, hwm)
+			}
+		}
+	}
+	errS := st.Close()
+	errT := t.Close()
+	if err := errors.Join(errS, errT); err != nil {
+		return err
+	}
+	fmt.Println("closed")
+	return nil
+}
+
+// memStatus returns VmRSS and VmHWM (peak RSS) in KiB.
+func memStatus() (rss, hwm int) {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	return rss, hwm
+}
+
+// directHandler is the smallest flow.Handler: it connects each flow to its
+// destination with the tunnel's bypass dialer and copies both ways.
+type directHandler struct {
+	d        outbound.Dialer
+	tcp, udp atomic.Int64 // flows seen
+}
+
+func (h *directHandler) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+	h.tcp.Add(1)
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	up, err := h.d.DialContext(dctx, "tcp", m.Destination.String())
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	app, err := accept()
+	if err != nil {
+		return err
+	}
+	defer app.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close(); app.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		io.Copy(up, app)
+		if c, ok := up.(*net.TCPConn); ok {
+			c.CloseWrite()
+		}
+	}()
+	io.Copy(app, up)
+	if c, ok := app.(interface{ CloseWrite() error }); ok {
+		c.CloseWrite()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (h *directHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+	h.udp.Add(1)
+	defer conn.Close()
+	network := "udp4"
+	if m.Destination.IP.Is6() {
+		network = "udp6"
+	}
+	up, err := h.d.ListenPacket(ctx, network, "")
+	if err != nil {
+		return err
+	}
+	defer up.Close()
+	stop := context.AfterFunc(ctx, func() { up.Close(); conn.Close() })
+	defer stop()
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			up.SetReadDeadline(time.Now().Add(30 * time.Second))
+			n, from, err := up.ReadFrom(buf)
+			if err != nil {
+				conn.Close()
+				return
+			}
+			ap := from.(*net.UDPAddr).AddrPort()
+			if _, err := conn.WriteTo(buf[:n], flow.AddrFromAddrPort(netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()))); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 65535)
+	for {
+		n, to, err := conn.ReadFrom(buf)
+		if err != nil {
+			return nil
+		}
+		a, err := flow.AddrFromNet(to)
+		if err != nil {
+			continue
+		}
+		if _, err := up.WriteTo(buf[:n], a.UDPAddr()); err != nil {
+			return err
+		}
+	}
+}

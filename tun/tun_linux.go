@@ -1,0 +1,219 @@
+package tun
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	wgtun "golang.zx2c4.com/wireguard/tun"
+	"golang.org/x/sys/unix"
+)
+
+const goos = "linux"
+
+// platform holds nothing extra on Linux: everything is in the state file.
+type platform struct{}
+
+func permissionError(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)
+}
+
+func openPlatform(t *Tunnel) error {
+	cfg := &t.cfg
+	t.bind = newBypass(cfg.Mark)
+	// A TUN device disappears with the process that holds it, but record it
+	// anyway: a later cleanup removes one that somehow outlived its owner.
+	if err := t.state.record(Change{Kind: "link", Link: cfg.Name}); err != nil {
+		return err
+	}
+	dev, err := wgtun.CreateTUN(cfg.Name, cfg.MTU)
+	if err != nil {
+		if permissionError(err) {
+			return fmt.Errorf("tun: create %s: %w", cfg.Name, ErrPermission)
+		}
+		return fmt.Errorf("tun: create %s: %w", cfg.Name, err)
+	}
+	t.Device = dev
+	if t.name, err = dev.Name(); err != nil {
+		return fmt.Errorf("tun: device name: %w", err)
+	}
+	link, err := netlink.LinkByName(t.name)
+	if err != nil {
+		return fmt.Errorf("tun: find %s: %w", t.name, err)
+	}
+	for _, p := range []netip.Prefix{cfg.Addr4, cfg.Addr6} {
+		if !p.IsValid() {
+			continue
+		}
+		a := &netlink.Addr{IPNet: ipNet(p)}
+		if p.Addr().Is6() {
+			a.Flags = unix.IFA_F_NODAD
+		}
+		if err := netlink.AddrAdd(link, a); err != nil {
+			return fmt.Errorf("tun: address %s on %s: %w", p, t.name, err)
+		}
+	}
+	if err := netlink.LinkSetMTU(link, cfg.MTU); err != nil {
+		return fmt.Errorf("tun: MTU %d on %s: %w", cfg.MTU, t.name, err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("tun: bring %s up: %w", t.name, err)
+	}
+	if !cfg.AutoRoute {
+		return nil
+	}
+	routes, rules := planLinux(cfg, t.name)
+	for _, r := range routes {
+		if err := t.state.record(Change{Kind: "route", Route: &r}); err != nil {
+			return err
+		}
+		nr, err := netlinkRoute(r)
+		if err != nil {
+			return err
+		}
+		if err := netlink.RouteReplace(nr); err != nil {
+			return fmt.Errorf("tun: add route %s: %w", r, err)
+		}
+		t.log.Debug("tun: added", "route", r.String())
+	}
+	for _, r := range rules {
+		if err := t.state.record(Change{Kind: "rule", Rule: &r}); err != nil {
+			return err
+		}
+		if err := netlink.RuleAdd(netlinkRule(r)); err != nil && !errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("tun: add rule %s: %w", r, err)
+		}
+		t.log.Debug("tun: added", "rule", r.String())
+	}
+	return nil
+}
+
+func undo(c Change) error {
+	switch {
+	case c.Rule != nil:
+		err := netlink.RuleDel(netlinkRule(*c.Rule))
+		if err != nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ESRCH)) {
+			return nil
+		}
+		return err
+	case c.Route != nil:
+		nr, err := netlinkRoute(*c.Route)
+		if err != nil {
+			var nf netlink.LinkNotFoundError
+			if errors.As(err, &nf) {
+				return nil // the device is gone, and its routes with it
+			}
+			return err
+		}
+		err = netlink.RouteDel(nr)
+		if err != nil && (errors.Is(err, syscall.ESRCH) || errors.Is(err, syscall.ENOENT)) {
+			return nil
+		}
+		return err
+	case c.Link != "":
+		l, err := netlink.LinkByName(c.Link)
+		if err != nil {
+			return nil // gone with its process, as expected
+		}
+		if l.Type() != "tuntap" {
+			return nil // not ours: some other interface took the name
+		}
+		return netlink.LinkDel(l)
+	case len(c.Undo) > 0:
+		return fmt.Errorf("a %q change cannot be undone on linux", c.Kind)
+	}
+	return nil
+}
+
+func ipNet(p netip.Prefix) *net.IPNet {
+	return &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}
+}
+
+func family(f int) int {
+	if f == 6 {
+		return netlink.FAMILY_V6
+	}
+	return netlink.FAMILY_V4
+}
+
+func netlinkRule(r Rule) *netlink.Rule {
+	nr := netlink.NewRule()
+	nr.Family = family(r.Family)
+	nr.Priority = r.Priority
+	nr.Table = r.Table
+	nr.Invert = r.Invert
+	nr.SuppressPrefixlen = r.SuppressPrefixLen
+	if r.Mark != 0 {
+		nr.Mark = r.Mark
+		mask := uint32(0xffffffff)
+		nr.Mask = &mask
+	}
+	if r.Dst.IsValid() {
+		nr.Dst = ipNet(r.Dst)
+	}
+	if r.IPProto != 0 {
+		nr.IPProto = r.IPProto
+	}
+	if r.DPort != 0 {
+		nr.Dport = netlink.NewRulePortRange(r.DPort, r.DPort)
+	}
+	switch r.Action {
+	case "prohibit":
+		nr.Table = 0
+		nr.Type = unix.FR_ACT_PROHIBIT
+	case "unreachable":
+		nr.Table = 0
+		nr.Type = unix.FR_ACT_UNREACHABLE
+	}
+	return nr
+}
+
+func netlinkRoute(r Route) (*netlink.Route, error) {
+	nr := &netlink.Route{Dst: ipNet(r.Dst), Table: r.Table}
+	if r.Dev != "" {
+		l, err := netlink.LinkByName(r.Dev)
+		if err != nil {
+			return nil, err
+		}
+		nr.LinkIndex = l.Attrs().Index
+	}
+	if r.Gateway.IsValid() {
+		nr.Gw = r.Gateway.AsSlice()
+	}
+	if r.Dst.Addr().Is6() {
+		nr.Family = netlink.FAMILY_V6
+	} else {
+		nr.Family = netlink.FAMILY_V4
+	}
+	return nr, nil
+}
+
+// defaultInterface returns the interface of the main table's default route.
+func defaultInterface(skip string) (string, error) {
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.IP != nil {
+			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+				continue
+			}
+		}
+		l, err := netlink.LinkByIndex(r.LinkIndex)
+		if err != nil || l.Attrs().Name == skip {
+			continue
+		}
+		return l.Attrs().Name, nil
+	}
+	return "", os.ErrNotExist
+}
+
+// processAlive reports whether a process with this id exists.
+func processAlive(pid int) bool {
+	return pid > 0 && unix.Kill(pid, 0) != unix.ESRCH
+}
