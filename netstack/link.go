@@ -202,7 +202,6 @@ func (e *linkEndpoint) close() error {
 	return err
 }
 
-
 // WritePackets queues packets for the writer goroutine.
 func (e *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	n := 0

@@ -11,7 +11,7 @@ import (
 type Rule struct {
 	Family   int          `json:"family"` // 4 or 6
 	Priority int          `json:"priority"`
-	Table    int          `json:"table,omitempty"` // lookup this table (0 with Action)
+	Table    int          `json:"table,omitempty"`  // lookup this table (0 with Action)
 	Action   string       `json:"action,omitempty"` // "" (lookup), "unreachable" or "prohibit"
 	Dst      netip.Prefix `json:"dst,omitzero"`
 	Mark     uint32       `json:"mark,omitempty"`
