@@ -39,6 +39,9 @@ type Server struct {
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 }
 
+// Name returns the server's name, the fragment of its links.
+func (s *Server) Name() string { return "test-" + string(s.Kind) }
+
 // Addr returns "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
@@ -116,7 +119,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		if tls.Pin != "" {
 			q.Set("pinSHA256", tls.Pin)
 		}
-		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: "test-hy2"}
+		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	default:
 		q.Set("encryption", "none")
@@ -135,7 +138,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		} else {
 			q.Set("type", "tcp")
 		}
-		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.Addr(), RawQuery: q.Encode(), Fragment: "test-" + string(s.Kind)}
+		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	}
 }

@@ -46,10 +46,12 @@ func StartSkiffRun(ctx context.Context, bin string, links []string, extra ...str
 	return p, m[1], nil
 }
 
-// SkiffRun starts `skiff run` for t with links, waits until its proxy
-// listens, and returns the process and the proxy address ("127.0.0.1:port",
-// SOCKS5 and HTTP on the same port). It stops skiff in t.Cleanup.
-func SkiffRun(t testing.TB, links ...string) (*Process, string) {
+// SkiffRun starts `skiff run` for t with links and extra flags, waits
+// until its proxy listens, and returns the process and the proxy address
+// ("127.0.0.1:port", SOCKS5 and HTTP on the same port). It stops skiff in
+// t.Cleanup. When skiff does not come up the error carries its output and
+// the process is returned with it (it has exited or will be stopped).
+func SkiffRun(t testing.TB, links []string, extra ...string) (*Process, string, error) {
 	t.Helper()
 	bin := NeedSkiff(t)
 	port, err := FreePort()
@@ -57,14 +59,14 @@ func SkiffRun(t testing.TB, links ...string) (*Process, string) {
 		t.Fatal(err)
 	}
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	p := Start(t, "skiff", bin, SkiffRunArgs(listen, links)...)
+	p := Start(t, "skiff", bin, SkiffRunArgs(listen, links, extra...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	m, err := p.WaitOutput(ctx, listeningRE)
 	if err != nil {
-		t.Fatal(err)
+		return p, "", err
 	}
-	return p, m[1]
+	return p, m[1], nil
 }
 
 // SkiffHasRun reports whether the skiff binary at bin has the run command
