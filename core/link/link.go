@@ -273,7 +273,7 @@ func checkHostName(scheme, h string) error {
 			return errf(scheme, "host", "not ASCII (write an IDN as xn--…)")
 		}
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return errf(scheme, "host", "invalid character %q", c)
+			return errf(scheme, "host", "invalid character")
 		}
 	}
 	return nil

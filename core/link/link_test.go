@@ -146,6 +146,13 @@ var validCases = []struct {
 		node.Node{Name: "[2001:db8::5]:8388", Protocol: node.Shadowsocks, Server: "2001:db8::5", Port: 8388,
 			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "pw"}}},
 
+	{"ss legacy password with @#: (shadowsocks.org example)", "ss://YWVzLTI1Ni1nY206dGVzdC8hQCM6QDE5Mi4xNjguMTAwLjE6ODg4OA/#Foo%20Bar",
+		node.Node{Name: "Foo Bar", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-256-gcm", Password: "test/!@#:"}}},
+	{"ss SIP002 spec example with ignored argument", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888/?plugin=v2ray-plugin%3Bserver&unsupported-arguments=should-be-ignored#Dummy+profile+name",
+		node.Node{Name: "Dummy+profile+name", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "test", Plugin: "v2ray-plugin", PluginOpts: "server"}}},
+
 	// TUIC v5.
 	{"tuic full", "tuic://" + testUUID + ":p%40ss@tuic.example.com:443?congestion_control=bbr&udp_relay_mode=native&alpn=h3&sni=tuic.example.com&allow_insecure=1#TUIC%20v5",
 		node.Node{Name: "TUIC v5", Protocol: node.TUIC, Server: "tuic.example.com", Port: 443,
@@ -276,6 +283,7 @@ var badCases = []struct {
 	{"ss empty password", "ss://" + base64.RawURLEncoding.EncodeToString([]byte("aes-128-gcm:")) + "@example.com:8388", "link: ss: password: empty"},
 	{"ss userinfo not base64", "ss://SECRET!@example.com:8388", "link: ss: userinfo: neither method:password nor its base64"},
 	{"ss no port", "ss://YWVzLTEyOC1nY206dGVzdA@example.com", "link: ss: port: missing"},
+	{"ss legacy stream cipher (shadowsocks.org example)", "ss://YmYtY2ZiOnRlc3QvIUAjOkAxOTIuMTY4LjEwMC4xOjg4ODg", `link: ss: method: unsupported "bf-cfb"`},
 	{"ss legacy garbage", "ss://SECRET!!", "link: ss: userinfo: no '@' and not base64"},
 	{"trojan several pcs", "trojan://SECRET@example.com:443?pcs=" + testPin + "," + testPin, "link: trojan: pcs: several certificate hashes"},
 	{"trojan bad pcs", "trojan://SECRET@example.com:443?pcs=abc", "link: trojan: pcs: want 64 hex digits"},

@@ -70,15 +70,30 @@ func parseSS(rest string) (*node.Node, error) {
 	return &node.Node{Name: u.name(), Protocol: node.Shadowsocks, Server: u.host, Port: port, Shadowsocks: o}, nil
 }
 
-// parseSSLegacy reads ss://base64(method:password@host:port)#name.
+// parseSSLegacy reads ss://base64(method:password@host:port)#name. A '/'
+// before the '#' may be a separator or the last base64 character: both
+// readings are tried.
 func parseSSLegacy(rest string) (*node.Node, error) {
-	const s = schemeSS
 	body, frag, _ := strings.Cut(rest, "#")
 	body, _, _ = strings.Cut(body, "?")
-	body = strings.TrimSuffix(body, "/")
 	if b, err := pathUnescape(body); err == nil {
 		body = b
 	}
+	n, err := parseSSLegacyBody(body)
+	if err != nil && strings.HasSuffix(body, "/") {
+		if m, err2 := parseSSLegacyBody(strings.TrimSuffix(body, "/")); err2 == nil {
+			n, err = m, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	n.Name = (&uri{fragment: frag}).name()
+	return n, nil
+}
+
+func parseSSLegacyBody(body string) (*node.Node, error) {
+	const s = schemeSS
 	dec, ok := decodeBase64(body)
 	if !ok {
 		return nil, errf(s, "userinfo", "no '@' and not base64 of method:password@host:port")
@@ -103,8 +118,7 @@ func parseSSLegacy(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := uri{fragment: frag}
-	return &node.Node{Name: u.name(), Protocol: node.Shadowsocks, Server: host, Port: port, Shadowsocks: o}, nil
+	return &node.Node{Protocol: node.Shadowsocks, Server: host, Port: port, Shadowsocks: o}, nil
 }
 
 // ssOptions checks the method and, for the 2022 ciphers, that the password
