@@ -1,0 +1,127 @@
+package subscription
+
+import (
+	"encoding/base64"
+	"testing"
+
+	"github.com/skiffvpn/skiff/core/profile"
+)
+
+// checkResult holds for every parser: nodes are valid, warnings have
+// reasons, an error with a Result means no nodes.
+func checkResult(t *testing.T, res *Result, err error) {
+	t.Helper()
+	if res == nil {
+		return
+	}
+	if err != nil && len(res.Nodes) > 0 {
+		t.Fatalf("error %v with %d nodes", err, len(res.Nodes))
+	}
+	for _, n := range res.Nodes {
+		if verr := n.Validate(); verr != nil {
+			t.Fatalf("invalid node accepted: %v", verr)
+		}
+		Supported(n)
+		profile.NodeID("s", n)
+	}
+	for _, w := range res.Warnings {
+		if w.Reason == "" {
+			t.Fatal("warning without a reason")
+		}
+	}
+}
+
+func FuzzDetect(f *testing.F) {
+	for _, s := range []string{uriList, clashYAML, singBoxJSON, sip008JSON, "", "<html>", "{", "[", "proxies:"} {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(base64.StdEncoding.EncodeToString([]byte(uriList))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		format, err := Detect(b)
+		res, perr := Parse(b)
+		if err == nil && perr == nil && res.Format != format {
+			t.Fatalf("Detect %s, Parse %s", format, res.Format)
+		}
+		checkResult(t, res, perr)
+	})
+}
+
+func FuzzURIList(f *testing.F) {
+	f.Add(uriList)
+	f.Add("hy2://a@[::1]:1#%ZZ\nvless://x@y:1\r\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		res := &Result{Format: FormatURIList}
+		parseURIList([]byte(s), res)
+		checkResult(t, res, nil)
+	})
+}
+
+func FuzzBase64(f *testing.F) {
+	f.Add(base64.RawURLEncoding.EncodeToString([]byte(uriList)))
+	f.Add("aGk=\r\naGk")
+	f.Fuzz(func(t *testing.T, s string) {
+		if !isBase64Text([]byte(s)) {
+			return
+		}
+		decodeBase64([]byte(s)) // must not panic
+	})
+}
+
+func FuzzClash(f *testing.F) {
+	f.Add([]byte(clashYAML))
+	f.Add([]byte("proxies:\n  - {name: a, type: hysteria2, server: a, port: 1, up: '1 gbps'}\n"))
+	f.Add([]byte("a: &a [1]\nproxies: [*a, *a]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := detectYAML(b)
+		if err != nil || d.format != FormatClash {
+			return
+		}
+		res := &Result{Format: FormatClash}
+		if err := parseClash(d.yaml, res); err != nil {
+			return
+		}
+		checkResult(t, res, nil)
+	})
+}
+
+func FuzzSingBox(f *testing.F) {
+	f.Add([]byte(singBoxJSON))
+	f.Add([]byte(`{"outbounds":[{"type":"vless","server":"a","server_port":1,"transport":{"type":"http"}}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res := &Result{Format: FormatSingBox}
+		if err := parseSingBox(b, res); err != nil {
+			return
+		}
+		checkResult(t, res, nil)
+	})
+}
+
+func FuzzSIP008(f *testing.F) {
+	f.Add([]byte(sip008JSON))
+	f.Add([]byte(`{"servers":[{}, 1, "x"], "bytes_used": -5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res := &Result{Format: FormatSIP008}
+		if err := parseSIP008(b, res); err != nil {
+			return
+		}
+		checkResult(t, res, nil)
+		if ui := res.UserInfo; ui != nil && (ui.Download < 0 || ui.Total < 0) {
+			t.Fatalf("negative traffic %+v", ui)
+		}
+	})
+}
+
+func FuzzParseUserInfo(f *testing.F) {
+	f.Add("upload=455727941; download=6174315083; total=1073741824000; expire=1767225600")
+	f.Add("upload=1e400; total=;expire=-1")
+	f.Fuzz(func(t *testing.T, s string) {
+		ui, err := ParseUserInfo(s)
+		if err != nil {
+			return
+		}
+		if ui.Upload < 0 || ui.Download < 0 || ui.Total < 0 {
+			t.Fatalf("negative value from %q: %+v", s, ui)
+		}
+		ui.Remaining()
+	})
+}
