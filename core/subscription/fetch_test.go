@@ -428,6 +428,3 @@ func TestNextInterval(t *testing.T) {
 		t.Error("never-refreshed subscription not due")
 	}
 }
-
-
-
