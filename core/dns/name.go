@@ -1,0 +1,135 @@
+package dns
+
+import (
+	"net/netip"
+	"strings"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// CanonicalName returns a DNS name in the form Skiff keys names by: lower
+// case, without the trailing dot. ok is false unless the name is a host
+// name: dot-separated labels of 1 to 63 letters, digits, '-' or '_', at
+// most 253 characters in all. Only such names get fake addresses and
+// reach an outbound as a flow.Addr name.
+func CanonicalName(name string) (canonical string, ok bool) {
+	name = strings.TrimSuffix(name, ".")
+	if !validHostName(name) {
+		return "", false
+	}
+	return strings.ToLower(name), true // ToLower returns name itself when it is lower case already
+}
+
+// questionName returns the canonical form of a question's name, allocating
+// only the returned string.
+func questionName(n *dnsmessage.Name) (string, bool) {
+	b := n.Data[:n.Length]
+	if len(b) > 0 && b[len(b)-1] == '.' {
+		b = b[:len(b)-1]
+	}
+	if !validHostName(b) {
+		return "", false
+	}
+	var sb strings.Builder
+	sb.Grow(len(b))
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String(), true
+}
+
+func validHostName[T string | []byte](name T) bool {
+	if len(name) == 0 || len(name) > 253 {
+		return false
+	}
+	label := 0
+	for i := range len(name) {
+		c := name[i]
+		switch {
+		case c == '.':
+			if label == 0 {
+				return false
+			}
+			label = 0
+			continue
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+		label++
+		if label > 63 {
+			return false
+		}
+	}
+	return label > 0
+}
+
+// reverseAddr parses a reverse-lookup name (canonical form, as from
+// questionName): "d.c.b.a.in-addr.arpa" or the 32 nibbles of
+// "….ip6.arpa".
+func reverseAddr(name string) (netip.Addr, bool) {
+	if v4, ok := strings.CutSuffix(name, ".in-addr.arpa"); ok {
+		var a [4]byte
+		for i := 3; i >= 0; i-- {
+			part := v4
+			if i > 0 {
+				j := strings.IndexByte(v4, '.')
+				if j < 0 {
+					return netip.Addr{}, false
+				}
+				part, v4 = v4[:j], v4[j+1:]
+			} else if strings.IndexByte(v4, '.') >= 0 {
+				return netip.Addr{}, false
+			}
+			n := 0
+			if len(part) == 0 || len(part) > 3 || (len(part) > 1 && part[0] == '0') {
+				return netip.Addr{}, false
+			}
+			for k := 0; k < len(part); k++ {
+				c := part[k]
+				if c < '0' || c > '9' {
+					return netip.Addr{}, false
+				}
+				n = n*10 + int(c-'0')
+			}
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			a[i] = byte(n)
+		}
+		return netip.AddrFrom4(a), true
+	}
+	if v6, ok := strings.CutSuffix(name, ".ip6.arpa"); ok {
+		if len(v6) != 63 {
+			return netip.Addr{}, false
+		}
+		var a [16]byte
+		for i := 0; i < 32; i++ {
+			c := v6[2*i]
+			if i < 31 && v6[2*i+1] != '.' {
+				return netip.Addr{}, false
+			}
+			var nib byte
+			switch {
+			case c >= '0' && c <= '9':
+				nib = c - '0'
+			case c >= 'a' && c <= 'f':
+				nib = c - 'a' + 10
+			default:
+				return netip.Addr{}, false
+			}
+			// The first nibble in the name is the last of the address.
+			pos := 31 - i
+			if pos%2 == 0 {
+				a[pos/2] |= nib << 4
+			} else {
+				a[pos/2] |= nib
+			}
+		}
+		return netip.AddrFrom16(a), true
+	}
+	return netip.Addr{}, false
+}
