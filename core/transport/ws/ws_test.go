@@ -1,0 +1,291 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+)
+
+// seen is what the test server saw of one upgrade request.
+type seen struct {
+	host, path, ua string
+	early          []byte // decoded early data
+	edErr          error
+}
+
+// server is a real WebSocket server (gobwas/ws server side) that echoes
+// every data message. With edHeader set it decodes early data from that
+// header and sends it back first, as a proxy server would process it.
+type server struct {
+	t        *testing.T
+	path     string
+	edHeader string
+	echoProt bool // answer with the requested subprotocol, as Xray does
+	onConn   func(net.Conn)
+
+	mu   sync.Mutex
+	reqs []seen
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != s.path {
+		http.NotFound(w, r)
+		return
+	}
+	sn := seen{host: r.Host, path: r.URL.RequestURI(), ua: r.Header.Get("User-Agent")}
+	if s.edHeader != "" {
+		if v := r.Header.Get(s.edHeader); v != "" {
+			sn.early, sn.edErr = base64.RawURLEncoding.DecodeString(v)
+		}
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, sn)
+	s.mu.Unlock()
+	u := ws.HTTPUpgrader{Protocol: func(string) bool { return s.echoProt }}
+	conn, _, _, err := u.Upgrade(r, w)
+	if err != nil {
+		s.t.Errorf("server upgrade: %v", err)
+		return
+	}
+	defer conn.Close()
+	if s.onConn != nil {
+		s.onConn(conn)
+		return
+	}
+	if len(sn.early) > 0 {
+		if err := wsutil.WriteServerBinary(conn, sn.early); err != nil {
+			return
+		}
+	}
+	for {
+		msg, op, err := wsutil.ReadClientData(conn)
+		if err != nil {
+			return
+		}
+		if err := wsutil.WriteServerMessage(conn, op, msg); err != nil {
+			return
+		}
+	}
+}
+
+func (s *server) start(t *testing.T) string {
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return strings.TrimPrefix(ts.URL, "http://")
+}
+
+func (s *server) requests() []seen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seen(nil), s.reqs...)
+}
+
+func dial(t *testing.T, addr string, cfg Config) *Conn {
+	t.Helper()
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Client(ctx, raw, cfg)
+	if err != nil {
+		raw.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	return c
+}
+
+func pattern(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>8)
+	}
+	return b
+}
+
+func TestEcho(t *testing.T) {
+	s := &server{t: t, path: "/tunnel"}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: "example.com", Path: "/tunnel?x=1", Headers: map[string]string{"User-Agent": "skiff-test", "host": "ignored"}})
+	for _, n := range []int{1, 125, 126, 65535, 65536, writeChunk + 1, 300 << 10} {
+		msg := pattern(n)
+		if _, err := c.Write(msg); err != nil {
+			t.Fatalf("write %d: %v", n, err)
+		}
+		got := make([]byte, n)
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatalf("read %d: %v", n, err)
+		}
+		if !bytes.Equal(got, msg) {
+			t.Fatalf("echo of %d bytes differs", n)
+		}
+	}
+	r := s.requests()
+	if len(r) != 1 || r[0].host != "example.com" || r[0].path != "/tunnel?x=1" || r[0].ua != "skiff-test" {
+		t.Fatalf("server saw %+v", r)
+	}
+}
+
+func TestEarlyData(t *testing.T) {
+	tests := []struct {
+		name     string
+		header   string // Config.EarlyDataHeader
+		srvHdr   string // where the server looks
+		echoProt bool
+		max      int
+		first    int // size of the first write
+	}{
+		{"protocol header, echoed", "", "Sec-WebSocket-Protocol", true, 2048, 100},
+		{"protocol header, not echoed", "", "Sec-WebSocket-Protocol", false, 2048, 100},
+		{"protocol header named", "Sec-WebSocket-Protocol", "Sec-WebSocket-Protocol", false, 2048, 2048},
+		{"first write longer than max", "", "Sec-WebSocket-Protocol", true, 64, 1000},
+		{"custom header", "X-Early", "X-Early", false, 2560, 300},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &server{t: t, path: "/ws", edHeader: tt.srvHdr, echoProt: tt.echoProt}
+			addr := s.start(t)
+			c := dial(t, addr, Config{Host: addr, Path: "/ws", MaxEarlyData: tt.max, EarlyDataHeader: tt.header})
+			if len(s.requests()) != 0 {
+				t.Fatal("upgrade before the first write")
+			}
+			msg := pattern(tt.first)
+			if n, err := c.Write(msg); err != nil || n != len(msg) {
+				t.Fatalf("write: %d, %v", n, err)
+			}
+			got := make([]byte, len(msg))
+			if _, err := io.ReadFull(c, got); err != nil {
+				t.Fatalf("read: %v", err)
+			}
+			if !bytes.Equal(got, msg) {
+				t.Fatal("echo differs")
+			}
+			r := s.requests()
+			if len(r) != 1 || r[0].edErr != nil {
+				t.Fatalf("server saw %+v", r)
+			}
+			want := msg[:min(tt.max, len(msg))]
+			if !bytes.Equal(r[0].early, want) {
+				t.Fatalf("early data: got %d bytes, want %d", len(r[0].early), len(want))
+			}
+		})
+	}
+}
+
+// A Read before any Write upgrades without early data.
+func TestEarlyDataReadFirst(t *testing.T) {
+	s := &server{t: t, path: "/", edHeader: "Sec-WebSocket-Protocol", onConn: func(c net.Conn) {
+		wsutil.WriteServerBinary(c, []byte("banner"))
+		io.Copy(io.Discard, c)
+	}}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: addr, MaxEarlyData: 2048})
+	got := make([]byte, 6)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "banner" {
+		t.Fatalf("read: %q, %v", got, err)
+	}
+	if r := s.requests(); len(r) != 1 || r[0].early != nil {
+		t.Fatalf("server saw %+v", r)
+	}
+}
+
+func TestUpgradeErrors(t *testing.T) {
+	s := &server{t: t, path: "/right"}
+	addr := s.start(t)
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_, err = Client(context.Background(), raw, Config{Host: "cdn.example", Path: "/wrong"})
+	if err == nil || err.Error() != "ws: upgrade to cdn.example/wrong: server answered 404" {
+		t.Fatalf("err = %v", err)
+	}
+
+	// Early data: the same error comes from the first Write, and stays.
+	raw2, _ := net.Dial("tcp", addr)
+	c, err := Client(context.Background(), raw2, Config{Host: "cdn.example", Path: "/wrong", MaxEarlyData: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte("x")); err == nil || !strings.Contains(err.Error(), "server answered 404") {
+		t.Fatalf("write err = %v", err)
+	}
+	if _, err := c.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "server answered 404") {
+		t.Fatalf("read err = %v", err)
+	}
+
+	// A server that never answers: ctx bounds the upgrade.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	raw3, _ := net.Dial("tcp", ln.Addr().String())
+	defer raw3.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Client(ctx, raw3, Config{Host: "h"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("silent server: err = %v", err)
+	}
+}
+
+func TestControlFrames(t *testing.T) {
+	pong := make(chan []byte, 1)
+	s := &server{t: t, path: "/", onConn: func(c net.Conn) {
+		ws.WriteFrame(c, ws.NewPingFrame([]byte("hi")))
+		wsutil.WriteServerBinary(c, []byte("data"))
+		f, err := ws.ReadFrame(c)
+		if err == nil && f.Header.OpCode == ws.OpPong {
+			pong <- ws.UnmaskFrame(f).Payload
+		}
+		ws.WriteFrame(c, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "bye")))
+		ws.ReadFrame(c)
+	}}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: addr})
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "data" {
+		t.Fatalf("read: %q, %v", got, err)
+	}
+	if p := <-pong; string(p) != "hi" {
+		t.Fatalf("pong payload %q", p)
+	}
+	if _, err := c.Read(got); err != io.EOF {
+		t.Fatalf("after close frame: %v", err)
+	}
+	if _, err := c.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write after close frame: %v", err)
+	}
+}
+
+func TestWriteAllocs(t *testing.T) {
+	s := &server{t: t, path: "/", onConn: func(c net.Conn) { io.Copy(io.Discard, c) }}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: addr})
+	msg := pattern(40 << 10)
+	c.Write(msg)
+	if n := testing.AllocsPerRun(100, func() { c.Write(msg) }); n != 0 {
+		t.Fatalf("%v allocs per write", n)
+	}
+}
