@@ -230,6 +230,7 @@ func splitHostPort(scheme, hp string) (host, port string, err error) {
 		if perr != nil || !a.Is6() || a.Zone() != "" {
 			return "", "", errf(scheme, "host", "not an IPv6 address in brackets")
 		}
+		host = a.String() // one spelling per address
 		switch {
 		case rest == "":
 		case rest[0] == ':':

@@ -34,7 +34,7 @@ var validCases = []struct {
 		node.Node{Name: "日本 🇯🇵", Protocol: node.Hysteria2, Server: "198.51.100.7", Port: 8443,
 			TLS:       &node.TLS{SNI: "www.example.org", Insecure: true},
 			Hysteria2: &node.Hysteria2Options{Auth: "alice:p@ss/w0rd"}}},
-	{"hy2 IPv6 multi-port", "hysteria2://pw@[2001:db8::1]:443,8443,20000-30000/?obfs=salamander&obfs-password=o%2Bbf#v6",
+	{"hy2 IPv6 multi-port", "hysteria2://pw@[2001:DB8:0::1]:443,8443,20000-30000/?obfs=salamander&obfs-password=o%2Bbf#v6",
 		node.Node{Name: "v6", Protocol: node.Hysteria2, Server: "2001:db8::1", Port: 443,
 			Hysteria2: &node.Hysteria2Options{Auth: "pw", Ports: "443,8443,20000-30000", Obfs: "salamander", ObfsPassword: "o+bf"}}},
 	{"hy2 IPv6 default port", "hy2://pw@[2001:db8::2]/?sni=a.example#",

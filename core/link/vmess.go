@@ -74,9 +74,11 @@ func parseVMess(rest string) (*node.Node, error) {
 		return nil, errf(s, "add", "empty")
 	}
 	if strings.IndexByte(host, ':') >= 0 {
-		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() || a.Zone() != "" {
+		a, err := netip.ParseAddr(host)
+		if err != nil || !a.Is6() || a.Zone() != "" {
 			return nil, errf(s, "add", "not a host name or IP address")
 		}
+		host = a.String()
 	} else if err := checkHostName(s, host); err != nil {
 		return nil, err
 	}
