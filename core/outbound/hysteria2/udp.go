@@ -171,13 +171,9 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
-	if pc.dstRaw == nil || dst != pc.dst {
-		s := dst.String()
-		if len(s) > maxAddressLen {
-			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, errAddressTooLong)
-		}
-		pc.dst = dst
-		pc.dstRaw = append(pc.dstRaw[:0], s...)
+	m, err := pc.encode(p, dst)
+	if err != nil {
+		return 0, err
 	}
 	q, err := pc.c.sendConn(pc.wdl)
 	if err != nil {
@@ -186,8 +182,6 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if !q.udp {
 		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
 	}
-	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: pc.dstRaw, Payload: p}
-	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
 	err = q.qc.SendDatagram(pc.wbuf)
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
@@ -199,6 +193,23 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// encode writes the message carrying p to dst into pc.wbuf and returns it.
+// The destination's text form is cached, so that a session talking to one
+// peer allocates nothing per datagram. pc.wmu must be held.
+func (pc *packetConn) encode(p []byte, dst flow.Addr) (udpMessage, error) {
+	if pc.dstRaw == nil || dst != pc.dst {
+		s := dst.String()
+		if len(s) > maxAddressLen {
+			return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, errAddressTooLong)
+		}
+		pc.dst = dst
+		pc.dstRaw = append(pc.dstRaw[:0], s...)
+	}
+	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: pc.dstRaw, Payload: p}
+	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
+	return m, nil
 }
 
 // sendFragments sends m's payload in fragments of at most maxSize bytes.
