@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -21,6 +22,44 @@ type engine struct {
 	router route.Router
 	stats  *stats.Stats
 	log    *slog.Logger
+	warn   rateLimit // dial failures at Warn level: a dead server must show without debug logs
+}
+
+// DialTimeout bounds how long a flow waits for its upstream before the app
+// is refused.
+const DialTimeout = 20 * time.Second
+
+// rateLimit lets one event through per period and counts the others.
+type rateLimit struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+// allow reports whether an event may be logged now and how many were
+// suppressed since the last one that was.
+func (r *rateLimit) allow(period time.Duration) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if !r.last.IsZero() && now.Sub(r.last) < period {
+		r.suppressed++
+		return false, 0
+	}
+	n := r.suppressed
+	r.last, r.suppressed = now, 0
+	return true, n
+}
+
+// warnDial logs a failed dial at Warn level, at most once per 5 s.
+func (e *engine) warnDial(m *flow.Metadata, outbound string, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the app or Stop gave up, not the server
+	}
+	if ok, suppressed := e.warn.allow(5 * time.Second); ok {
+		e.log.Warn("dial failed", "outbound", outbound, "net", m.Network, "dst", m.Destination.String(),
+			"err", err.Error(), "suppressed", suppressed)
+	}
 }
 
 var _ flow.Handler = (*engine)(nil)
@@ -34,8 +73,11 @@ func (e *engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	up, err := out.DialContext(ctx, flow.TCP, m.Destination)
+	dctx, dcancel := context.WithTimeout(ctx, DialTimeout)
+	up, err := out.DialContext(dctx, flow.TCP, m.Destination)
+	dcancel()
 	if err != nil {
+		e.warnDial(&m, name, err)
 		e.logFlow(ctx, &m, name, "dial failed", start, nil, err)
 		return err
 	}
@@ -65,9 +107,12 @@ func (e *engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	up, err := out.ListenPacket(ctx, m.Destination)
+	dctx, dcancel := context.WithTimeout(ctx, DialTimeout)
+	up, err := out.ListenPacket(dctx, m.Destination)
+	dcancel()
 	if err != nil {
 		conn.Close()
+		e.warnDial(&m, name, err)
 		e.logFlow(ctx, &m, name, "udp session failed", start, nil, err)
 		return err
 	}

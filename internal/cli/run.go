@@ -129,6 +129,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "skiff: listening on %s\n", c.Status().Listen)
 
 	<-ctx.Done()
+	stop() // a second signal now ends the process at once
 	log.Info("signal received, stopping")
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(stderr, "skiff run: stop: %v\n", err)
