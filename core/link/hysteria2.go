@@ -56,10 +56,10 @@ func parseHysteria2(rest string) (*node.Node, error) {
 		}
 		return nil, errf(s, "obfs", "unknown type")
 	}
-	if o.UpMbps, err = q.uint(s, "upmbps", 1<<20); err != nil {
+	if o.UpMbps, err = q.number(s, "upmbps", 1<<20); err != nil {
 		return nil, err
 	}
-	if o.DownMbps, err = q.uint(s, "downmbps", 1<<20); err != nil {
+	if o.DownMbps, err = q.number(s, "downmbps", 1<<20); err != nil {
 		return nil, err
 	}
 

@@ -44,6 +44,7 @@ type Error struct {
 	Reason string // what is wrong with the field
 }
 
+// Error returns "link: scheme: field: reason".
 func (e *Error) Error() string {
 	if e.Scheme == "" {
 		return "link: " + e.Reason
@@ -387,7 +388,7 @@ func (q params) boolean(scheme string, keys ...string) (bool, error) {
 }
 
 // uint reads a non-negative integer no larger than max; absent is 0.
-func (q params) uint(scheme, key string, max int) (int, error) {
+func (q params) number(scheme, key string, max int) (int, error) {
 	v, ok := q[key]
 	if !ok || v == "" {
 		return 0, nil
