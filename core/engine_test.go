@@ -391,3 +391,19 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestRateLimit(t *testing.T) {
+	var r rateLimit
+	if ok, n := r.allow(time.Hour); !ok || n != 0 {
+		t.Fatalf("first event: %v, %d", ok, n)
+	}
+	for i := 0; i < 3; i++ {
+		if ok, _ := r.allow(time.Hour); ok {
+			t.Fatal("event within the period allowed")
+		}
+	}
+	r.last = time.Now().Add(-2 * time.Hour)
+	if ok, n := r.allow(time.Hour); !ok || n != 3 {
+		t.Errorf("after the period: %v, %d suppressed; want true, 3", ok, n)
+	}
+}
