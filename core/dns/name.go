@@ -2,6 +2,7 @@ package dns
 
 import (
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -132,4 +133,46 @@ func reverseAddr(name string) (netip.Addr, bool) {
 		return netip.AddrFrom16(a), true
 	}
 	return netip.Addr{}, false
+}
+
+// sharedAddressSpace is 100.64.0.0/10 (RFC 6598), used by carrier-grade NAT.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+// localSuffixes are the zones that only the local network can answer.
+var localSuffixes = []string{
+	".local", ".lan", ".localdomain", ".home.arpa", ".internal", ".localhost",
+	".10.in-addr.arpa", ".168.192.in-addr.arpa", ".254.169.in-addr.arpa",
+	".d.f.ip6.arpa", ".8.e.f.ip6.arpa", ".9.e.f.ip6.arpa", ".a.e.f.ip6.arpa", ".b.e.f.ip6.arpa",
+}
+
+// IsLocalName reports whether a canonical name can only be answered on the
+// local network: a single label ("printer", from a search-domain lookup),
+// localhost, the local-use zones (.local, .lan, .home.arpa, .internal, …)
+// and the reverse zones of private and link-local addresses. A Mode
+// function should send such names to ModeDirect: a fake address or a proxy
+// server cannot answer them.
+func IsLocalName(name string) bool {
+	if name == "localhost" || strings.IndexByte(name, '.') < 0 {
+		return true
+	}
+	for _, s := range localSuffixes {
+		if strings.HasSuffix(name, s) || name == s[1:] {
+			return true
+		}
+	}
+	// 172.16.0.0/12 and 100.64.0.0/10 (shared address space).
+	if rest, ok := strings.CutSuffix(name, ".in-addr.arpa"); ok {
+		if ip, ok := reverseAddr(name); ok {
+			return ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || sharedAddressSpace.Contains(ip)
+		}
+		if o2, ok := strings.CutSuffix(rest, ".172"); ok {
+			if i := strings.LastIndexByte(o2, '.'); i >= 0 {
+				o2 = o2[i+1:]
+			}
+			n, err := strconv.Atoi(o2)
+			return err == nil && n >= 16 && n <= 31
+		}
+		return strings.HasSuffix(rest, ".127") || rest == "127"
+	}
+	return false
 }

@@ -66,3 +66,34 @@ func TestReverseAddr(t *testing.T) {
 		}
 	}
 }
+
+func TestIsLocalName(t *testing.T) {
+	tests := []struct {
+		name  string
+		local bool
+	}{
+		{"printer", true},
+		{"localhost", true},
+		{"nas.lan", true},
+		{"mac.local", true},
+		{"router.home.arpa", true},
+		{"svc.internal", true},
+		{"1.1.168.192.in-addr.arpa", true},
+		{"5.0.20.172.in-addr.arpa", true},
+		{"20.172.in-addr.arpa", true},
+		{"1.0.0.127.in-addr.arpa", true},
+		{"1.0.64.100.in-addr.arpa", true},
+		{"1.0.0.10.in-addr.arpa", true},
+		{"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.8.e.f.ip6.arpa", true},
+		{"example.com", false},
+		{"local.example.com", false},
+		{"8.8.8.8.in-addr.arpa", false},
+		{"5.0.32.172.in-addr.arpa", false},
+		{"2.0.18.198.in-addr.arpa", false},
+	}
+	for _, tt := range tests {
+		if got := IsLocalName(tt.name); got != tt.local {
+			t.Errorf("IsLocalName(%q) = %v; want %v", tt.name, got, tt.local)
+		}
+	}
+}
