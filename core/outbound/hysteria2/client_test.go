@@ -689,3 +689,49 @@ func TestUDPAllocs(t *testing.T) {
 }
 
 func itoa(n uint16) string { return strconv.Itoa(int(n)) }
+
+// TestStreamCloseUnblocksWrite closes a stream while a Write is blocked by
+// flow control (the destination never reads), as net.Conn allows.
+func TestStreamCloseUnblocksWrite(t *testing.T) {
+	srv := newTestServer(t, "secret", "", false)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			<-stop // accept, never read
+		}
+	}()
+	dst, _ := flow.AddrFromNet(ln.Addr())
+	c := newClient(t, testNode(srv.port(), "secret", ""))
+	conn, err := c.DialContext(ctxT(t, 5*time.Second), "tcp", dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := conn.Write(make([]byte, 256<<20))
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("Write of 256 MiB returned early: %v", err)
+	default:
+	}
+	conn.Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("blocked Write returned no error after Close")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Write still blocked after Close")
+	}
+}

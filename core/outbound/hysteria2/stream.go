@@ -147,19 +147,44 @@ func (r *responseReader) Read(p []byte) (int, error) {
 }
 
 // streamConn is a TCP flow: one QUIC stream as a net.Conn.
+//
+// quic-go forbids closing a stream's sending side while a Write is in
+// progress, which net.Conn allows, so Write and the closes are serialised:
+// Close first makes a blocked Write return through the write deadline.
 type streamConn struct {
 	*quic.Stream
 	local, remote net.Addr
+
+	wmu       sync.Mutex
+	closeOnce sync.Once
 }
 
-// Close ends both directions of the stream.
+// Write writes to the stream.
+func (c *streamConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Stream.Write(p)
+}
+
+// Close ends both directions: data written so far is still delivered,
+// then the stream ends; what the server sends afterwards is refused.
 func (c *streamConn) Close() error {
-	c.Stream.CancelRead(0)
-	return c.Stream.Close()
+	c.closeOnce.Do(func() {
+		c.Stream.CancelRead(0)
+		c.Stream.SetWriteDeadline(time.Unix(1, 0))
+		c.wmu.Lock()
+		c.Stream.Close()
+		c.wmu.Unlock()
+	})
+	return nil
 }
 
 // CloseWrite closes the sending direction only (a TCP half close).
-func (c *streamConn) CloseWrite() error { return c.Stream.Close() }
+func (c *streamConn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Stream.Close()
+}
 
 // LocalAddr returns the QUIC connection's local address.
 func (c *streamConn) LocalAddr() net.Addr { return c.local }
