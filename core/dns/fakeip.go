@@ -145,6 +145,9 @@ func (p *Pool) Contains(ip netip.Addr) bool {
 // name must already be canonical (see CanonicalName). A disabled family
 // yields an invalid netip.Addr.
 func (p *Pool) Lookup(name string) (v4, v6 netip.Addr) {
+	if name == "" {
+		return netip.Addr{}, netip.Addr{}
+	}
 	p.mu.Lock()
 	i, ok := p.byName[name]
 	if ok {

@@ -15,6 +15,7 @@
 package dns
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -395,6 +397,66 @@ func (s *Server) ServeStream(ctx context.Context, conn net.Conn) error {
 
 // streamIdleTimeout is how long ServeStream waits for the next query.
 const streamIdleTimeout = 30 * time.Second
+
+// packetIdleTimeout is how long ServePacket waits for the next query.
+const packetIdleTimeout = 30 * time.Second
+
+// maxPacketInFlight bounds the queries of one ServePacket session being
+// answered at once.
+const maxPacketInFlight = 32
+
+// ServePacket answers the queries of a UDP session: each datagram read from
+// conn is one query, answered concurrently (a slow upstream does not hold
+// up a fake answer), the response written back with WriteTo to the address
+// ReadFrom returned for the query (for the engine's inbound conns, the
+// address the app sent it to). It returns when the session has been idle
+// for packetIdleTimeout, when ctx ends, or when conn fails, once the
+// queries in flight are answered. It does not close conn.
+func (s *Server) ServePacket(ctx context.Context, conn net.PacketConn) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	sem := make(chan struct{}, maxPacketInFlight)
+	buf := make([]byte, 65535)
+	for {
+		if err := conn.SetReadDeadline(time.Now().Add(packetIdleTimeout)); err != nil {
+			if isClosed(err) {
+				return nil
+			}
+			return fmt.Errorf("dns: udp session: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n, from, err := conn.ReadFrom(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if isClosed(err) || errors.Is(err, os.ErrDeadlineExceeded) {
+				return nil
+			}
+			return fmt.Errorf("dns: udp session: %w", err)
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			continue // too many in flight: drop, the client will retry
+		}
+		wg.Add(1)
+		go func(q []byte) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			resp, err := s.Handle(ctx, q)
+			if err == nil {
+				_, _ = conn.WriteTo(resp, from)
+			}
+		}(bytes.Clone(buf[:n]))
+	}
+}
 
 // isClosed reports whether err means the connection was closed.
 func isClosed(err error) bool {

@@ -386,3 +386,52 @@ func FuzzCache(f *testing.F) {
 		_ = matches(query(t, 1, "a.example.", dnsmessage.TypeA, 0), resp)
 	})
 }
+
+func TestServePacket(t *testing.T) {
+	s := newFakeServer(t, Config{})
+	srv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl, err := net.Dial("udp", srv.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ServePacket(ctx, srv) }()
+	names := []string{"a.example.", "b.example.", "c.example."}
+	for i, n := range names {
+		if _, err := cl.Write(query(t, uint16(i+1), n, dnsmessage.TypeA, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[uint16]bool{}
+	buf := make([]byte, 512)
+	for range names {
+		_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, err := cl.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := parse(t, buf[:n])
+		if len(m.Answers) != 1 {
+			t.Fatalf("response %+v without an answer", m.Header)
+		}
+		seen[m.ID] = true
+	}
+	if len(seen) != len(names) {
+		t.Fatalf("answered IDs %v", seen)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != context.Canceled {
+			t.Fatalf("ServePacket after cancel: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServePacket did not stop when ctx ended")
+	}
+}

@@ -295,12 +295,17 @@ type HTTPSUpstream struct {
 // URL's host reaches the outbound as a name, unresolved. cfg may set
 // roots or a server name; nil uses the system roots.
 func NewHTTPSUpstream(ob outbound.Outbound, rawURL string, cfg *tls.Config) (*HTTPSUpstream, error) {
+	// Errors do not quote the URL: its path may identify an account.
 	u, err := url.Parse(rawURL)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("dns: DoH URL: %w", err)
 	}
 	if u.Scheme != "https" || u.Hostname() == "" {
-		return nil, fmt.Errorf("dns: DoH URL %q: want https://host/path", u.Redacted())
+		return nil, errors.New("dns: DoH URL: want https://host/path")
 	}
 	if cfg != nil {
 		cfg = cfg.Clone()
