@@ -60,6 +60,13 @@ func NewCache(size int) *Cache {
 	return &Cache{max: size, ll: list.New(), byK: make(map[cacheKey]*list.Element), now: time.Now}
 }
 
+// Hits returns how many queries were answered from the cache.
+func (c *Cache) Hits() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits
+}
+
 // Len returns the number of answers held.
 func (c *Cache) Len() int {
 	c.mu.Lock()

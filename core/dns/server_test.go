@@ -435,3 +435,16 @@ func TestServePacket(t *testing.T) {
 		t.Fatal("ServePacket did not stop when ctx ended")
 	}
 }
+
+func BenchmarkHandleFake(b *testing.B) {
+	p, _ := NewPool(PoolConfig{})
+	s := NewServer(Config{Pool: p})
+	q := query(b, 1, "www.example.com.", dnsmessage.TypeA, 0)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Handle(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -404,3 +404,23 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkTLS(b *testing.B) {
+	hello := clientHello(b, &tls.Config{ServerName: "example.com"})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := TLS(hello); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkQUIC(b *testing.B) {
+	pkt := readHex(b, "testdata/rfc9001-client-initial.hex")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := QUIC(pkt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
