@@ -36,7 +36,7 @@ import (
 // UDP sessions with fragmentation. (Interop with sing-box's server is
 // checked by hand and by the end-to-end tests under test/.)
 type testServer struct {
-	t        *testing.T
+	t        testing.TB
 	auth     string
 	udp      bool
 	obfs     string
@@ -54,7 +54,7 @@ type testServer struct {
 	lastRx   atomic.Value // Hysteria-CC-RX of the last auth request
 }
 
-func newTestServer(t *testing.T, auth, obfs string, udp bool) *testServer {
+func newTestServer(t testing.TB, auth, obfs string, udp bool) *testServer {
 	t.Helper()
 	s := &testServer{t: t, auth: auth, obfs: obfs, udp: udp}
 	s.cert, s.certHash = selfSigned(t)
@@ -276,7 +276,7 @@ func (s *testServer) relayUDP(qc *quic.Conn) {
 	}
 }
 
-func selfSigned(t *testing.T) (tls.Certificate, string) {
+func selfSigned(t testing.TB) (tls.Certificate, string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -733,5 +733,40 @@ func TestStreamCloseUnblocksWrite(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Write still blocked after Close")
+	}
+}
+
+// BenchmarkDialStream opens and closes one TCP stream per iteration
+// against the in-process server (whose work is counted too).
+func BenchmarkDialStream(b *testing.B) {
+	srv := newTestServer(b, "secret", "", false)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dst, _ := flow.AddrFromNet(ln.Addr())
+	c, err := New(testNode(srv.port(), "secret", ""), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		conn, err := c.DialContext(ctx, "tcp", dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		conn.Close()
 	}
 }

@@ -2,6 +2,7 @@ package hysteria2
 
 import (
 	crand "crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"hash"
 	"math/rand/v2"
@@ -58,7 +59,7 @@ func (s *salamander) obfuscate(dst, p, salt []byte) int {
 }
 
 // deobfuscate writes the packet hidden in b to dst and returns its length,
-// or -1 when b is too short to be a packet. dst may be b itself.
+// or -1 when b is too short to be a packet. dst must not overlap b.
 func (s *salamander) deobfuscate(dst, b []byte) int {
 	if len(b) <= salamanderSaltLen {
 		return -1
@@ -69,11 +70,12 @@ func (s *salamander) deobfuscate(dst, b []byte) int {
 	return n
 }
 
-// xorKey sets dst[i] = src[i] ^ key[i%32]. dst may overlap src when dst
-// starts at or before src (it copies forward).
+// xorKey sets dst[i] = src[i] ^ key[i%32]. dst and src must not overlap
+// unless they are the same slice.
 func xorKey(dst, src []byte, key *[salamanderKeyLen]byte) {
-	for i := range src {
-		dst[i] = src[i] ^ key[i%salamanderKeyLen]
+	for len(src) > 0 {
+		n := subtle.XORBytes(dst, src, key[:]) // min of the lengths
+		dst, src = dst[n:], src[n:]
 	}
 }
 

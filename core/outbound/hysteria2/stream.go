@@ -79,7 +79,10 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 
 	// Wait for the answer; ctx cancels the wait through the deadline.
 	r := responseReader{st: st, qc: q.qc, ctx: ctx, rx: rx, stall: stallTimeout(q.qc)}
-	stop := context.AfterFunc(ctx, func() { st.SetReadDeadline(time.Unix(1, 0)) })
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { st.SetReadDeadline(time.Unix(1, 0)) })
+	}
 	st.SetReadDeadline(time.Now().Add(r.stall))
 	ok, msg, err := readTCPResponse(&r)
 	if !stop() && err == nil {
