@@ -58,6 +58,9 @@ func (c *conn) writeRequest(p []byte) (int, error) {
 		if c.reqErr != nil {
 			return 0, c.reqErr
 		}
+		if p == nil {
+			return 0, nil // from Read: a Write sent the request meanwhile
+		}
 		return c.Conn.Write(p)
 	}
 	hdr := len(c.req)
@@ -103,6 +106,10 @@ func (c *conn) readResponse() error {
 			c.respDone.Store(true)
 			return err
 		}
+	} else if c.reqErr != nil {
+		c.respErr = c.reqErr
+		c.respDone.Store(true)
+		return c.respErr
 	}
 	if err := readResponse(c.Conn); err != nil {
 		// A server that does not know the user closes the stream
