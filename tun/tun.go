@@ -138,7 +138,6 @@ type Tunnel struct {
 	name  string
 	log   *slog.Logger
 	state *stateFile
-	plat  *platform
 	bind  *bypass
 
 	closeOnce sync.Once

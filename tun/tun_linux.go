@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -15,13 +14,15 @@ import (
 
 const goos = "linux"
 
-// platform holds nothing extra on Linux: everything is in the state file.
-type platform struct{}
-
 func permissionError(err error) bool {
 	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES)
 }
 
+// openPlatform creates the device (with IFF_VNET_HDR offloads where the
+// kernel has them), configures it through netlink and installs the policy
+// routing of planLinux. Skiff's sockets carry the fwmark, so they leave by
+// the main table and follow its default route wherever it points: there is
+// no interface to track.
 func openPlatform(t *Tunnel) error {
 	cfg := &t.cfg
 	t.bind = newBypass(cfg.Mark)
@@ -190,27 +191,6 @@ func netlinkRoute(r Route) (*netlink.Route, error) {
 		nr.Family = netlink.FAMILY_V4
 	}
 	return nr, nil
-}
-
-// defaultInterface returns the interface of the main table's default route.
-func defaultInterface(skip string) (string, error) {
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		return "", err
-	}
-	for _, r := range routes {
-		if r.Dst != nil && r.Dst.IP != nil {
-			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
-				continue
-			}
-		}
-		l, err := netlink.LinkByIndex(r.LinkIndex)
-		if err != nil || l.Attrs().Name == skip {
-			continue
-		}
-		return l.Attrs().Name, nil
-	}
-	return "", os.ErrNotExist
 }
 
 // processAlive reports whether a process with this id exists.

@@ -1,0 +1,19 @@
+//go:build !linux && !darwin && !windows
+
+package tun
+
+import (
+	"errors"
+	"runtime"
+)
+
+const goos = runtime.GOOS
+
+func openPlatform(t *Tunnel) error {
+	t.bind = newBypass(0)
+	return errors.New("tun: TUN mode is not supported on " + runtime.GOOS)
+}
+
+func undo(c Change) error { return errors.New("tun: cannot undo changes on " + runtime.GOOS) }
+
+func processAlive(pid int) bool { return false }
