@@ -1,0 +1,81 @@
+# Skiff's make targets. On a fresh Debian/Ubuntu machine:
+#   sudo make run    build and try skiff against a local demo server
+#   sudo make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
+# Other targets: build, bench, fuzz, cross, deps.
+
+SHELL := /bin/bash
+GO ?= go
+
+# Debian packages the app and the tests need: a C toolchain and the GL/X11
+# headers for the Fyne desktop app; iproute2 and nftables for the TUN tests;
+# curl and openssl for manual checks; Xvfb, Mesa, xdotool and ImageMagick
+# for the GUI tests.
+DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
+	libxinerama-dev libxi-dev libxxf86vm-dev iproute2 nftables curl openssl \
+	xvfb libgl1-mesa-dri xdotool imagemagick
+
+# Packages built for the other desktop systems by `make cross` (CGO off).
+CROSS_PKGS ?= ./core/...
+CROSS_OS ?= windows darwin
+
+# Time each Fuzz target runs in `make fuzz`.
+FUZZTIME ?= 60s
+
+# Bound of the end-to-end test run.
+E2E_TIMEOUT ?= 45m
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test unit e2e cross bench fuzz run clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then \
+		echo "deps: all Debian packages present"; \
+	else \
+		echo "deps: installing$$missing"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl/, the version in go.mod)"; exit 1; }
+
+build: deps
+	$(GO) build -o bin/skiff .
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory cross
+	cd test && $(GO) vet ./...
+	cd test && $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./...
+
+cross:
+	@for os in $(CROSS_OS); do \
+		echo "cross: GOOS=$$os $(CROSS_PKGS)"; \
+		GOOS=$$os CGO_ENABLED=0 $(GO) build $(CROSS_PKGS) || exit 1; \
+	done
+
+bench: build
+	$(MAKE) -C test bench
+
+# Every Fuzz target of the main module, FUZZTIME each (not part of CI).
+fuzz:
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./test/' | xargs -n1 dirname | sort -u); do \
+		for f in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "fuzz: $$dir $$f ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
+
+# Until the desktop app lands: a demo Hysteria2 server on loopback and
+# `skiff run` against it, in the foreground.
+run: build
+	cd test && $(GO) run ./cmd/demo
+
+clean:
+	rm -rf bin test/bin test/out
