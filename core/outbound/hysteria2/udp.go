@@ -183,6 +183,16 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
 	}
 	err = q.qc.SendDatagram(pc.wbuf)
+	if err != nil && !q.alive() {
+		// The connection died since sendConn looked: send on a new one.
+		if q, err = pc.c.sendConn(pc.wdl); err != nil {
+			return 0, err
+		}
+		if !q.udp {
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+		}
+		err = q.qc.SendDatagram(pc.wbuf)
+	}
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
 		if !errors.As(err, &tooLarge) {
