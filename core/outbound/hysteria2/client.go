@@ -10,6 +10,9 @@
 // next flow dials a new one. Each TCP flow is one bidirectional QUIC
 // stream; UDP sessions travel in QUIC datagrams, fragmented when a datagram
 // does not fit, and survive a reconnection (the server sees a new session).
+// A dead server is noticed by a stream request that gets no packet back
+// within about two seconds; a connection that carries only UDP notices it
+// by QUIC's idle timeout (30 s).
 //
 // Without obfuscation quic-go gets the real *net.UDPConn from the
 // outbound.Dialer, so GSO, ECN and recvmmsg batching stay on. Salamander
@@ -24,8 +27,8 @@
 // Congestion control: the Hysteria-CC-RX header declares the node's
 // DownMbps, and the server paces its sending (downloads) to it with Brutal.
 // Upstream quic-go has no hook for a custom congestion controller, so
-// uploads use quic-go's built-in one (not Brutal) whatever UpMbps says, and
-// the server's declared receive rate is only recorded.
+// uploads use quic-go's built-in one (not Brutal): UpMbps is not used, and
+// the receive rate the server declares is parsed but not acted on.
 package hysteria2
 
 import (
