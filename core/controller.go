@@ -216,7 +216,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	name := nodeName(n)
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &run{cancel: cancel, stats: stats.New(), out: out}
-	eng := &engine{router: &route.Final{Name: name, Outbound: out}, stats: r.stats, log: c.log}
+	eng := NewEngine(&route.Final{Name: name, Outbound: out}, r.stats, c.log)
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,

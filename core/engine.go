@@ -15,14 +15,21 @@ import (
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
-// engine is the flow.Handler behind every inbound: it routes a flow, dials
+// Engine is the flow.Handler behind every inbound: it routes a flow, dials
 // its upstream, only then accepts the app's side, and relays with counters
-// into the stats.
-type engine struct {
+// into the stats. The Controller builds one per run; NewEngine is for
+// inbounds tested or run on their own.
+type Engine struct {
 	router route.Router
 	stats  *stats.Stats
 	log    *slog.Logger
 	warn   rateLimit // dial failures at Warn level: a dead server must show without debug logs
+}
+
+// NewEngine returns an Engine that routes with r, counts into st and logs
+// to log (per-flow lines at debug level).
+func NewEngine(r route.Router, st *stats.Stats, log *slog.Logger) *Engine {
+	return &Engine{router: r, stats: st, log: log}
 }
 
 // DialTimeout bounds how long a flow waits for its upstream before the app
@@ -52,7 +59,7 @@ func (r *rateLimit) allow(period time.Duration) (bool, int) {
 }
 
 // warnDial logs a failed dial at Warn level, at most once per 5 s.
-func (e *engine) warnDial(m *flow.Metadata, outbound string, err error) {
+func (e *Engine) warnDial(m *flow.Metadata, outbound string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return // the app or Stop gave up, not the server
 	}
@@ -62,10 +69,10 @@ func (e *engine) warnDial(m *flow.Metadata, outbound string, err error) {
 	}
 }
 
-var _ flow.Handler = (*engine)(nil)
+var _ flow.Handler = (*Engine)(nil)
 
 // HandleStream implements flow.Handler.
-func (e *engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
 	out, name, err := e.router.Route(&m)
 	if err != nil {
 		return fmt.Errorf("route %s: %w", m.Destination, err)
@@ -98,7 +105,7 @@ func (e *engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 }
 
 // HandlePacket implements flow.Handler.
-func (e *engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
 	out, name, err := e.router.Route(&m)
 	if err != nil {
 		conn.Close()
@@ -128,7 +135,7 @@ func (e *engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 
 // logFlow writes one debug line per flow. Per-flow lines are debug only: at
 // the default level nothing is formatted.
-func (e *engine) logFlow(ctx context.Context, m *flow.Metadata, outbound, msg string, start time.Time, c *stats.Conn, err error) {
+func (e *Engine) logFlow(ctx context.Context, m *flow.Metadata, outbound, msg string, start time.Time, c *stats.Conn, err error) {
 	if !e.log.Enabled(ctx, slog.LevelDebug) {
 		return
 	}

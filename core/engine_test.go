@@ -34,7 +34,7 @@ type proxy struct {
 func startProxy(t testing.TB) *proxy {
 	t.Helper()
 	st := stats.New()
-	eng := &engine{
+	eng := &Engine{
 		router: &route.Final{Name: "direct", Outbound: direct.New(nil)},
 		stats:  st,
 		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
