@@ -55,10 +55,14 @@ type testServer struct {
 }
 
 func newTestServer(t testing.TB, auth, obfs string, udp bool) *testServer {
+	return newTestServerOn(t, net.IPv4(127, 0, 0, 1), auth, obfs, udp)
+}
+
+func newTestServerOn(t testing.TB, ip net.IP, auth, obfs string, udp bool) *testServer {
 	t.Helper()
 	s := &testServer{t: t, auth: auth, obfs: obfs, udp: udp}
 	s.cert, s.certHash = selfSigned(t)
-	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,17 +422,27 @@ func echoUDP(t *testing.T, pc net.PacketConn, echo flow.Addr, size int) {
 
 func TestClientRelays(t *testing.T) {
 	tests := []struct {
-		name string
-		obfs string
+		name   string
+		obfs   string
+		server string
 	}{
-		{"plain", ""},
-		{"salamander", "obfs-password"},
+		{"plain", "", "127.0.0.1"},
+		{"salamander", "obfs-password", "127.0.0.1"},
+		{"IPv6 server", "", "::1"},
 	}
 	tcpEcho, udpEcho := tcpEchoServer(t), udpEchoServer(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newTestServer(t, "secret", tt.obfs, true)
-			c := newClient(t, testNode(srv.port(), "secret", tt.obfs))
+			ip := net.ParseIP(tt.server)
+			if c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip}); err != nil {
+				t.Skipf("no %s here: %v", tt.server, err)
+			} else {
+				c.Close()
+			}
+			srv := newTestServerOn(t, ip, "secret", tt.obfs, true)
+			n := testNode(srv.port(), "secret", tt.obfs)
+			n.Server = tt.server
+			c := newClient(t, n)
 			echoTCP(t, c, tcpEcho, 2<<20)
 			echoTCP(t, c, tcpEcho, 10)
 			if rx := srv.lastRx.Load(); rx != "12500000" {
@@ -778,5 +792,26 @@ func BenchmarkDialStream(b *testing.B) {
 			b.Fatal(err)
 		}
 		conn.Close()
+	}
+}
+
+// TestPortSetSpreadsConnections gives the client two server ports and
+// checks that new connections go to both.
+func TestPortSetSpreadsConnections(t *testing.T) {
+	a := newTestServer(t, "secret", "", false)
+	b := newTestServer(t, "secret", "", false)
+	echo := tcpEchoServer(t)
+	n := testNode(0, "secret", "")
+	n.Hysteria2.Ports = itoa(a.port()) + "," + itoa(b.port())
+	c := newClient(t, n)
+	for range 20 {
+		echoTCP(t, c, echo, 10)
+		a.closeConns()
+		b.closeConns()
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Each pick is a coin flip: both lose all 20 with probability 2^-19.
+	if a.accepted.Load() == 0 || b.accepted.Load() == 0 {
+		t.Fatalf("connections per port: %d and %d, want both used", a.accepted.Load(), b.accepted.Load())
 	}
 }
