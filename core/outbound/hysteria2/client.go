@@ -299,6 +299,8 @@ func handshakeError(server string, ctx context.Context, err error) error {
 	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr),
 		errors.As(err, &invErr), errors.Is(err, tlsconf.ErrPinMismatch):
 		return fmt.Errorf("hysteria2: TLS handshake with %s: certificate verification failed: %w", server, err)
+	case errors.Is(ctx.Err(), context.Canceled): // only Close cancels
+		return fmt.Errorf("hysteria2: dial %s: %w", server, errClientClosed)
 	case ctx.Err() != nil:
 		return fmt.Errorf("hysteria2: dial %s: timed out: %w", server, err)
 	}
@@ -326,6 +328,9 @@ func (c *Client) authenticate(ctx context.Context, q *qconn) error {
 	authHeader(req.Header, c.auth, c.rxRate)
 	resp, err := cc.RoundTrip(req)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return errClientClosed
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("timed out: %w", ctx.Err())
 		}
