@@ -19,10 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/route"
+	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -56,6 +57,8 @@ func (s State) String() string {
 type Status struct {
 	State    State
 	Outbound string    // the name of the outbound in use ("" when stopped)
+	Member   string    // with several servers: the one carrying new flows now ("" when none is usable)
+	Reason   string    // the last failover switch's reason ("" when none)
 	Listen   string    // the address the local proxy listens on ("" when stopped)
 	Err      string    // the last error in plain words ("" when none)
 	Since    time.Time // when State was entered
@@ -63,8 +66,17 @@ type Status struct {
 
 // Config is what one run of the core needs.
 type Config struct {
-	// Nodes are the servers in failover order. For now the first is used.
+	// Nodes are the servers in failover order: with more than one, they
+	// form the failover group "proxy" (see package group).
 	Nodes []*node.Node
+	// Rules route flows to "proxy", "direct" or "block", first match wins;
+	// nil: every flow goes to Final.
+	Rules []rule.Rule
+	// Final is where flows that no rule matches go; empty: "proxy".
+	Final string
+	// Policy tunes the failover group's health checks; zero fields take
+	// group.DefaultPolicy's values.
+	Policy group.Policy
 	// Listen is the local proxy's address (SOCKS5 and HTTP on one port).
 	// Empty: DefaultListen.
 	Listen string
@@ -95,7 +107,8 @@ type EventKind int
 
 // Kinds of Event.
 const (
-	EventState EventKind = iota // the state changed; Status holds the new one (and Status.Err why, on failure)
+	EventState  EventKind = iota // the state changed; Status holds the new one (and Status.Err why, on failure)
+	EventSwitch                  // a failover group moved new flows to another member; Switch says which and why
 )
 
 // Event is a change the GUI may want to show.
@@ -104,6 +117,7 @@ type Event struct {
 	Kind    EventKind
 	Status  Status // the status after the event
 	Message string
+	Switch  *group.Event // set for EventSwitch
 }
 
 // Snapshot is the core's traffic and memory at one moment.
@@ -138,7 +152,7 @@ type run struct {
 	wg      sync.WaitGroup
 	stats   *stats.Stats
 	inbound *mixed.Server
-	out     outbound.Outbound
+	routing *routing
 }
 
 // NewController returns a stopped Controller.
@@ -199,24 +213,20 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	if err := ctx.Err(); err != nil {
 		return nil, Status{}, fmt.Errorf("core: start: %w", err)
 	}
-	if len(cfg.Nodes) == 0 {
-		return nil, Status{}, errors.New("core: no server configured")
-	}
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
 	if cfg.Dialer == nil {
 		cfg.Dialer = &outbound.SystemDialer{}
 	}
-	n := cfg.Nodes[0]
-	out, err := NewOutbound(n, cfg.Dialer)
+	rt, err := buildRouting(&cfg, c.onSwitch)
 	if err != nil {
 		return nil, Status{}, err
 	}
-	name := nodeName(n)
+	name := rt.proxy
 	runCtx, cancel := context.WithCancel(context.Background())
-	r := &run{cancel: cancel, stats: stats.New(), out: out}
-	eng := NewEngine(&route.Final{Name: name, Outbound: out}, r.stats, c.log)
+	r := &run{cancel: cancel, stats: stats.New(), routing: rt}
+	eng := NewEngine(rt.router, r.stats, c.log)
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,
@@ -224,7 +234,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	}, eng)
 	if err != nil {
 		cancel()
-		out.Close()
+		rt.close()
 		return nil, Status{}, err
 	}
 	r.wg.Add(1)
@@ -263,7 +273,7 @@ func (c *Controller) Stop() error {
 	r.stats.CloseAll()       // flows that outlive their inbound, if any
 	r.cancel()
 	r.wg.Wait()
-	if cerr := r.out.Close(); err == nil {
+	if cerr := r.routing.close(); err == nil {
 		err = cerr
 	}
 	c.log.Info("core: stopped")
@@ -283,8 +293,41 @@ func (c *Controller) setStatus(st Status) {
 // Status returns the core's current state.
 func (c *Controller) Status() Status {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.status
+	st, r := c.status, c.run
+	c.mu.Unlock()
+	if r != nil && r.routing.group != nil {
+		st.Member = r.routing.group.Current()
+	}
+	return st
+}
+
+// Groups returns the state of the run's failover groups and their members,
+// for the GUI's routes view; nil when stopped or with a single server.
+func (c *Controller) Groups() []GroupState {
+	r := c.current()
+	if r == nil || r.routing.group == nil {
+		return nil
+	}
+	g := r.routing.group
+	return []GroupState{{Name: g.Name(), Mode: g.Mode(), Current: g.Current(), Members: g.Members()}}
+}
+
+// GroupState is a failover group as the GUI shows it.
+type GroupState struct {
+	Name    string
+	Mode    group.Mode
+	Current string              // the member carrying new flows; "" when none is usable
+	Members []group.MemberState // in configured order
+}
+
+// onSwitch logs a group's switch and publishes it as an event.
+func (c *Controller) onSwitch(e group.Event) {
+	c.log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
+	c.mu.Lock()
+	c.status.Reason = e.Reason
+	c.mu.Unlock()
+	st := c.Status()
+	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})
 }
 
 // current returns the running run, or nil.

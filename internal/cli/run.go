@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/rule"
 )
 
 // links collects repeated --link flags.
@@ -29,11 +31,13 @@ func (l *links) Set(s string) error { *l = append(*l, s); return nil }
 
 // runFlags is what `skiff run` was asked to do.
 type runFlags struct {
-	nodes    []*node.Node
-	listen   string
-	allowLAN bool
-	pprof    string
-	level    slog.Level
+	nodes     []*node.Node
+	listen    string
+	allowLAN  bool
+	pprof     string
+	level     slog.Level
+	probeURL  string
+	lanDirect bool
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -51,8 +55,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
+	fs.StringVar(&rf.probeURL, "probe-url", group.DefaultPolicy().ProbeURL, "URL fetched through a server to check its health (with several --link)")
+	fs.BoolVar(&rf.lanDirect, "lan-direct", false, "send private and LAN destinations direct instead of through the server")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info]")
+		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -122,7 +128,11 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		log.Info("pprof listening", "addr", srv.Addr)
 	}
 
-	if err := c.Start(ctx, core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN}); err != nil {
+	cfg := core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN, Policy: group.Policy{ProbeURL: rf.probeURL}}
+	if rf.lanDirect {
+		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
+	}
+	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)
 		return 1
 	}
