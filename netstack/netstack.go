@@ -7,7 +7,7 @@
 // its upstream, so a failed upstream is an RST, never a connection that is
 // accepted and then dropped. UDP sessions live in a NAT table keyed by the
 // app's address and the destination, with an idle time-out. ICMP echo is
-// answered by the stack itself.
+// answered at once by the stack itself (see icmp.go).
 //
 // DNS is not special here: a query to port 53 of any address is a UDP (or
 // TCP) flow like any other, and the engine's handler recognises the port and
@@ -138,6 +138,8 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	n.s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	n.udp = newUDPTable(n)
 	n.s.SetTransportProtocolHandler(udp.ProtocolNumber, n.udp.handlePacket)
+	n.s.SetTransportProtocolHandler(icmp.ProtocolNumber4, n.handleICMPv4)
+	n.s.SetTransportProtocolHandler(icmp.ProtocolNumber6, n.handleICMPv6)
 
 	n.link.start()
 	return n, nil

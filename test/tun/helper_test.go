@@ -124,11 +124,12 @@ func runTunnel() error {
 		t.Close()
 		return err
 	}
+	stopProfile := func() {}
 	if p := os.Getenv("SKIFF_TUN_CPUPROFILE"); p != "" {
 		f, err := os.Create(p)
 		if err == nil {
 			pprof.StartCPUProfile(f)
-			defer func() { pprof.StopCPUProfile(); f.Close() }()
+			stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
 		}
 	}
 	sig := make(chan os.Signal, 1)
@@ -162,6 +163,7 @@ loop:
 			}
 		}
 	}
+	stopProfile()
 	errS := st.Close()
 	errT := t.Close()
 	if err := errors.Join(errS, errT); err != nil {
