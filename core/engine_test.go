@@ -345,7 +345,33 @@ func TestHTTPPlain(t *testing.T) {
 			reused, upstreamConns.Load())
 	}
 
-	resp, err := client.Get("http://" + closedPort(t) + "/")
+	// A response whose end is the server closing (HTTP/1.0, no length).
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		http.ReadRequest(bufio.NewReader(c))
+		io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil close")
+		c.Close()
+	}()
+	start := time.Now()
+	resp, err := client.Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "until close" || time.Since(start) > 2*time.Second {
+		t.Errorf("close-delimited response: %q after %v", body, time.Since(start))
+	}
+
+	resp, err = client.Get("http://" + closedPort(t) + "/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Buffer sizes. A stream direction starts with a small buffer and moves to
@@ -65,15 +67,23 @@ type closeWriter interface {
 	CloseWrite() error
 }
 
+// HalfCloseIdle is how long the remaining direction of a stream may stay
+// idle after the other direction ended on a conn that cannot pass the
+// half-close on (no CloseWrite: WebSocket, some protocol streams). The reply
+// to a request still gets through; a peer that waits for an EOF it will
+// never see does not hold the flow open forever.
+const HalfCloseIdle = 10 * time.Second
+
 // Stream relays between app (the flow's side toward the application) and up
 // (its upstream) until both directions have ended or ctx ends. Bytes from
 // app to up are added to upCount, the others to downCount; either may be nil.
 //
 // When one side ends its sending half (EOF), Stream shuts down the sending
 // half of the other side (CloseWrite) and keeps relaying the other
-// direction; a conn without CloseWrite is closed instead. Stream closes both
-// conns before it returns. The error is the first one that was not an
-// orderly end (EOF, or a conn closed because the other direction ended).
+// direction. When the other side has no CloseWrite, the other direction
+// goes on while it is not idle for HalfCloseIdle. Stream closes both conns
+// before it returns. The error is the first one that was not an orderly end
+// (EOF, or a conn closed because the other direction ended).
 func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) error {
 	if upCount == nil {
 		upCount = nopCounter{}
@@ -91,9 +101,10 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 	stop := context.AfterFunc(ctx, closeBoth)
 	defer stop()
 
+	var lingerUp, lingerDown atomic.Bool // set: that direction reads under an idle deadline
 	errc := make(chan error, 1)
-	go func() { errc <- copyHalf(up, app, upCount) }()
-	errDown := copyHalf(app, up, downCount)
+	go func() { errc <- copyHalf(up, app, upCount, &lingerUp, &lingerDown) }()
+	errDown := copyHalf(app, up, downCount, &lingerDown, &lingerUp)
 	errUp := <-errc
 	closeBoth()
 	if ctx.Err() != nil {
@@ -106,12 +117,18 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 }
 
 // copyHalf copies src to dst until EOF or an error, counting each read, and
-// then ends dst's sending half so that the peer sees EOF too.
-func copyHalf(dst, src net.Conn, c Counter) error {
+// then ends dst's sending half so that the peer sees EOF too. When linger
+// is set (by the other direction), each read waits at most HalfCloseIdle.
+// When dst cannot end its sending half, it sets peerLinger for the other
+// direction, which reads from dst.
+func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
 	bp := getBuffer(false)
 	defer func() { putBuffer(bp) }()
 	var err error
 	for {
+		if linger.Load() {
+			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
+		}
 		buf := *bp
 		n, rerr := src.Read(buf)
 		if n > 0 {
@@ -136,12 +153,20 @@ func copyHalf(dst, src net.Conn, c Counter) error {
 			break
 		}
 	}
-	if cw, ok := dst.(closeWriter); ok && err == nil {
-		if cw.CloseWrite() == nil {
+	if err == nil {
+		if cw, ok := dst.(closeWriter); ok {
+			if cw.CloseWrite() == nil {
+				return nil
+			}
+		} else {
+			// The EOF cannot be passed on: let the other direction finish
+			// what it is sending, under an idle limit.
+			peerLinger.Store(true)
+			dst.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 			return nil
 		}
 	}
-	// No half-close possible (or the copy failed): end both directions.
+	// The copy failed (or CloseWrite did): end both directions.
 	dst.Close()
 	src.Close()
 	if isClosed(err) {

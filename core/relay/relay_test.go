@@ -116,23 +116,39 @@ func TestStreamContextCancel(t *testing.T) {
 	}
 }
 
-// TestStreamNoCloseWrite checks that a conn without CloseWrite (a pipe) is
-// closed when its peer's direction ends, so that nothing hangs.
+// noCloseWrite hides a conn's CloseWrite, as a WebSocket stream has none.
+type noCloseWrite struct{ net.Conn }
+
+// TestStreamNoCloseWrite checks the relay when the upstream cannot pass a
+// half-close on: the app's EOF does not cut the upstream off, its reply
+// still reaches the app, and the flow ends when the upstream closes.
 func TestStreamNoCloseWrite(t *testing.T) {
-	app, appRelay := net.Pipe()
+	app, appRelay := tcpPair(t)
 	upRelay, up := tcpPair(t)
 	done := make(chan error, 1)
-	go func() { done <- Stream(context.Background(), appRelay, upRelay, nil, nil) }()
-	go func() {
-		up.Write([]byte("hello"))
-		up.CloseWrite()
-	}()
+	go func() { done <- Stream(context.Background(), appRelay, noCloseWrite{upRelay}, nil, nil) }()
+
+	app.Write([]byte("request"))
+	app.CloseWrite()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(up, buf); err != nil || string(buf) != "request" {
+		t.Fatalf("upstream read %q, %v", buf, err)
+	}
+	// The upstream does not see EOF, and is not closed: it can answer.
+	time.Sleep(50 * time.Millisecond)
+	if _, err := up.Write([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	up.Close()
 	got, err := io.ReadAll(app)
-	if err != nil || string(got) != "hello" {
+	if err != nil || string(got) != "reply" {
 		t.Fatalf("app read %q, %v", got, err)
 	}
 	select {
-	case <-done:
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Stream: %v", err)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stream did not return")
 	}

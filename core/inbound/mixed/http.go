@@ -125,7 +125,8 @@ func (s *Server) dialFlow(src netip.AddrPort) func(ctx context.Context, network,
 			return nil, err
 		}
 		m := flow.Metadata{Network: flow.TCP, Source: src, Destination: dst, Inbound: "http"}
-		appSide, ours := net.Pipe()
+		pipeApp, ours := net.Pipe()
+		appSide := halfClosePipe{pipeApp}
 		accepted := make(chan struct{})
 		done := make(chan error, 1)
 		s.wg.Add(1)
@@ -153,6 +154,15 @@ func (s *Server) dialFlow(src netip.AddrPort) func(ctx context.Context, network,
 		}
 	}
 }
+
+// halfClosePipe is the relay's end of the pipe to the Transport. A pipe
+// cannot half-close, and the Transport needs the EOF when a server ends a
+// response by closing, so CloseWrite closes the pipe: the request has been
+// written by then.
+type halfClosePipe struct{ net.Conn }
+
+// CloseWrite closes the pipe.
+func (p halfClosePipe) CloseWrite() error { return p.Conn.Close() }
 
 // hostPortAddr parses a CONNECT target or Host header, adding defPort when
 // the port is missing.
