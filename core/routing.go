@@ -23,6 +23,7 @@ const (
 // group behind it (nil with one node), and everything to close at Stop.
 type routing struct {
 	router  route.Router
+	rules   *rule.Set
 	proxy   string       // the proxy target's display name
 	group   *group.Group // the failover group, when there are several nodes
 	outs    []outbound.Outbound
@@ -86,6 +87,7 @@ func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
 		r.close()
 		return nil, fmt.Errorf("core: rules: %w", err)
 	}
+	r.rules = set
 	r.router, err = route.NewTable(set, r.targets)
 	if err != nil {
 		r.close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -52,7 +53,8 @@ func (u *SystemUpstream) Exchange(ctx context.Context, msg []byte) ([]byte, erro
 		return nil, fmt.Errorf("dns: system resolver: query without a question: %w", err)
 	}
 	req := request{header: h, q: q}
-	name := q.Name.String()
+	// Without the root dot: Go looks names up in /etc/hosts only then.
+	name := strings.TrimSuffix(q.Name.String(), ".")
 	r := u.Resolver
 	if r == nil {
 		r = net.DefaultResolver

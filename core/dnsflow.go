@@ -1,0 +1,145 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/skiffvpn/skiff/core/dns"
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// DNS modes for TUN mode.
+const (
+	// DNSFakeIP answers every name with an address from the fake-IP pool;
+	// the flow to it reaches the server as the name, which the server
+	// resolves. No query leaves the machine. The default.
+	DNSFakeIP = "fake-ip"
+	// DNSRealIP resolves names through the proxy (DNS-over-HTTPS to
+	// DNSConfig.Upstream through the "proxy" target).
+	DNSRealIP = "real-ip"
+)
+
+// DNSConfig is the DNS seen inside the tunnel.
+type DNSConfig struct {
+	Mode string // DNSFakeIP (default) or DNSRealIP
+	// Upstream is the DNS-over-HTTPS URL used through the proxy for real-IP
+	// mode and for record types fake-IP cannot answer; empty:
+	// DefaultDNSUpstream.
+	Upstream string
+}
+
+// DefaultDNSUpstream is the DoH server asked through the proxy. It is
+// named by address, so that asking it needs no lookup.
+const DefaultDNSUpstream = "https://1.1.1.1/dns-query"
+
+// dnsHandler is the flow.Handler of the TUN: DNS to port 53 of any address
+// is answered by the DNS server, a flow to a fake address gets its name
+// back, and the rest goes to the engine.
+type dnsHandler struct {
+	next *Engine
+	srv  *dns.Server
+	pool *dns.Pool // nil in real-IP mode
+}
+
+// newDNSHandler builds the DNS server of a run: names that the rules send
+// direct (and local names) resolve with the system's resolver through
+// bypass sockets, blocked names get NXDOMAIN, the rest get fake addresses
+// (or are resolved through the proxy in real-IP mode).
+func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream) (*dnsHandler, error) {
+	h := &dnsHandler{next: next}
+	url := cfg.Upstream
+	if url == "" {
+		url = DefaultDNSUpstream
+	}
+	var proxy dns.Upstream
+	if ob := rt.targets[TargetProxy]; ob != nil {
+		doh, err := dns.NewHTTPSUpstream(ob, url, nil)
+		if err != nil {
+			return nil, fmt.Errorf("dns: upstream: %w", err)
+		}
+		proxy = doh
+	}
+	proxyMode := dns.ModeFake
+	switch cfg.Mode {
+	case "", DNSFakeIP:
+		pool, err := dns.NewPool(dns.PoolConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("dns: %w", err)
+		}
+		h.pool = pool
+	case DNSRealIP:
+		proxyMode = dns.ModeProxy
+	default:
+		return nil, fmt.Errorf("dns: mode %q is not %s or %s", cfg.Mode, DNSFakeIP, DNSRealIP)
+	}
+	if proxy == nil {
+		proxyMode = dns.ModeDirect // no server: everything goes direct
+	}
+	h.srv = dns.NewServer(dns.Config{
+		Pool:   h.pool,
+		Proxy:  proxy,
+		Direct: direct,
+		Cache:  dns.NewCache(0),
+		Mode: func(name string) dns.Mode {
+			if dns.IsLocalName(name) {
+				return dns.ModeDirect
+			}
+			switch rt.rules.Match(&flow.Metadata{Destination: flow.Addr{Name: name}}) {
+			case TargetDirect:
+				return dns.ModeDirect
+			case TargetBlock:
+				return dns.ModeBlock
+			}
+			return proxyMode
+		},
+	})
+	return h, nil
+}
+
+// rewrite gives a flow to a fake address its name back. It fails for a
+// fake address that no name holds any more (the app kept it longer than
+// the pool did): sending that on would reach nobody.
+func (h *dnsHandler) rewrite(m *flow.Metadata) error {
+	if h.pool == nil || !m.Destination.IP.IsValid() || !h.pool.Contains(m.Destination.IP) {
+		return nil
+	}
+	name, ok := h.pool.Name(m.Destination.IP)
+	if !ok {
+		return fmt.Errorf("dns: fake address %s holds no name any more", m.Destination.IP)
+	}
+	m.Destination = flow.Addr{Name: name, Port: m.Destination.Port}
+	m.Host = name
+	return nil
+}
+
+// HandleStream implements flow.Handler.
+func (h *dnsHandler) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+	if m.Destination.Port == 53 {
+		c, err := accept()
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return h.srv.ServeStream(ctx, c)
+	}
+	if err := h.rewrite(&m); err != nil {
+		return err
+	}
+	return h.next.HandleStream(ctx, m, accept)
+}
+
+// HandlePacket implements flow.Handler.
+func (h *dnsHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+	if m.Destination.Port == 53 {
+		defer conn.Close()
+		return h.srv.ServePacket(ctx, conn)
+	}
+	if err := h.rewrite(&m); err != nil {
+		conn.Close()
+		return err
+	}
+	return h.next.HandlePacket(ctx, m, conn)
+}
+
+var _ flow.Handler = (*dnsHandler)(nil)

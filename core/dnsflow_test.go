@@ -1,0 +1,118 @@
+package core
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/dns"
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/core/stats"
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+func newTestDNSHandler(t *testing.T, rules []rule.Rule) *dnsHandler {
+	t.Helper()
+	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetDirect, Rules: rules, Dialer: &outbound.SystemDialer{}}
+	rt, err := buildRouting(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.close() })
+	eng := NewEngine(rt.router, stats.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := newDNSHandler(eng, DNSConfig{}, rt, &dns.SystemUpstream{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// query asks h for name's A record over a real UDP socket pair, as the
+// netstack hands a port-53 session over, and returns the answer.
+func query(t *testing.T, h *dnsHandler, name string) (dnsmessage.RCode, netip.Addr) {
+	t.Helper()
+	srv, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- h.HandlePacket(ctx, flow.Metadata{Network: flow.UDP, Destination: flow.Addr{IP: netip.MustParseAddr("8.8.8.8"), Port: 53}}, srv)
+	}()
+	defer func() { cancel(); srv.Close(); <-done }()
+
+	app, err := net.Dial("udp", srv.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, RecursionDesired: true})
+	b.StartQuestions()
+	b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name + "."), Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET})
+	q, _ := b.Finish()
+	app.Write(q)
+	app.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp := make([]byte, 512)
+	n, err := app.Read(resp)
+	if err != nil {
+		t.Fatalf("no DNS answer: %v", err)
+	}
+	var p dnsmessage.Parser
+	hdr, err := p.Start(resp[:n])
+	if err != nil || hdr.ID != 7 {
+		t.Fatalf("bad answer: %v id=%d", err, hdr.ID)
+	}
+	p.SkipAllQuestions()
+	for {
+		ah, err := p.AnswerHeader()
+		if err != nil {
+			return hdr.RCode, netip.Addr{}
+		}
+		if ah.Type == dnsmessage.TypeA {
+			a, _ := p.AResource()
+			return hdr.RCode, netip.AddrFrom4(a.A)
+		}
+		p.SkipAnswer()
+	}
+}
+
+func TestDNSHandlerFakeIP(t *testing.T) {
+	h := newTestDNSHandler(t, []rule.Rule{
+		{DomainSuffix: []string{"ads.test"}, Target: TargetBlock},
+		{DomainSuffix: []string{"skiff.test"}, Target: TargetProxy},
+	})
+	rc, ip := query(t, h, "www.skiff.test")
+	if rc != dnsmessage.RCodeSuccess || !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+		t.Fatalf("answer %v %v, want a fake address", rc, ip)
+	}
+	if rc, _ := query(t, h, "x.ads.test"); rc != dnsmessage.RCodeNameError {
+		t.Errorf("blocked name: rcode %v, want NXDOMAIN", rc)
+	}
+	// A flow to the fake address reaches the engine as the name.
+	m := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: ip, Port: 80}}
+	if err := h.rewrite(&m); err != nil || m.Destination.Name != "www.skiff.test" || m.Destination.Port != 80 || m.Host != "www.skiff.test" {
+		t.Errorf("rewrite: %+v, %v", m, err)
+	}
+	// A fake address that holds no name is refused, not sent on.
+	m.Destination.IP = netip.MustParseAddr("198.19.200.200")
+	if err := h.HandleStream(context.Background(), m, nil); err == nil || !strings.Contains(err.Error(), "holds no name") {
+		t.Errorf("stale fake address: err %v", err)
+	}
+}
+
+func TestDNSHandlerLocalNameDirect(t *testing.T) {
+	h := newTestDNSHandler(t, nil)
+	rc, ip := query(t, h, "localhost")
+	if rc != dnsmessage.RCodeSuccess || !ip.IsLoopback() {
+		t.Errorf("localhost: %v %v, want the system's loopback answer", rc, ip)
+	}
+}
