@@ -206,7 +206,7 @@ func isBase64Text(b []byte) bool {
 		switch {
 		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9',
 			c == '+', c == '/', c == '-', c == '_', c == '=',
-			c == ' ', c == '\t', c == '\r', c == '\n':
+			c == '\r', c == '\n': // spaces inside mean words, not base64
 		default:
 			return false
 		}

@@ -19,6 +19,9 @@ type command struct {
 // commands lists the subcommands; each file adds its own line.
 var commands = map[string]command{
 	"help":    {"show this help", nil},
+	"gui":     {"open the window (the default without a command)", runGUI},
+	"import":  {"add a subscription URL, a file of links/Clash/sing-box/SIP008, or - for stdin", runImport},
+	"nodes":   {"list saved nodes (--json for scripts)", runNodes},
 	"cleanup": {"restore routes and rules left by a TUN run that did not stop", runCleanup},
 	"run":     {"run the core headless: a local SOCKS5/HTTP proxy through the servers of --link", runCmd},
 }

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
+)
+
+// nodeJSON is one line of `skiff nodes --json`: what a script needs to pick
+// a node, without its credentials.
+type nodeJSON struct {
+	ID           string         `json:"id"`
+	Name         string         `json:"name"`
+	Protocol     string         `json:"protocol"`
+	Server       string         `json:"server"`
+	Port         uint16         `json:"port"`
+	Supported    bool           `json:"supported"`
+	Reason       string         `json:"reason,omitempty"`
+	Selected     bool           `json:"selected,omitempty"`
+	Subscription string         `json:"subscription,omitempty"`
+	Transport    *transportJSON `json:"transport,omitempty"`
+	TLS          *tlsJSON       `json:"tls,omitempty"`
+	Ports        string         `json:"ports,omitempty"` // hysteria2 port hopping
+	Obfs         string         `json:"obfs,omitempty"`  // hysteria2 obfuscation type
+	Flow         string         `json:"flow,omitempty"`  // vless
+}
+
+type transportJSON struct {
+	Type            string `json:"type"`
+	Path            string `json:"path,omitempty"`
+	Host            string `json:"host,omitempty"`
+	ServiceName     string `json:"serviceName,omitempty"`
+	MaxEarlyData    int    `json:"maxEarlyData,omitempty"`
+	EarlyDataHeader string `json:"earlyDataHeader,omitempty"`
+}
+
+type tlsJSON struct {
+	SNI         string   `json:"sni,omitempty"`
+	ALPN        []string `json:"alpn,omitempty"`
+	Insecure    bool     `json:"insecure,omitempty"`
+	Pinned      bool     `json:"pinned,omitempty"`
+	Fingerprint string   `json:"fingerprint,omitempty"`
+	Reality     bool     `json:"reality,omitempty"`
+}
+
+func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
+	c := &n.Config
+	ok, why := subscription.Supported(c)
+	j := nodeJSON{
+		ID: n.ID, Name: n.Name(), Protocol: c.Protocol, Server: c.Server, Port: c.Port,
+		Supported: ok, Reason: why, Selected: p.Selected == n.ID, Subscription: n.Subscription,
+	}
+	if t := c.Transport; t != nil {
+		j.Transport = &transportJSON{Type: t.Type, Path: t.Path, Host: t.Host, ServiceName: t.ServiceName, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeader}
+	}
+	if t := c.TLS; t != nil {
+		j.TLS = &tlsJSON{SNI: t.SNI, ALPN: t.ALPN, Insecure: t.Insecure, Pinned: t.PinSHA256 != "", Fingerprint: t.Fingerprint, Reality: t.Reality != nil}
+	}
+	if h := c.Hysteria2; h != nil {
+		j.Ports, j.Obfs = h.Ports, h.Obfs
+	}
+	if v := c.VLESS; v != nil {
+		j.Flow = v.Flow
+	}
+	return j
+}
+
+// runNodes implements `skiff nodes [--json]`.
+func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("nodes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return 2
+	}
+	store, err := profile.Open(*dir)
+	if err != nil {
+		fmt.Fprintf(stderr, "skiff nodes: %v\n", err)
+		return 1
+	}
+	p, err := store.Load()
+	if err != nil {
+		var cerr *profile.CorruptError
+		if !errors.As(err, &cerr) {
+			fmt.Fprintf(stderr, "skiff nodes: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "skiff nodes: warning: %v\n", err)
+	}
+	list := make([]nodeJSON, 0, len(p.Nodes))
+	for _, n := range p.Nodes {
+		list = append(list, describeNode(p, n))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			fmt.Fprintf(stderr, "skiff nodes: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no nodes yet: add some with `skiff import URL|FILE|-`")
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\tNAME\tPROTOCOL\tADDRESS\tTRANSPORT\tTLS\tSTATUS\tID")
+	for _, j := range list {
+		mark := ""
+		if j.Selected {
+			mark = "*"
+		}
+		status := "ok"
+		if !j.Supported {
+			status = "unsupported: " + j.Reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, tabSafe(j.Name), j.Protocol,
+			(&node.Node{Server: j.Server, Port: j.Port}).Address(), transportText(j.Transport), tlsText(j), status, j.ID)
+	}
+	if err := tw.Flush(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+func tabSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func transportText(t *transportJSON) string {
+	if t == nil {
+		return "-"
+	}
+	s := t.Type
+	if t.Path != "" {
+		s += " " + t.Path
+	}
+	if t.ServiceName != "" {
+		s += " " + t.ServiceName
+	}
+	if t.MaxEarlyData > 0 {
+		s += " ed=" + strconv.Itoa(t.MaxEarlyData)
+	}
+	return tabSafe(s)
+}
+
+func tlsText(j nodeJSON) string {
+	t := j.TLS
+	if t == nil {
+		return "-"
+	}
+	s := "tls"
+	if t.Reality {
+		s = "reality"
+	}
+	if t.SNI != "" {
+		s += " " + t.SNI
+	}
+	if t.Insecure {
+		s += " (insecure)"
+	}
+	return tabSafe(s)
+}
+
+// lookupNode returns the saved node whose ID or shown name is name, from the
+// profile in $SKIFF_CONFIG_DIR or the OS config dir. It is an error when no
+// node or several nodes match, or when Skiff cannot dial the node yet.
+// `skiff run --node NAME` uses it.
+func lookupNode(name string) (*node.Node, error) {
+	return lookupNodeIn("", name)
+}
+
+func lookupNodeIn(dir, name string) (*node.Node, error) {
+	store, err := profile.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := store.Load()
+	if p == nil {
+		return nil, err
+	}
+	n, err := p.FindNode(name)
+	if err != nil {
+		return nil, fmt.Errorf("--node: %w", err)
+	}
+	if ok, why := subscription.Supported(&n.Config); !ok {
+		return nil, fmt.Errorf("--node %q: %s", name, why)
+	}
+	cfg := n.Config
+	if n.Rename != "" {
+		cfg.Name = n.Rename
+	}
+	return &cfg, nil
+}
