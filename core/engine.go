@@ -96,6 +96,9 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	}
 	c := e.stats.Track(&m, name, cancel)
 	defer c.Done()
+	if _, halfClose := app.(interface{ CloseWrite() error }); halfClose && m.Host == "" && m.Destination.IP.IsValid() && m.Inbound == "tun" {
+		app = &sniffConn{Conn: app, c: c}
+	}
 	err = relay.Stream(ctx, app, up, &c.Up, &c.Down)
 	if errors.Is(err, context.Canceled) {
 		err = nil // closed from the connection table or by Stop

@@ -196,3 +196,11 @@ func (s *Stats) OutboundTotals() map[string][2]int64 {
 	}
 	return m
 }
+
+// SetHost records a host name learned after Track (sniffed from the
+// flow's first bytes).
+func (c *Conn) SetHost(host string) {
+	c.s.mu.Lock()
+	c.info.Host = host
+	c.s.mu.Unlock()
+}

@@ -1,0 +1,39 @@
+package core
+
+import (
+	"net"
+	"sync/atomic"
+
+	"github.com/skiffvpn/skiff/core/sniff"
+	"github.com/skiffvpn/skiff/core/stats"
+)
+
+// sniffConn looks at the first bytes an app sends on a flow to an address
+// (TLS SNI, HTTP Host) and records the host name in the connection table,
+// so the user sees "www.example.com" rather than an address.
+//
+// It sniffs after the upstream is connected, from the relay's own first
+// read, so it costs no wait and no extra copy; the route was chosen by
+// address (or by the fake-IP name, which TUN flows normally have). Later
+// reads pass straight through.
+type sniffConn struct {
+	net.Conn
+	c    *stats.Conn
+	done atomic.Bool
+}
+
+func (s *sniffConn) Read(b []byte) (int, error) {
+	n, err := s.Conn.Read(b)
+	if n > 0 && !s.done.Swap(true) {
+		if host, _, serr := sniff.Sniff(b[:n]); serr == nil && host != "" {
+			s.c.SetHost(host)
+		}
+	}
+	return n, err
+}
+
+// CloseWrite passes a half-close on to the app's conn, which has one (the
+// engine wraps only such conns).
+func (s *sniffConn) CloseWrite() error {
+	return s.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
