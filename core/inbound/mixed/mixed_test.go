@@ -108,3 +108,34 @@ func TestSOCKSPacketConnNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestSOCKSPacketConnFilters checks that datagrams from anyone but the
+// client, and fragments, are dropped.
+func TestSOCKSPacketConnFilters(t *testing.T) {
+	listen := func() *net.UDPConn {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	relaySock, client, stranger := listen(), listen(), listen()
+	relayAP := relaySock.LocalAddr().(*net.UDPAddr).AddrPort()
+	clientAP := client.LocalAddr().(*net.UDPAddr).AddrPort()
+	pc := &socksPacketConn{UDPConn: relaySock, clientIP: clientAP.Addr(), client: clientAP}
+
+	dst := flow.Addr{IP: netip.MustParseAddr("192.0.2.1"), Port: 7}
+	dgram := func(frag byte, payload string) []byte {
+		return append(appendSOCKSAddr([]byte{0, 0, frag}, dst), payload...)
+	}
+	stranger.WriteToUDPAddrPort(dgram(0, "from a stranger"), relayAP)
+	client.WriteToUDPAddrPort(dgram(1, "a fragment"), relayAP)
+	client.WriteToUDPAddrPort([]byte{0, 0}, relayAP) // too short
+	client.WriteToUDPAddrPort(dgram(0, "good"), relayAP)
+	buf := make([]byte, 2048)
+	n, addr, err := pc.ReadFrom(buf)
+	if err != nil || string(buf[:n]) != "good" || addr.(flow.Addr) != dst {
+		t.Errorf("ReadFrom = %q, %v, %v; want only the client's whole datagram", buf[:n], addr, err)
+	}
+}

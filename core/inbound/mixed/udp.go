@@ -48,11 +48,12 @@ func (s *Server) socksUDP(c net.Conn, br *bufio.Reader, src netip.AddrPort, hint
 	stop := context.AfterFunc(ctx, func() { uc.Close() })
 	defer stop()
 
+	// Datagrams are taken from the TCP client's IP only. The request's
+	// address says which port the client will send from; its IP is often
+	// 0.0.0.0 or an address of another interface of the client's, so it
+	// is only trusted when it is the TCP client's.
 	pc := &socksPacketConn{UDPConn: uc, clientIP: src.Addr()}
-	if hint.IP.IsValid() && !hint.IP.IsUnspecified() {
-		pc.clientIP = hint.IP
-	}
-	if hint.Port != 0 {
+	if hint.Port != 0 && (!hint.IP.IsValid() || hint.IP.IsUnspecified() || hint.IP == src.Addr()) {
 		pc.client = netip.AddrPortFrom(pc.clientIP, hint.Port)
 	}
 	// The session's destination is that of its first datagram.
