@@ -260,3 +260,26 @@ func ParseUserInfo(v string) (*profile.UserInfo, error) {
 	}
 	return ui, nil
 }
+
+// NormalizeURL turns the one-click import links that providers' pages offer
+// into the subscription URL they carry: ssconf:// (SIP008) becomes https://,
+// clash://install-config?url=… and sing-box://import-remote-profile?url=…
+// give their url parameter. Other input is returned unchanged; ok reports
+// whether the result is an http(s) URL.
+func NormalizeURL(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	lower := strings.ToLower(s)
+	switch {
+	case strings.HasPrefix(lower, "ssconf://"):
+		s = "https://" + s[len("ssconf://"):]
+	case strings.HasPrefix(lower, "clash://install-config"), strings.HasPrefix(lower, "clashmeta://install-config"),
+		strings.HasPrefix(lower, "sing-box://import-remote-profile"):
+		if u, err := url.Parse(s); err == nil {
+			if inner := u.Query().Get("url"); inner != "" {
+				s = inner
+			}
+		}
+	}
+	u, err := url.Parse(s)
+	return s, err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}

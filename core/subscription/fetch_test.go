@@ -428,3 +428,22 @@ func TestNextInterval(t *testing.T) {
 		t.Error("never-refreshed subscription not due")
 	}
 }
+
+func TestNormalizeURL(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"ssconf://sub.example.com/s/abc", "https://sub.example.com/s/abc", true},
+		{"clash://install-config?url=https%3A%2F%2Fsub.example.com%2Fapi%3Ftoken%3Dabc&name=x", "https://sub.example.com/api?token=abc", true},
+		{"sing-box://import-remote-profile?url=https%3A%2F%2Fsub.example.com%2Fsb#Prov", "https://sub.example.com/sb", true},
+		{" https://sub.example.com/x ", "https://sub.example.com/x", true},
+		{"hy2://a@b.example.com", "hy2://a@b.example.com", false},
+		{"/etc/passwd", "/etc/passwd", false},
+	} {
+		got, ok := NormalizeURL(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: %s %v, want %s %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}

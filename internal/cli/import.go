@@ -28,6 +28,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	name := fs.String("name", "", "name for a new subscription (default: the provider's title)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff import [--config-dir DIR] [--name NAME] URL|FILE|-|LINK")
+		fmt.Fprintln(stderr, "  URL may also be an ssconf://, clash://install-config or sing-box://import-remote-profile link")
 		fmt.Fprintln(stderr, "  URL   an http(s) subscription URL: added to the profile and refreshed in the background")
 		fmt.Fprintln(stderr, "  FILE  a file with share links, base64, Clash YAML, sing-box JSON or SIP008 JSON")
 		fmt.Fprintln(stderr, "  -     the same, read from standard input")
@@ -58,9 +59,8 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	lower := strings.ToLower(arg)
-	if strings.HasPrefix(lower, "https://") || strings.HasPrefix(lower, "http://") {
-		return importURL(ctx, store, arg, *name, stdout, stderr)
+	if u, ok := subscription.NormalizeURL(arg); ok {
+		return importURL(ctx, store, u, *name, stdout, stderr)
 	}
 	var body []byte
 	source := arg
