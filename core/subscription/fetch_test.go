@@ -364,8 +364,12 @@ func TestRefresherSchedule(t *testing.T) {
 	ts.set(500, "text/plain", "down")
 	hitsBefore := ts.hits.Load()
 	time.Sleep(700 * time.Millisecond)
+	stopStart := time.Now()
 	r.Stop()
 	r.Stop() // idempotent
+	if d := time.Since(stopStart); d > 500*time.Millisecond {
+		t.Errorf("Stop took %v", d)
+	}
 	hitsAfter := ts.hits.Load()
 	time.Sleep(300 * time.Millisecond)
 	if ts.hits.Load() != hitsAfter {
