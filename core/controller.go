@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
@@ -153,6 +154,7 @@ type run struct {
 	stats   *stats.Stats
 	inbound *mixed.Server
 	routing *routing
+	engine  *Engine
 }
 
 // NewController returns a stopped Controller.
@@ -227,6 +229,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &run{cancel: cancel, stats: stats.New(), routing: rt}
 	eng := NewEngine(rt.router, r.stats, c.log)
+	r.engine = eng
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,
@@ -328,6 +331,16 @@ func (c *Controller) onSwitch(e group.Event) {
 	c.mu.Unlock()
 	st := c.Status()
 	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})
+}
+
+// Handler returns the running engine as a flow.Handler, for an inbound
+// started beside the core's own proxy (the TUN netstack), or nil when the
+// core is stopped. Stop the inbound before Stop.
+func (c *Controller) Handler() flow.Handler {
+	if r := c.current(); r != nil {
+		return r.engine
+	}
+	return nil
 }
 
 // current returns the running run, or nil.

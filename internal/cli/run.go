@@ -21,6 +21,8 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/netstack"
+	"github.com/skiffvpn/skiff/tun"
 )
 
 // links collects repeated --link flags.
@@ -38,6 +40,7 @@ type runFlags struct {
 	level     slog.Level
 	probeURL  string
 	lanDirect bool
+	tun       tunFlags
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -57,8 +60,13 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
 	fs.StringVar(&rf.probeURL, "probe-url", group.DefaultPolicy().ProbeURL, "URL fetched through a server to check its health (with several --link)")
 	fs.BoolVar(&rf.lanDirect, "lan-direct", false, "send private and LAN destinations direct instead of through the server")
+	fs.BoolVar(&rf.tun.on, "tun", false, "also capture all traffic with a TUN device and routes (needs root or CAP_NET_ADMIN)")
+	fs.BoolVar(&rf.tun.strict, "tun-strict", true, "with --tun: stop DNS and traffic bound to other interfaces from leaving outside the tunnel")
+	fs.BoolVar(&rf.tun.private, "tun-exclude-private", true, "with --tun: keep private and LAN ranges out of the tunnel")
+	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
+	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct]")
+		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -132,15 +140,37 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}
+	var tunnel *tun.Tunnel
+	if rf.tun.on {
+		// The device and routes come first: the outbounds need its dialer.
+		if tunnel, err = openTUN(ctx, rf.tun, rf.nodes, log); err != nil {
+			fmt.Fprintf(stderr, "skiff run: %v\n", err)
+			return 1
+		}
+		defer tunnel.Close()
+		cfg.Dialer = tunnel.Dialer()
+	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)
 		return 1
+	}
+	var ns *netstack.Stack
+	if tunnel != nil {
+		if ns, err = startNetstack(tunnel, c, log); err != nil {
+			c.Stop()
+			fmt.Fprintf(stderr, "skiff run: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "skiff: TUN %s up\n", tunnel.Name())
 	}
 	fmt.Fprintf(stderr, "skiff: listening on %s\n", c.Status().Listen)
 
 	<-ctx.Done()
 	stop() // a second signal now ends the process at once
 	log.Info("signal received, stopping")
+	if ns != nil {
+		ns.Close() // no new flows from the TUN; the routes go with the deferred tunnel.Close
+	}
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(stderr, "skiff run: stop: %v\n", err)
 		return 1

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,13 +22,27 @@ import (
 //	tcp ADDR          one echo round trip
 //	udp ADDR          one UDP echo round trip
 //	many ADDR N       N concurrent echo connections held open together
-//	bulk ADDR SECS    send to the sink for SECS seconds, print Gbit/s
+//	bulk ADDR MIB     send MIB MiB to the sink, print Gbit/s
 func runClient(args []string) error {
 	if len(args) < 2 {
 		return errors.New("client: want a command and an address")
 	}
 	addr := args[1]
 	switch args[0] {
+	case "wait":
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.Close()
+				fmt.Println("ok wait", addr)
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 	case "tcp":
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
@@ -101,7 +116,11 @@ func runClient(args []string) error {
 			return fmt.Errorf("%d of %d connections failed, first: %w", failed, n, first)
 		}
 	case "bulk":
-		secs, _ := strconv.Atoi(args[2])
+		// An 8-byte length, then that many bytes; the sink answers with
+		// the count once it has them all (no half-close needed: proxies
+		// over TLS cannot carry one).
+		mib, _ := strconv.Atoi(args[2])
+		total := int64(mib) << 20
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			return err
@@ -110,25 +129,28 @@ func runClient(args []string) error {
 		buf := make([]byte, 256<<10)
 		rand.Read(buf)
 		start := time.Now()
-		var sent int64
-		for time.Since(start) < time.Duration(secs)*time.Second {
-			n, err := c.Write(buf)
+		var hdr [8]byte
+		binary.BigEndian.PutUint64(hdr[:], uint64(total))
+		if _, err := c.Write(hdr[:]); err != nil {
+			return err
+		}
+		for sent := int64(0); sent < total; {
+			n, err := c.Write(buf[:min(int64(len(buf)), total-sent)])
 			sent += int64(n)
 			if err != nil {
 				return err
 			}
 		}
-		c.(*net.TCPConn).CloseWrite()
 		line, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil {
 			return fmt.Errorf("bulk: reading the count: %w", err)
 		}
 		el := time.Since(start)
 		got, _ := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
-		if got != sent {
-			return fmt.Errorf("bulk: sent %d bytes, the sink got %d", sent, got)
+		if got != total {
+			return fmt.Errorf("bulk: sent %d bytes, the sink got %d", total, got)
 		}
-		fmt.Printf("bulk %d bytes %.3f s %.2f Gbit/s\n", sent, el.Seconds(), float64(sent)*8/el.Seconds()/1e9)
+		fmt.Printf("bulk %d bytes %.3f s %.2f Gbit/s\n", total, el.Seconds(), float64(total)*8/el.Seconds()/1e9)
 	default:
 		return fmt.Errorf("client: unknown command %q", args[0])
 	}

@@ -3,6 +3,7 @@ package tun_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -71,9 +72,14 @@ func serve() error {
 		return err
 	}
 	go acceptLoop(tcpEcho, func(c net.Conn) { io.Copy(c, c) })
-	// The sink reads everything, then answers with the byte count.
+	// The sink reads an 8-byte length and that many bytes, then answers
+	// with the count it got.
 	go acceptLoop(sink, func(c net.Conn) {
-		n, _ := io.Copy(io.Discard, c)
+		var hdr [8]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
+		}
+		n, _ := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint64(hdr[:])))
 		fmt.Fprintf(c, "%d\n", n)
 	})
 	go func() {

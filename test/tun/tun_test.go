@@ -41,6 +41,11 @@ const (
 	srvAddr4 = "198.18.0.2"
 	cliAddr6 = "2001:db8::1"
 	srvAddr6 = "2001:db8::2"
+	// The echo, sink and UDP echo servers listen on these too: a second
+	// host, distinct from the proxy server (whose address is kept out of
+	// the TUN).
+	echoAddr4 = "198.18.0.3"
+	echoAddr6 = "2001:db8::3"
 )
 
 func need(t *testing.T) {
@@ -88,6 +93,8 @@ func newLab(t *testing.T) *lab {
 		{"-n", l.srv, "addr", "add", srvAddr4 + "/24", "dev", "vs" + id},
 		{"-n", l.cli, "addr", "add", cliAddr6 + "/64", "dev", "vc" + id, "nodad"},
 		{"-n", l.srv, "addr", "add", srvAddr6 + "/64", "dev", "vs" + id, "nodad"},
+		{"-n", l.srv, "addr", "add", echoAddr4 + "/24", "dev", "vs" + id},
+		{"-n", l.srv, "addr", "add", echoAddr6 + "/64", "dev", "vs" + id, "nodad"},
 		{"-n", l.cli, "link", "set", "vc" + id, "up"},
 		{"-n", l.srv, "link", "set", "vs" + id, "up"},
 		{"-n", l.cli, "route", "add", "default", "via", srvAddr4},
@@ -189,15 +196,15 @@ func TestTunnelTCPUDP(t *testing.T) {
 	if !strings.Contains(during, "lookup 5348") {
 		t.Fatalf("no rule into the TUN table:\n%s", during)
 	}
-	route := run(t, "ip", "-n", l.cli, "route", "get", srvAddr4)
+	route := run(t, "ip", "-n", l.cli, "route", "get", echoAddr4)
 	if !strings.Contains(route, "skiff0") {
 		t.Fatalf("route to the server does not go into the TUN: %s", route)
 	}
 	for _, c := range []string{
-		"tcp " + srvAddr4 + ":7001",
-		"tcp [" + srvAddr6 + "]:7001",
-		"udp " + srvAddr4 + ":7003",
-		"udp [" + srvAddr6 + "]:7003",
+		"tcp " + echoAddr4 + ":7001",
+		"tcp [" + echoAddr6 + "]:7001",
+		"udp " + echoAddr4 + ":7003",
+		"udp [" + echoAddr6 + "]:7003",
 	} {
 		out, err := l.client(c)
 		if err != nil || !strings.HasPrefix(out, "ok") {
@@ -254,7 +261,7 @@ func TestTunnelManyConnections(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
 	h := l.startTunnel(state)
 	const n = 500
-	c := l.start(helperEnv+"=client", fmt.Sprintf("SKIFF_TUN_ARGS=many %s:7001 %d", srvAddr4, n))
+	c := l.start(helperEnv+"=client", fmt.Sprintf("SKIFF_TUN_ARGS=many %s:7001 %d", echoAddr4, n))
 	res := c.line(t, 60*time.Second)
 	h.send("rss")
 	peak := h.line(t, 10*time.Second)
@@ -290,7 +297,7 @@ func TestTunnelThroughput(t *testing.T) {
 		env = append(env, "SKIFF_TUN_CPUPROFILE="+p)
 	}
 	h := l.startTunnel(state, env...)
-	out, err := l.client("bulk " + srvAddr4 + ":7002 8")
+	out, err := l.client("bulk " + echoAddr4 + ":7002 2048")
 	if err != nil {
 		t.Fatalf("bulk: %v\n%s", err, out)
 	}
