@@ -1,0 +1,281 @@
+package app
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/link"
+	nodepkg "github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
+)
+
+// Links used by the tests. Nothing listens on port 9 of the loopback; the
+// core only dials a server when a flow needs it.
+const (
+	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
+	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
+	vmessLink = "vmess://eyJ2IjoiMiIsInBzIjoiVk1lc3MgSG9tZSIsImFkZCI6IjEyNy4wLjAuMSIsInBvcnQiOiI0NDMiLCJpZCI6ImI4MzEzODFkLTYzMjQtNGQ1My1hZDRmLThjZGE0OGIzMDgxMSIsImFpZCI6IjAiLCJuZXQiOiJ0Y3AifQ=="
+)
+
+// harness is a UI on Fyne's test driver whose UI-thread work is queued
+// and run by the test goroutine, so the test reads widgets without races.
+type harness struct {
+	t     *testing.T
+	ui    *UI
+	ctrl  *core.Controller
+	store *profile.Store
+	mu    sync.Mutex
+	queue []func()
+}
+
+// newHarness builds a UI over a fresh profile that setup may fill.
+func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := profile.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup != nil {
+		if err := store.Update(func(p *profile.Profile) error { setup(p); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := savePrefs(dir, prefs); err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, store: store, ctrl: core.NewController(core.Options{LogOutput: io.Discard})}
+	a := test.NewTempApp(t)
+	h.ui, err = newUI(a, Options{Controller: h.ctrl, Store: store}, func(f func()) {
+		h.mu.Lock()
+		h.queue = append(h.queue, f)
+		h.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := h.ui.Window()
+	w.Resize(fyne.NewSize(1024, 768))
+	t.Cleanup(h.ui.Close)
+	return h
+}
+
+// pump runs the queued UI work.
+func (h *harness) pump() {
+	h.mu.Lock()
+	q := h.queue
+	h.queue = nil
+	h.mu.Unlock()
+	for _, f := range q {
+		f()
+	}
+}
+
+// waitFor pumps the UI queue until cond holds, or fails after 10 s.
+func (h *harness) waitFor(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h.pump()
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func addLinks(t *testing.T, links ...string) func(p *profile.Profile) {
+	return func(p *profile.Profile) {
+		for _, l := range links {
+			n, err := link.Parse(l)
+			if err != nil {
+				t.Fatalf("parse %q: %v", l, err)
+			}
+			subscription.AddNodes(p, []*nodepkg.Node{n})
+		}
+	}
+}
+
+// socksHandshake checks that addr speaks SOCKS5 (no-auth greeting).
+func socksHandshake(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatalf("dial the local proxy: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte{5, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	var b [2]byte
+	if _, err := io.ReadFull(bufio.NewReader(c), b[:]); err != nil {
+		t.Fatalf("SOCKS5 greeting: %v", err)
+	}
+	if b != [2]byte{5, 0} {
+		t.Fatalf("SOCKS5 greeting answer %v, want [5 0]", b)
+	}
+}
+
+func TestSwitchStartsAndStopsTheCore(t *testing.T) {
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
+	home := h.ui.home
+	if home.toggle.Text != "Connect" {
+		t.Fatalf("switch says %q before connecting", home.toggle.Text)
+	}
+	test.Tap(home.toggle)
+	h.waitFor("the core to run", func() bool { return home.toggle.Text == "Disconnect" })
+	st := h.ctrl.Status()
+	if st.State != core.Running {
+		t.Fatalf("core state %v, want running", st.State)
+	}
+	socksHandshake(t, st.Listen)
+	if !strings.Contains(home.listen.Text, st.Listen) {
+		t.Errorf("Home does not show the proxy address %s: %q", st.Listen, home.listen.Text)
+	}
+	if !strings.Contains(home.route.Text, "Hy2 Home") {
+		t.Errorf("Home does not show the server in use: %q", home.route.Text)
+	}
+	if e := home.Error(); e != "" {
+		t.Errorf("Home shows an error while connected: %q", e)
+	}
+
+	// The graph is fed from the core's one-second sampler.
+	h.waitFor("the graph to get samples", func() bool { return home.graph.Samples() >= 1 })
+
+	test.Tap(home.toggle)
+	h.waitFor("the core to stop", func() bool { return home.toggle.Text == "Connect" })
+	if s := h.ctrl.Status().State; s != core.Stopped {
+		t.Fatalf("core state %v after disconnect, want stopped", s)
+	}
+	if _, err := net.DialTimeout("tcp", st.Listen, time.Second); err == nil {
+		t.Errorf("the local proxy %s still accepts after disconnect", st.Listen)
+	}
+}
+
+func TestCoreErrorAppearsOnHome(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	h := newHarness(t, Prefs{Listen: busy.Addr().String()}, addLinks(t, hy2Link))
+	home := h.ui.home
+	test.Tap(home.toggle)
+	h.waitFor("the core to fail", func() bool { return h.ctrl.Status().State == core.Failed && home.Error() != "" })
+	if e := home.Error(); !strings.Contains(e, "Another program already uses the local proxy port") {
+		t.Errorf("Home error %q does not say what to do", e)
+	}
+	if home.toggle.Text != "Connect" || home.toggle.Disabled() {
+		t.Errorf("switch is %q (disabled %v) after a failed start; want an enabled Connect", home.toggle.Text, home.toggle.Disabled())
+	}
+}
+
+func TestNoServerErrorAppearsOnHome(t *testing.T) {
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, nil)
+	test.Tap(h.ui.home.toggle)
+	h.pump()
+	if e := h.ui.home.Error(); !strings.Contains(e, "Add a subscription") {
+		t.Errorf("Home error %q does not tell the user to add a server", e)
+	}
+	if s := h.ctrl.Status().State; s != core.Stopped {
+		t.Errorf("core state %v, want stopped", s)
+	}
+}
+
+func TestSubscriptionAddedThroughTheView(t *testing.T) {
+	body := hy2Link + "\n" + vlessLink + "\n" + vmessLink + "\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Subscription-Userinfo", "upload=1024; download=2048; total=10737418240; expire=4102444800")
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+
+	h := newHarness(t, Prefs{}, nil)
+	v := h.ui.profiles
+	test.Type(v.url, srv.URL+"/sub?token=abc")
+	v.addFromEntry()
+	h.waitFor("the nodes to appear", func() bool { return len(v.Shown()) == 3 })
+	got := strings.Join(v.Shown(), ",")
+	for _, want := range []string{"Hy2 Home", "VLESS Home", "VMess Home"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("node list %q lacks %q", got, want)
+		}
+	}
+	if len(v.p.Subscriptions) != 1 {
+		t.Fatalf("%d subscriptions, want 1", len(v.p.Subscriptions))
+	}
+	_, detail, bad := v.describeSource(v.p.Subscriptions[0].ID)
+	if bad || !strings.Contains(detail, "left of 10.0 GiB") || !strings.Contains(detail, "expires 2100-01-01") {
+		t.Errorf("subscription detail %q (bad %v) lacks traffic or expiry", detail, bad)
+	}
+	if strings.Contains(detail, "token") {
+		t.Errorf("subscription detail shows the URL's token: %q", detail)
+	}
+	// The VMess node is greyed with the reason.
+	for _, n := range v.p.Nodes {
+		if n.Name() == "VMess Home" && n.Unsupported == "" {
+			t.Errorf("VMess node is not marked unsupported")
+		}
+	}
+	// Search narrows the list.
+	test.Type(v.search, "vless")
+	if s := v.Shown(); len(s) != 1 || s[0] != "VLESS Home" {
+		t.Errorf("search for vless shows %q", s)
+	}
+
+	// A failing refresh shows its error on the subscription and on Home.
+	srv.Close()
+	v.refreshSubs(nil)
+	h.waitFor("the refresh error", func() bool {
+		_, _, bad := v.describeSource(v.p.Subscriptions[0].ID)
+		return bad
+	})
+	if !strings.Contains(h.ui.home.subNote.Text, "failed to refresh") || !h.ui.home.subNote.Visible() {
+		t.Errorf("Home does not show the failed subscription: %q", h.ui.home.subNote.Text)
+	}
+	if len(v.p.Nodes) != 3 {
+		t.Errorf("a failed refresh left %d nodes, want the 3 of before", len(v.p.Nodes))
+	}
+}
+
+func TestLogsViewShowsCoreLogs(t *testing.T) {
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
+	h.ctrl.Logger().Warn("test: something to see")
+	h.waitFor("the log line", func() bool { return strings.Contains(h.ui.logs.Text(), "something to see") })
+	h.ui.logs.level.SetSelected("Error")
+	if strings.Contains(h.ui.logs.Text(), "something to see") {
+		t.Errorf("level filter Error still shows a warning")
+	}
+}
+
+func TestPrefsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	p := Prefs{Mode: ModeProxy, Listen: "127.0.0.1:1081", StartConnected: true, Theme: ThemeDark}
+	if err := savePrefs(dir, p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadPrefs(dir)
+	if err != nil || got != p {
+		t.Fatalf("loadPrefs = %+v, %v; want %+v", got, err, p)
+	}
+	if _, err := loadPrefs(filepath.Join(dir, "missing")); err != nil {
+		t.Errorf("missing prefs: %v", err)
+	}
+}

@@ -1,0 +1,295 @@
+package app
+
+import (
+	"fmt"
+	"image/color"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/stats"
+)
+
+// Mode choices as shown.
+const (
+	modeProxyLabel = "Local proxy only (SOCKS5/HTTP)"
+	modeTUNLabel   = "System-wide VPN (TUN)"
+)
+
+// homeView is the dashboard.
+type homeView struct {
+	u   *UI
+	obj fyne.CanvasObject
+
+	toggle    *widget.Button
+	state     *canvas.Text
+	listen    *widget.Label
+	mode      *widget.Select
+	modeNote  *widget.Label
+	route     *widget.Label
+	reason    *widget.Label
+	errBox    *fyne.Container
+	errText   *widget.Label
+	subNote   *widget.Label
+	graph     *Graph
+	rates     *widget.Label
+	totals    *widget.Label
+	memCore   *widget.Label
+	memWindow *widget.Label
+	conns     *widget.Label
+
+	running bool
+	userErr string // an error the window found before the core was asked
+}
+
+func newHomeView(u *UI) *homeView {
+	h := &homeView{u: u}
+	h.toggle = widget.NewButtonWithIcon("Connect", theme.MediaPlayIcon(), h.onToggle)
+	h.toggle.Importance = widget.HighImportance
+	h.state = canvas.NewText("Disconnected", theme.Color(theme.ColorNameForeground))
+	h.state.TextSize = theme.TextHeadingSize()
+	h.state.TextStyle.Bold = true
+	h.listen = widget.NewLabel("")
+	h.listen.Importance = widget.LowImportance
+
+	h.mode = widget.NewSelect([]string{modeProxyLabel, modeTUNLabel}, h.onMode)
+	h.modeNote = widget.NewLabel("")
+	h.modeNote.Wrapping = fyne.TextWrapWord
+	h.modeNote.Importance = widget.LowImportance
+
+	h.route = widget.NewLabel("Route: —")
+	h.route.Truncation = fyne.TextTruncateEllipsis
+	h.reason = widget.NewLabel("")
+	h.reason.Importance = widget.LowImportance
+	h.reason.Truncation = fyne.TextTruncateEllipsis
+
+	h.errText = widget.NewLabel("")
+	h.errText.Wrapping = fyne.TextWrapWord
+	h.errText.Importance = widget.DangerImportance
+	bg := canvas.NewRectangle(color.NRGBA{R: 0xf8, G: 0x51, B: 0x49, A: 0x24})
+	bg.CornerRadius = theme.InputRadiusSize()
+	h.errBox = container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.ErrorIcon()), nil, h.errText))
+	h.errBox.Hide()
+	h.subNote = widget.NewLabel("")
+	h.subNote.Wrapping = fyne.TextWrapWord
+	h.subNote.Importance = widget.WarningImportance
+	h.subNote.Hide()
+
+	h.graph = newGraph()
+	h.rates = widget.NewLabel("")
+	h.totals = widget.NewLabel("")
+	h.memCore = widget.NewLabel("")
+	h.memWindow = widget.NewLabel("")
+	h.conns = widget.NewLabel("")
+
+	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
+	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
+	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
+	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.subNote)
+	figures := container.New(layout.NewGridLayout(2),
+		h.rates, h.totals,
+		h.memCore, h.memWindow,
+		h.conns, layout.NewSpacer(),
+	)
+	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
+	h.setMode(u.Prefs().Mode)
+	h.update(core.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
+	return h
+}
+
+// setMode shows mode and the note about it.
+func (h *homeView) setMode(mode string) {
+	ok, why := tunAvailable()
+	note := ""
+	if !ok {
+		note = why
+	} else if hint := privilegeHint(); hint != "" {
+		note = hint
+	}
+	if mode == ModeTUN && ok {
+		h.mode.SetSelectedIndex(1)
+	} else {
+		h.mode.SetSelectedIndex(0)
+	}
+	h.modeNote.SetText(note)
+	if note == "" {
+		h.modeNote.Hide()
+	} else {
+		h.modeNote.Show()
+	}
+}
+
+func (h *homeView) onMode(label string) {
+	mode := ModeProxy
+	if label == modeTUNLabel {
+		if ok, why := tunAvailable(); !ok {
+			h.mode.SetSelected(modeProxyLabel)
+			h.modeNote.SetText(why)
+			h.modeNote.Show()
+			return
+		}
+		mode = ModeTUN
+	}
+	p := h.u.Prefs()
+	if p.Mode != mode && !(p.Mode == "" && mode == ModeProxy) {
+		p.Mode = mode
+		h.u.setPrefs(p)
+	}
+}
+
+func (h *homeView) onToggle() {
+	if h.running {
+		h.toggle.Disable()
+		h.u.Disconnect()
+		return
+	}
+	h.toggle.Disable()
+	h.u.Connect()
+	if h.userErr != "" { // Connect refused before starting the core
+		h.toggle.Enable()
+	}
+}
+
+// showError shows (or with "" hides) an error the window itself found.
+func (h *homeView) showError(msg string) {
+	h.userErr = msg
+	h.setError(msg)
+}
+
+func (h *homeView) setError(msg string) {
+	if msg == "" {
+		h.errBox.Hide()
+		return
+	}
+	h.errText.SetText(msg)
+	h.errBox.Show()
+}
+
+// Error returns the error Home shows, or "".
+func (h *homeView) Error() string {
+	if !h.errBox.Visible() {
+		return ""
+	}
+	return h.errText.Text
+}
+
+// setProfile shows subscription problems that need the user.
+func (h *homeView) setProfile(p *profile.Profile) {
+	var bad []string
+	for _, s := range p.Subscriptions {
+		if s.LastError != "" {
+			name := s.DisplayName()
+			if name == "" {
+				name = "a subscription"
+			}
+			bad = append(bad, fmt.Sprintf("Subscription %q failed to refresh: %s", name, s.LastError))
+		}
+		if ui := s.UserInfo; ui != nil && !ui.Expire.IsZero() && time.Until(ui.Expire) < 72*time.Hour {
+			bad = append(bad, fmt.Sprintf("Subscription %q expires %s: renew it with your provider.", s.DisplayName(), ui.Expire.Local().Format("2006-01-02 15:04")))
+		}
+	}
+	if len(bad) == 0 {
+		h.subNote.Hide()
+		return
+	}
+	h.subNote.SetText(strings.Join(bad, "\n") + "\nSee Profiles to refresh or fix it.")
+	h.subNote.Show()
+}
+
+// update shows the core's state and figures.
+func (h *homeView) update(st core.Status, s core.Snapshot) {
+	h.running = st.State == core.Running || st.State == core.Starting
+	switch st.State {
+	case core.Running:
+		h.toggle.SetText("Disconnect")
+		h.toggle.SetIcon(theme.MediaStopIcon())
+		h.toggle.Importance = widget.DangerImportance
+		h.toggle.Enable()
+		h.state.Text = "Connected"
+		h.state.Color = colorOK
+		h.listen.SetText("Local proxy on " + st.Listen + " (SOCKS5 and HTTP)")
+	case core.Starting:
+		h.toggle.SetText("Connecting…")
+		h.toggle.Disable()
+		h.state.Text = "Connecting…"
+		h.state.Color = theme.Color(theme.ColorNameForeground)
+	default:
+		h.toggle.SetText("Connect")
+		h.toggle.SetIcon(theme.MediaPlayIcon())
+		h.toggle.Importance = widget.HighImportance
+		h.toggle.Enable()
+		h.state.Text = "Disconnected"
+		h.state.Color = theme.Color(theme.ColorNameForeground)
+		if st.State == core.Failed {
+			h.state.Text = "Not connected: error"
+			h.state.Color = theme.Color(theme.ColorNameError)
+		}
+		h.listen.SetText("")
+	}
+	h.toggle.Refresh()
+	h.state.Refresh()
+	switch {
+	case st.State == core.Failed && st.Err != "":
+		h.setError(explain(st.Err))
+	case h.userErr != "":
+		h.setError(h.userErr)
+	default:
+		h.setError("")
+	}
+
+	rt := h.u.currentRoute()
+	if st.State == core.Running {
+		member, why := h.member(rt, st)
+		h.route.SetText("Route: " + rt.name + " — now via " + member)
+		h.reason.SetText(why)
+	} else {
+		h.route.SetText("Route: not connected")
+		h.reason.SetText("")
+	}
+	h.graph.SetSamples(s.Series)
+	h.rates.SetText(fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
+	h.totals.SetText(fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
+	// The core runs in the window's process for now: the process figures
+	// are the core's and the window's together; the Go heap is mostly the
+	// core's (Fyne's textures and GL buffers live outside it).
+	h.memCore.SetText(fmt.Sprintf("Core: Go heap %s", bytesString(int64(s.Memory.Heap))))
+	h.memWindow.SetText(fmt.Sprintf("Window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
+	h.conns.SetText(fmt.Sprintf("Connections: %d", s.Connections))
+}
+
+// member names what carries traffic now and why, from the group reporter
+// when the core offers one, else from the status.
+func (h *homeView) member(rt route, st core.Status) (string, string) {
+	if gr := h.u.groups; gr != nil {
+		if ms, cur, ok := gr.GroupMembers(rt.name); ok {
+			label := cur
+			for _, m := range ms {
+				if m.Name == cur && m.RTT > 0 {
+					label += fmt.Sprintf(" (%d ms)", m.RTT.Milliseconds())
+				}
+			}
+			sw := gr.GroupSwitches()
+			for i := len(sw) - 1; i >= 0; i-- {
+				if sw[i].Group == rt.name {
+					return label, sw[i].Reason + ", " + sw[i].Time.Local().Format("15:04")
+				}
+			}
+			return label, "first member in order, healthy"
+		}
+	}
+	if len(rt.cfg.Nodes) > 0 {
+		n := rt.cfg.Nodes[0]
+		return fmt.Sprintf("%s (%s)", st.Outbound, protocolLabel(n)), "first usable server of the route"
+	}
+	return st.Outbound, ""
+}
+
+var colorOK = color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}

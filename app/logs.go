@@ -1,0 +1,127 @@
+package app
+
+import (
+	"log/slog"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/skiffvpn/skiff/core"
+)
+
+// maxLogLines bounds the lines the Logs view keeps.
+const maxLogLines = 2000
+
+var logLevels = []string{"Debug", "Info", "Warn", "Error"}
+
+// logsView shows the core's log live.
+type logsView struct {
+	u      *UI
+	obj    fyne.CanvasObject
+	list   *widget.List
+	level  *widget.Select
+	follow *widget.Check
+
+	all   []core.LogRecord
+	shown []core.LogRecord
+	min   slog.Level
+}
+
+func newLogsView(u *UI) *logsView {
+	v := &logsView{u: u, min: slog.LevelInfo}
+	v.list = widget.NewList(
+		func() int { return len(v.shown) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			l := o.(*widget.Label)
+			r := v.shown[i]
+			l.SetText(logLine(r))
+			switch {
+			case r.Level >= slog.LevelError:
+				l.Importance = widget.DangerImportance
+			case r.Level >= slog.LevelWarn:
+				l.Importance = widget.WarningImportance
+			default:
+				l.Importance = widget.MediumImportance
+			}
+			l.Refresh()
+		},
+	)
+	v.level = widget.NewSelect(logLevels, func(s string) {
+		switch s {
+		case "Debug":
+			v.min = slog.LevelDebug
+		case "Warn":
+			v.min = slog.LevelWarn
+		case "Error":
+			v.min = slog.LevelError
+		default:
+			v.min = slog.LevelInfo
+		}
+		v.filter()
+	})
+	v.level.SetSelected("Info")
+	v.follow = widget.NewCheck("Follow", nil)
+	v.follow.SetChecked(true)
+	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+		v.u.fa.Clipboard().SetContent(v.Text())
+	})
+	clear := widget.NewButtonWithIcon("Clear", theme.ContentClearIcon(), func() {
+		v.all, v.shown = nil, nil
+		v.list.Refresh()
+	})
+	bar := container.NewHBox(widget.NewLabel("Level"), v.level, v.follow, copyBtn, clear)
+	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, v.list))
+	v.add(u.ctrl.Logs())
+	return v
+}
+
+func logLine(r core.LogRecord) string {
+	s := r.Time.Local().Format("15:04:05") + " " + r.Level.String() + " " + r.Message
+	if r.Attrs != "" {
+		s += " " + r.Attrs
+	}
+	return s
+}
+
+// add appends records; it runs on the UI thread.
+func (v *logsView) add(recs []core.LogRecord) {
+	if len(recs) == 0 {
+		return
+	}
+	v.all = append(v.all, recs...)
+	if over := len(v.all) - maxLogLines; over > 0 {
+		v.all = append(v.all[:0], v.all[over:]...)
+	}
+	v.filter()
+}
+
+func (v *logsView) filter() {
+	v.shown = v.shown[:0]
+	for _, r := range v.all {
+		if r.Level >= v.min {
+			v.shown = append(v.shown, r)
+		}
+	}
+	v.list.Refresh()
+	if v.follow != nil && v.follow.Checked && len(v.shown) > 0 {
+		v.list.ScrollToBottom()
+	}
+}
+
+// Text returns the shown lines, as Copy puts them on the clipboard.
+func (v *logsView) Text() string {
+	var b strings.Builder
+	for _, r := range v.shown {
+		b.WriteString(logLine(r))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

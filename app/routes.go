@@ -1,0 +1,369 @@
+package app
+
+import (
+	"fmt"
+	"strings"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/profile"
+)
+
+// Rule presets.
+const (
+	presetGlobal   = "Everything through the proxy"
+	presetBypass   = "Bypass LAN and private addresses"
+	presetCustom   = "Custom rules"
+	targetDirect   = "direct"
+	targetBlock    = "block"
+	ruleTypeCustom = "domain_suffix"
+)
+
+// ruleTypes are the rule kinds the simple editor offers.
+var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private"}
+
+// routesView shows the failover groups, their live health and the switch
+// log, and the routing rules.
+type routesView struct {
+	u   *UI
+	obj fyne.CanvasObject
+
+	groupList  *widget.List
+	memberList *widget.List
+	switchLog  *widget.List
+	note       *widget.Label
+	preset     *widget.Select
+	ruleList   *widget.List
+
+	p        *profile.Profile
+	selGroup int
+	live     []group.MemberState
+	current  string
+	switches []group.Event
+}
+
+func newRoutesView(u *UI) *routesView {
+	v := &routesView{u: u, p: profile.New(), selGroup: -1}
+	v.groupList = widget.NewList(
+		func() int { return len(v.p.Groups) },
+		func() fyne.CanvasObject { return widget.NewLabel("group name") },
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			g := v.p.Groups[i]
+			s := fmt.Sprintf("%s (%s, %d)", g.Name, g.Type, len(g.Members))
+			if v.p.Selected == g.ID {
+				s = "● " + s
+			}
+			o.(*widget.Label).SetText(s)
+		},
+	)
+	v.groupList.OnSelected = func(i widget.ListItemID) { v.selGroup = i; v.update(); v.memberList.Refresh() }
+	v.memberList = widget.NewList(
+		func() int { return len(v.members()) },
+		func() fyne.CanvasObject {
+			name := widget.NewLabel("member")
+			name.Truncation = fyne.TextTruncateEllipsis
+			health := widget.NewLabel("health")
+			health.Truncation = fyne.TextTruncateEllipsis
+			health.Importance = widget.LowImportance
+			up := widget.NewButtonWithIcon("", theme.MoveUpIcon(), nil)
+			down := widget.NewButtonWithIcon("", theme.MoveDownIcon(), nil)
+			return container.NewBorder(nil, nil, nil, container.NewHBox(up, down), container.NewVBox(name, health))
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			box := o.(*fyne.Container)
+			texts, btns := box.Objects[0].(*fyne.Container), box.Objects[1].(*fyne.Container)
+			name, health := texts.Objects[0].(*widget.Label), texts.Objects[1].(*widget.Label)
+			ids := v.members()
+			id := ids[i]
+			label, proto := id, ""
+			if n := v.p.Node(id); n != nil {
+				label, proto = n.Name(), protocolLabel(&n.Config)
+			} else if g := v.p.Group(id); g != nil {
+				label, proto = g.Name, "group"
+			}
+			prefix := fmt.Sprintf("%d. ", i+1)
+			if label == v.current && v.current != "" {
+				prefix = "▶ "
+			}
+			name.SetText(prefix + label + "  ·  " + proto)
+			health.SetText(v.healthOf(label))
+			btns.Objects[0].(*widget.Button).OnTapped = func() { v.move(i, -1) }
+			btns.Objects[1].(*widget.Button).OnTapped = func() { v.move(i, +1) }
+		},
+	)
+	v.switchLog = widget.NewList(
+		func() int { return len(v.switches) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("switch")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			e := v.switches[len(v.switches)-1-i] // newest first
+			from, to := e.From, e.To
+			if from == "" {
+				from = "none"
+			}
+			if to == "" {
+				to = "none"
+			}
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", e.Time.Local().Format("15:04:05"), e.Group, from, to, e.Reason))
+		},
+	)
+	v.note = widget.NewLabel("")
+	v.note.Wrapping = fyne.TextWrapWord
+	v.note.Importance = widget.LowImportance
+
+	makeGroups := widget.NewButtonWithIcon("Make failover groups", theme.ContentAddIcon(), v.makeGroups)
+	useGroup := widget.NewButtonWithIcon("Use this group", theme.ConfirmIcon(), func() {
+		if g := v.group(); g != nil {
+			id := g.ID
+			v.u.update(func(p *profile.Profile) error { p.Selected = id; return nil })
+		}
+	})
+	removeGroup := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
+		if g := v.group(); g != nil {
+			id := g.ID
+			v.selGroup = -1
+			v.u.update(func(p *profile.Profile) error {
+				gs := p.Groups[:0]
+				for _, g := range p.Groups {
+					if g.ID != id {
+						gs = append(gs, g)
+					}
+				}
+				p.Groups = gs
+				p.Prune()
+				return nil
+			})
+		}
+	})
+
+	// Rules.
+	v.preset = widget.NewSelect([]string{presetGlobal, presetBypass, presetCustom}, v.onPreset)
+	v.ruleList = widget.NewList(
+		func() int { return len(v.p.Routes.Rules) },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("rule")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("", theme.DeleteIcon(), nil), l)
+		},
+		func(i widget.ListItemID, o fyne.CanvasObject) {
+			r := v.p.Routes.Rules[i]
+			box := o.(*fyne.Container)
+			box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%s %s → %s", r.Type, strings.Join(r.Values, ", "), v.targetName(r.Target)))
+			box.Objects[1].(*widget.Button).OnTapped = func() { v.removeRule(i) }
+		},
+	)
+	kind := widget.NewSelect(ruleTypes, nil)
+	kind.SetSelected(ruleTypeCustom)
+	values := widget.NewEntry()
+	values.SetPlaceHolder("example.com, 10.0.0.0/8 …")
+	target := widget.NewSelect([]string{targetDirect, targetBlock, "proxy"}, nil)
+	target.SetSelected(targetDirect)
+	addRule := widget.NewButtonWithIcon("Add rule", theme.ContentAddIcon(), func() {
+		var vals []string
+		for _, s := range strings.Split(values.Text, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				vals = append(vals, s)
+			}
+		}
+		if len(vals) == 0 && kind.Selected != "private" {
+			v.note.SetText("A rule needs at least one value (a domain, an address range or a port).")
+			return
+		}
+		t := target.Selected
+		if t == "proxy" {
+			t = v.p.Selected // the route in use; empty: the route's default
+		}
+		values.SetText("")
+		v.u.update(func(p *profile.Profile) error {
+			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: kind.Selected, Values: vals, Target: t})
+			return nil
+		})
+	})
+
+	groupsPane := container.NewBorder(
+		container.NewHBox(widget.NewLabelWithStyle("Failover groups", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
+		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
+	membersPane := container.NewBorder(widget.NewLabelWithStyle("Members in order (live health, last RTT)", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+		nil, nil, nil, v.memberList)
+	top := container.NewHSplit(groupsPane, membersPane)
+	top.Offset = 0.4
+	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle("Switch log", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
+	editor := container.NewBorder(nil, nil, kind, container.NewHBox(target, addRule), values)
+	rulesPane := container.NewBorder(
+		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
+		nil, nil, nil, v.ruleList)
+	bottom := container.NewHSplit(logPane, rulesPane)
+	bottom.Offset = 0.45
+	all := container.NewVSplit(top, bottom)
+	all.Offset = 0.5
+	v.obj = container.NewPadded(all)
+	v.update()
+	return v
+}
+
+// setProfile shows p.
+func (v *routesView) setProfile(p *profile.Profile) {
+	v.p = p
+	if v.selGroup >= len(p.Groups) {
+		v.selGroup = -1
+	}
+	if v.selGroup < 0 && len(p.Groups) > 0 {
+		v.selGroup = 0
+	}
+	switch {
+	case len(p.Routes.Rules) == 0:
+		v.preset.SetSelectedIndex(0)
+	case len(p.Routes.Rules) == 1 && p.Routes.Rules[0].Type == "private" && p.Routes.Rules[0].Target == targetDirect:
+		v.preset.SetSelectedIndex(1)
+	default:
+		v.preset.SetSelectedIndex(2)
+	}
+	v.groupList.Refresh()
+	v.memberList.Refresh()
+	v.ruleList.Refresh()
+}
+
+func (v *routesView) group() *profile.Group {
+	if v.selGroup < 0 || v.selGroup >= len(v.p.Groups) {
+		return nil
+	}
+	return v.p.Groups[v.selGroup]
+}
+
+func (v *routesView) members() []string {
+	if g := v.group(); g != nil {
+		return g.Members
+	}
+	return nil
+}
+
+// update pulls live group state from the core, when it offers it.
+func (v *routesView) update() {
+	gr := v.u.groups
+	if gr == nil {
+		v.note.SetText("Live health, RTT and switches appear here once the core runs failover groups (this build connects through the first usable member).")
+		v.live, v.current, v.switches = nil, "", nil
+		return
+	}
+	v.note.SetText("")
+	v.live, v.current = nil, ""
+	if g := v.group(); g != nil {
+		v.live, v.current, _ = gr.GroupMembers(g.Name)
+	}
+	v.switches = gr.GroupSwitches()
+	v.memberList.Refresh()
+	v.switchLog.Refresh()
+}
+
+// healthOf describes a member's live state.
+func (v *routesView) healthOf(name string) string {
+	for _, m := range v.live {
+		if m.Name != name {
+			continue
+		}
+		s := m.Health.String()
+		if m.RTT > 0 {
+			s += fmt.Sprintf(" · %d ms", m.RTT.Milliseconds())
+		}
+		if m.LastError != "" {
+			s += " · " + m.LastError
+		}
+		return s
+	}
+	if v.u.groups == nil {
+		return "health: not reported by this core yet"
+	}
+	return "not running"
+}
+
+// move moves member i of the selected group by delta places and saves.
+func (v *routesView) move(i, delta int) {
+	g := v.group()
+	if g == nil {
+		return
+	}
+	j := i + delta
+	if j < 0 || j >= len(g.Members) {
+		return
+	}
+	id := g.ID
+	v.u.update(func(p *profile.Profile) error {
+		if g := p.Group(id); g != nil && j < len(g.Members) && i < len(g.Members) {
+			g.Members[i], g.Members[j] = g.Members[j], g.Members[i]
+		}
+		return nil
+	})
+}
+
+// makeGroups adds the default failover groups the profile's nodes suggest.
+func (v *routesView) makeGroups() {
+	added := 0
+	v.u.update(func(p *profile.Profile) error {
+		gs := defaultGroups(p)
+		added = len(gs)
+		p.Groups = append(p.Groups, gs...)
+		return nil
+	})
+	if added == 0 {
+		v.note.SetText("No server is offered over several protocols, so there is no failover group to make. Add a subscription on Profiles.")
+	} else {
+		v.note.SetText(fmt.Sprintf("Made %d failover group(s): Hysteria2 first, VLESS+WS+TLS second.", added))
+	}
+}
+
+func (v *routesView) onPreset(s string) {
+	switch s {
+	case presetGlobal:
+		if len(v.p.Routes.Rules) > 0 && !v.isBypass() {
+			return // custom rules stay until removed one by one
+		}
+		if len(v.p.Routes.Rules) > 0 {
+			v.u.update(func(p *profile.Profile) error { p.Routes.Rules = nil; return nil })
+		}
+	case presetBypass:
+		if !v.isBypass() && len(v.p.Routes.Rules) == 0 {
+			v.u.update(func(p *profile.Profile) error {
+				p.Routes.Rules = []profile.Rule{{Type: "private", Values: []string{}, Target: targetDirect}}
+				return nil
+			})
+		}
+	}
+}
+
+func (v *routesView) isBypass() bool {
+	r := v.p.Routes.Rules
+	return len(r) == 1 && r[0].Type == "private" && r[0].Target == targetDirect
+}
+
+func (v *routesView) removeRule(i int) {
+	v.u.update(func(p *profile.Profile) error {
+		if i < len(p.Routes.Rules) {
+			p.Routes.Rules = append(p.Routes.Rules[:i], p.Routes.Rules[i+1:]...)
+		}
+		return nil
+	})
+}
+
+// targetName shows a rule's target by name.
+func (v *routesView) targetName(t string) string {
+	switch t {
+	case targetDirect, targetBlock:
+		return t
+	case "":
+		return "proxy"
+	}
+	if g := v.p.Group(t); g != nil {
+		return g.Name
+	}
+	if n := v.p.Node(t); n != nil {
+		return n.Name()
+	}
+	return t
+}

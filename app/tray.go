@@ -1,0 +1,96 @@
+package app
+
+import (
+	"os"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"github.com/godbus/dbus/v5"
+
+	"github.com/skiffvpn/skiff/core"
+)
+
+// tray is the system tray icon and menu.
+type tray struct {
+	u       *UI
+	da      desktop.App
+	toggle  *fyne.MenuItem
+	current *fyne.MenuItem
+	menu    *fyne.Menu
+	state   core.State
+	outb    string
+}
+
+// setupTray installs the tray icon when the desktop has a tray host, and
+// returns nil otherwise (then closing the window quits).
+func setupTray(u *UI) *tray {
+	da, ok := u.fa.(desktop.App)
+	if !ok || !hasTrayHost() {
+		return nil
+	}
+	t := &tray{u: u, da: da, state: -1}
+	t.toggle = fyne.NewMenuItem("Connect", func() {
+		if u.ctrl.Status().State == core.Running {
+			u.Disconnect()
+		} else {
+			u.Connect()
+		}
+	})
+	t.current = fyne.NewMenuItem("Not connected", nil)
+	t.current.Disabled = true
+	open := fyne.NewMenuItem("Open Skiff", func() { u.win.Show(); u.win.RequestFocus() })
+	quit := fyne.NewMenuItem("Quit", u.Quit)
+	quit.IsQuit = true
+	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), open, quit)
+	da.SetSystemTrayMenu(t.menu)
+	da.SetSystemTrayIcon(iconTrayOff)
+	return t
+}
+
+// update shows st; it runs on the UI thread and touches the tray only on a
+// change.
+func (t *tray) update(st core.Status) {
+	if st.State == t.state && st.Outbound == t.outb {
+		return
+	}
+	t.state, t.outb = st.State, st.Outbound
+	if st.State == core.Running {
+		t.toggle.Label = "Disconnect"
+		t.current.Label = "Via " + st.Outbound
+		t.da.SetSystemTrayIcon(iconTrayOn)
+	} else {
+		t.toggle.Label = "Connect"
+		t.current.Label = "Not connected"
+		t.da.SetSystemTrayIcon(iconTrayOff)
+	}
+	t.menu.Refresh()
+}
+
+// hasTrayHost reports whether the session has a StatusNotifier host (the
+// D-Bus tray protocol Fyne uses on Linux and the BSDs). Elsewhere the OS
+// always has a tray.
+func hasTrayHost() bool {
+	if os.Getenv("SKIFF_NO_TRAY") != "" {
+		return false
+	}
+	if !trayViaDBus {
+		return true
+	}
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		return false
+	}
+	conn, err := dbus.SessionBusPrivate()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if err := conn.Auth(nil); err != nil {
+		return false
+	}
+	if err := conn.Hello(); err != nil {
+		return false
+	}
+	var owned bool
+	err = conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&owned)
+	return err == nil && owned
+}
