@@ -128,10 +128,8 @@ func Client(ctx context.Context, c net.Conn, cfg Config) (*Conn, error) {
 	if cfg.MaxEarlyData > 0 {
 		return conn, nil
 	}
+	// ctx ending (its deadline included) interrupts the upgrade's I/O.
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
-	if d, ok := ctx.Deadline(); ok {
-		c.SetDeadline(d)
-	}
 	err = conn.handshake(nil)
 	if !stop() {
 		// ctx ended during the upgrade; whatever it did to c, c is not

@@ -289,3 +289,24 @@ func TestWriteAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per write", n)
 	}
 }
+
+func TestReadAllocs(t *testing.T) {
+	var blob bytes.Buffer
+	for range 64 {
+		ws.WriteFrame(&blob, ws.NewBinaryFrame(pattern(1400)))
+	}
+	s := &server{t: t, path: "/", onConn: func(c net.Conn) {
+		for {
+			if _, err := c.Write(blob.Bytes()); err != nil {
+				return
+			}
+		}
+	}}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: addr})
+	buf := make([]byte, 1400)
+	io.ReadFull(c, buf)
+	if n := testing.AllocsPerRun(1000, func() { io.ReadFull(c, buf) }); n != 0 {
+		t.Fatalf("%v allocs per read", n)
+	}
+}
