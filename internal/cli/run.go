@@ -49,11 +49,14 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		ls    links
-		rf    runFlags
-		level string
+		ls, saved links
+		rf        runFlags
+		level     string
+		configDir string
 	)
 	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
+	fs.Var(&saved, "node", "a saved node's name or ID (see `skiff nodes`); repeat for failover order, after any --link")
+	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
 	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
@@ -66,7 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
 	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff run --link URI [--link URI …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
+		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -78,14 +81,21 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
-	if len(ls) == 0 {
-		return nil, errors.New("--link: at least one server link is needed")
+	if len(ls)+len(saved) == 0 {
+		return nil, errors.New("--link or --node: at least one server is needed")
 	}
 	for i, s := range ls {
 		n, err := link.Parse(s)
 		if err != nil {
 			// link's errors name the scheme and field, never a secret.
 			return nil, fmt.Errorf("--link #%d: %v", i+1, err)
+		}
+		rf.nodes = append(rf.nodes, n)
+	}
+	for _, name := range saved {
+		n, err := lookupNodeIn(configDir, name)
+		if err != nil {
+			return nil, err
 		}
 		rf.nodes = append(rf.nodes, n)
 	}

@@ -21,7 +21,7 @@ func TestRunFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"no link", []string{"--listen", "127.0.0.1:1080"}, "--link: at least one"},
+		{"no link", []string{"--listen", "127.0.0.1:1080"}, "--link or --node: at least one"},
 		{"bad second link", []string{"--link", goodLink, "--link", "hysteria2://topsecret@host:99999"}, "--link #2: link: hysteria2: port"},
 		{"not a link", []string{"--link", "topsecret"}, "--link #1: link: not a share link"},
 		{"log level", []string{"--link", goodLink, "--log-level", "loud"}, "--log-level"},
@@ -119,5 +119,24 @@ func TestRunUntilSignal(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("did not stop after SIGTERM")
+	}
+}
+
+func TestRunFlagsSavedNode(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb strings.Builder
+	link := "hysteria2://secret@127.0.0.1:8443?sni=localhost#saved-one"
+	if code := Main([]string{"import", "--config-dir", dir, link}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("import: exit %d: %s", code, errb.String())
+	}
+	rf, err := parseRunFlags([]string{"--config-dir", dir, "--link", "hysteria2://a@127.0.0.1:9443#first", "--node", "saved-one"}, &errb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rf.nodes) != 2 || rf.nodes[0].Name != "first" || rf.nodes[1].Name != "saved-one" || rf.nodes[1].Port != 8443 {
+		t.Fatalf("nodes = %+v", rf.nodes)
+	}
+	if _, err := parseRunFlags([]string{"--config-dir", dir, "--node", "nope"}, &errb); err == nil {
+		t.Error("unknown saved node: want error")
 	}
 }
