@@ -1,0 +1,571 @@
+// Command tunbench measures skiff in TUN mode against sing-box in TUN mode
+// (tun inbound, gVisor stack), both as the client of the same sing-box
+// server, in network namespaces made for the run: a client namespace where
+// the client opens its TUN device with auto-route, and a server namespace
+// with the sing-box server (Hysteria2, VLESS+WS+TLS) and a sink/source,
+// joined by a veth pair. A load generator (this program, re-executed in the
+// client namespace) connects to the sink's address, so the traffic goes
+// through the client's TUN: 16 concurrent TCP streams, download and upload
+// measured separately, N runs with the median. It reports throughput, the
+// client's CPU efficiency (Mbps per core the client process used) and its
+// peak RSS, with skiff/sing-box ratios. With -conns N it also opens N
+// concurrent TCP connections through the TUN and reports the client's RSS
+// while they are open, its peak and its idle RSS after they close.
+//
+// Run it as root from test/: `go run ./tunbench -quick` (or without -quick
+// for the full pass). It is a benchmark, not part of CI. The namespaces
+// are removed when it ends, also on SIGINT/SIGTERM or an error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+// options are the command-line settings.
+type options struct {
+	duration   time.Duration
+	warmup     time.Duration
+	runs       int
+	streams    int
+	protocols  []string
+	clients    []string
+	cpuprofile string
+	conns      int
+	connsOnly  bool
+	idleWait   time.Duration
+	ipv6       bool
+	timeout    time.Duration
+}
+
+func main() {
+	if len(os.Args) > 2 && os.Args[1] == "role" {
+		if err := runRole(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintf(os.Stderr, "tunbench role %s: %v\n", os.Args[2], err)
+			os.Exit(1)
+		}
+		return
+	}
+	var (
+		o         options
+		quick     bool
+		protocols string
+		clients   string
+	)
+	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per direction per run")
+	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up transfer before the runs of each client")
+	flag.IntVar(&o.runs, "runs", 3, "runs per direction; the median is reported")
+	flag.IntVar(&o.streams, "streams", 16, "concurrent TCP streams")
+	flag.BoolVar(&quick, "quick", false, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)")
+	flag.StringVar(&protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, vless-ws, vless-tcp")
+	flag.StringVar(&clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
+	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top")
+	flag.IntVar(&o.conns, "conns", 0, "also open this many concurrent TCP connections through the TUN (with a fresh client) and report RSS open, peak and idle")
+	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
+	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
+	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
+	flag.Parse()
+	if quick {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["duration"] {
+			o.duration = 5 * time.Second
+		}
+		if !set["warmup"] {
+			o.warmup = 2 * time.Second
+		}
+		if !set["runs"] {
+			o.runs = 1
+		}
+	}
+	o.protocols = strings.Split(protocols, ",")
+	o.clients = strings.Split(clients, ",")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tunbench:", err)
+		cancel()
+		stop()
+		os.Exit(1)
+	}
+}
+
+// bench is one run of the program: the binaries, the namespaces and the
+// shared certificate.
+type bench struct {
+	o        options
+	skiffBin string
+	sbBin    string
+	self     string
+	dir      string
+	cert     *harness.Cert
+	topo     *topology
+}
+
+func run(ctx context.Context, o options) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("needs root (network namespaces and TUN devices)")
+	}
+	b := &bench{o: o}
+	var err error
+	if b.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if b.skiffBin, err = harness.SkiffBinary(); err != nil {
+		return err
+	}
+	if b.sbBin, err = harness.SingBoxBinary(); err != nil {
+		return err
+	}
+	skiffTUN := skiffHasTUN(b.skiffBin)
+	if !skiffTUN {
+		var kept []string
+		for _, c := range o.clients {
+			if c != "skiff" {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) != len(o.clients) {
+			fmt.Fprintln(os.Stderr, "tunbench: skiff's TUN mode is not available in this build (`skiff run -h` has no --tun): measuring sing-box only")
+		}
+		b.o.clients = kept
+	}
+	if b.dir, err = os.MkdirTemp("", "skiff-tunbench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+	if b.cert, err = harness.NewCert(b.dir); err != nil {
+		return err
+	}
+	if b.topo, err = newTopology(); err != nil {
+		return err
+	}
+	defer b.topo.close()
+
+	serve, err := harness.StartProcess("serve", "ip", b.topo.inServer(b.self, "role", "serve")...)
+	if err != nil {
+		return err
+	}
+	defer serve.Stop()
+	if err := waitText(ctx, serve, "serving", 20*time.Second); err != nil {
+		return err
+	}
+
+	printHeader(b.o, b.skiffBin, skiffTUN)
+	var results []result
+	var connResults []connResult
+	for _, proto := range o.protocols {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rs, cs, err := b.benchProtocol(ctx, proto)
+		if err != nil {
+			return err
+		}
+		results = append(results, rs...)
+		connResults = append(connResults, cs...)
+	}
+	printResults(b.o, results, connResults, skiffTUN)
+	return nil
+}
+
+// benchProtocol starts the server for proto in the server namespace and
+// measures each client against it.
+func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []connResult, error) {
+	port := 8443
+	s := &harness.Server{Port: port, Cert: b.cert, Password: "bench-password", UUID: "6f1c3e0a-9d2b-4c7e-8f5a-1b2c3d4e5f60", Path: "/ws"}
+	switch proto {
+	case "hysteria2":
+		s.Kind = harness.Hysteria2
+	case "vless-ws":
+		s.Kind = harness.VLESSWS
+	case "vless-tcp":
+		s.Kind = harness.VLESSTCP
+	default:
+		return nil, nil, fmt.Errorf("unknown protocol %q", proto)
+	}
+	cfg, err := serverConfig(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(b.dir, "server-"+proto+".json")
+	if err := os.WriteFile(path, cfg, 0o600); err != nil {
+		return nil, nil, err
+	}
+	server, err := harness.StartProcess("server-"+proto, "ip", b.topo.inServer(b.sbBin, "run", "--disable-color", "-c", path)...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer server.Stop()
+	if err := waitText(ctx, server, "sing-box started", 20*time.Second); err != nil {
+		return nil, nil, err
+	}
+	var rs []result
+	var cs []connResult
+	for _, client := range b.o.clients {
+		if !b.o.connsOnly {
+			r, err := b.benchClient(ctx, proto, client, s, server.Pid())
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, err
+				}
+				r.err = err
+				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, client, err)
+			}
+			rs = append(rs, r)
+		}
+		if b.o.conns > 0 {
+			c, err := b.connsClient(ctx, proto, client, s)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, nil, err
+				}
+				c.err = err
+				fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, client, b.o.conns, err)
+			}
+			cs = append(cs, c)
+		}
+	}
+	return rs, cs, nil
+}
+
+// serverConfig is the harness's server configuration listening on every
+// address of the server namespace rather than loopback.
+func serverConfig(s *harness.Server) ([]byte, error) {
+	raw, err := s.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, err
+	}
+	for _, in := range cfg["inbounds"].([]any) {
+		in.(map[string]any)["listen"] = "::"
+	}
+	cfg["log"] = map[string]any{"level": "info", "timestamp": true}
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// client is a running client in the client namespace.
+type client struct {
+	p        *harness.Process
+	tunDev   string
+	pprofURL string // skiff's CPU profile endpoint in the client namespace; "" none
+}
+
+// Names and ports inside the client namespace.
+const (
+	singBoxTUN = "sbtun0"
+	pprofAddr  = "127.0.0.1:6060"
+)
+
+// startClient starts client for s in the client namespace, waits until a
+// connection through its TUN works and checks that the sink is routed
+// into the TUN.
+func (b *bench) startClient(ctx context.Context, name, proto string, s *harness.Server, profile bool) (*client, error) {
+	c := &client{}
+	var err error
+	switch name {
+	case "skiff":
+		link, err := serverLink(s)
+		if err != nil {
+			return nil, err
+		}
+		args := []string{b.skiffBin, "run", "--tun", "--link", link, "--listen", "127.0.0.1:1080"}
+		if profile {
+			args = append(args, "--pprof", pprofAddr)
+			c.pprofURL = "http://" + pprofAddr + "/debug/pprof/profile"
+		}
+		// skiff records its route changes in /run/skiff/tun-state.json, a
+		// machine-wide file: give this process a private one (ip netns exec
+		// runs it in a mount namespace of its own, so the tmpfs stays there).
+		wrap := []string{"sh", "-c", `mkdir -p /run/skiff && mount -t tmpfs -o size=1m,mode=0700 tunbench /run/skiff && exec "$0" "$@"`}
+		c.p, err = harness.StartProcess("skiff-"+proto, "ip", b.topo.inClient(append(wrap, args...)...)...)
+		if err != nil {
+			return nil, err
+		}
+		m, err := waitOutput(ctx, c.p, regexp.MustCompile(`skiff: TUN (\S+) up`), 30*time.Second)
+		if err != nil {
+			c.p.Stop()
+			return nil, err
+		}
+		c.tunDev = m[1]
+	case "sing-box":
+		cfg, err := singBoxTUNConfig(s)
+		if err != nil {
+			return nil, err
+		}
+		path := filepath.Join(b.dir, "client-"+proto+".json")
+		if err := os.WriteFile(path, cfg, 0o600); err != nil {
+			return nil, err
+		}
+		c.p, err = harness.StartProcess("sing-box-"+proto, "ip", b.topo.inClient(b.sbBin, "run", "--disable-color", "-c", path)...)
+		if err != nil {
+			return nil, err
+		}
+		if err := waitText(ctx, c.p, "sing-box started", 30*time.Second); err != nil {
+			c.p.Stop()
+			return nil, err
+		}
+		c.tunDev = singBoxTUN
+	default:
+		return nil, fmt.Errorf("unknown client %q", name)
+	}
+	if err = b.probe(ctx); err == nil {
+		err = b.checkRoute(c.tunDev)
+	}
+	if err != nil {
+		c.p.Stop()
+		return nil, fmt.Errorf("%w\n--- %s output ---\n%s", err, c.p.Name, tail(c.p.Output(), 30))
+	}
+	return c, nil
+}
+
+// singBoxTUNConfig is sing-box as a TUN client: a tun inbound on the
+// gVisor stack with auto-route, the server's addresses kept out of it, and
+// everything sent to the server.
+func singBoxTUNConfig(s *harness.Server) ([]byte, error) {
+	out := s.ClientOutbound()
+	out["server"] = serverIP4
+	cfg := map[string]any{
+		"log": map[string]any{"level": "info", "timestamp": true},
+		"inbounds": []any{map[string]any{
+			"type":                  "tun",
+			"tag":                   "tun",
+			"interface_name":        singBoxTUN,
+			"address":               []string{"172.19.0.1/30", "fdfe:dcba:9876::1/126"},
+			"mtu":                   9000,
+			"auto_route":            true,
+			"stack":                 "gvisor",
+			"route_exclude_address": []string{serverIP4 + "/32", serverIP6 + "/128"},
+		}},
+		"outbounds": []any{out, map[string]any{"type": "direct", "tag": "direct"}},
+		"route":     map[string]any{"final": out["tag"], "auto_detect_interface": true},
+	}
+	return json.MarshalIndent(cfg, "", "  ")
+}
+
+// serverLink is the server's share link with the server namespace's
+// address in place of loopback.
+func serverLink(s *harness.Server) (string, error) {
+	u, err := url.Parse(s.Link(s.Trusting()))
+	if err != nil {
+		return "", err
+	}
+	u.Host = net.JoinHostPort(serverIP4, strconv.Itoa(s.Port))
+	return u.String(), nil
+}
+
+func (b *bench) sinkAddr(port int) string {
+	host := sinkIP4
+	if b.o.ipv6 {
+		host = sinkIP6
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// probe waits until an echo round trip through the client works.
+func (b *bench) probe(ctx context.Context) error {
+	p, err := harness.StartProcess("probe", "ip", b.topo.inClient(b.self, "role", "probe", "-addr", b.sinkAddr(echoPort), "-timeout", "20s")...)
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	if err := waitText(ctx, p, "probe ok", 30*time.Second); err != nil {
+		return fmt.Errorf("no connection through the TUN: %w", err)
+	}
+	return nil
+}
+
+// checkRoute fails unless the client namespace routes the sink into dev.
+func (b *bench) checkRoute(dev string) error {
+	host := sinkIP4
+	if b.o.ipv6 {
+		host = sinkIP6
+	}
+	out, err := b.topo.clientOutput("ip", "route", "get", host)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(out, " dev "+dev+" ") && !strings.HasSuffix(strings.TrimSpace(out), " dev "+dev) {
+		return fmt.Errorf("the sink %s is not routed into the TUN %s: %s", host, dev, strings.TrimSpace(out))
+	}
+	return nil
+}
+
+// benchClient starts one client for s, warms it up, measures both
+// directions o.runs times and stops it.
+func (b *bench) benchClient(ctx context.Context, proto, name string, s *harness.Server, serverPid int) (result, error) {
+	r := result{protocol: proto, client: name}
+	c, err := b.startClient(ctx, name, proto, s, b.o.cpuprofile != "")
+	if err != nil {
+		return r, err
+	}
+	defer c.p.Stop()
+
+	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): warm-up %v\n", proto, name, c.tunDev, b.o.warmup)
+	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.warmup, serverPid, ""); err != nil {
+		return r, fmt.Errorf("warm-up: %w\n%s", err, tail(c.p.Output(), 30))
+	}
+	for i := 0; i < b.o.runs; i++ {
+		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
+			var profOut string
+			if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
+				profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof")
+				if err != nil {
+					return r, err
+				}
+			}
+			m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut)
+			if err != nil {
+				return r, fmt.Errorf("run %d: %w\n%s", i+1, err, tail(c.p.Output(), 30))
+			}
+			if profOut != "" {
+				r.profile = profOut
+			}
+			f := &r.down
+			dname := "download"
+			if dirn == harness.SinkUpload {
+				f, dname = &r.up, "upload"
+			}
+			f.add(m)
+			fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores, TUN carried %.0f MB for %.0f MB of payload\n",
+				proto, name, i+1, dname, m.Mbps, m.ClientCores, m.ServerCores, float64(m.TUNBytes)/1e6, float64(m.Bytes)/1e6)
+			// The TUN's counters include headers and ACKs; the payload
+			// count includes what still sits in socket buffers. Nine
+			// tenths is far above what a bypass could leave.
+			if m.TUNBytes < m.Bytes*9/10 {
+				return r, fmt.Errorf("run %d: the TUN %s carried %d bytes for %d bytes of payload: the traffic did not go through it", i+1, c.tunDev, m.TUNBytes, m.Bytes)
+			}
+		}
+	}
+	r.peakRSSMiB, err = memMiB(c.p.Pid(), "VmHWM")
+	return r, err
+}
+
+// load runs the load role in the client namespace for one direction.
+func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duration, serverPid int, profOut string) (loadResult, error) {
+	var m loadResult
+	args := []string{b.self, "role", "load",
+		"-sink", b.sinkAddr(sinkPort), "-dir", string(dirn), "-streams", strconv.Itoa(b.o.streams),
+		"-duration", dur.String(), "-client-pid", strconv.Itoa(c.p.Pid()), "-server-pid", strconv.Itoa(serverPid),
+		"-tun", c.tunDev}
+	if profOut != "" {
+		args = append(args, "-pprof", c.pprofURL, "-pprof-out", profOut)
+	}
+	p, err := harness.StartProcess("load", "ip", b.topo.inClient(args...)...)
+	if err != nil {
+		return m, err
+	}
+	defer p.Stop()
+	got, err := waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`(\{.*\})`), dur+60*time.Second)
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal([]byte(got[1]), &m)
+}
+
+// connsClient starts a fresh client for s and opens o.conns connections
+// through its TUN at once, reading the client's memory before, while they
+// are open, at its peak and after they have closed.
+func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.Server) (connResult, error) {
+	r := connResult{protocol: proto, client: name, n: b.o.conns}
+	c, err := b.startClient(ctx, name, proto, s, false)
+	if err != nil {
+		return r, err
+	}
+	defer c.p.Stop()
+	pid := c.p.Pid()
+	if err := sleep(ctx, time.Second); err != nil {
+		return r, err
+	}
+	r.baseMiB, _ = memMiB(pid, "VmRSS")
+	fmt.Fprintf(os.Stderr, "%s via %s: opening %d connections through TUN %s\n", proto, name, b.o.conns, c.tunDev)
+	p, err := harness.StartProcess("conns", "ip", b.topo.inClient(b.self, "role", "conns",
+		"-addr", b.sinkAddr(echoPort), "-n", strconv.Itoa(b.o.conns), "-hold", "3s")...)
+	if err != nil {
+		return r, err
+	}
+	defer p.Stop()
+	m, err := waitOutput(ctx, p, regexp.MustCompile(`OPEN (\{.*\})`), 90*time.Second)
+	if err != nil {
+		return r, err
+	}
+	var open connsResult
+	if err := json.Unmarshal([]byte(m[1]), &open); err != nil {
+		return r, err
+	}
+	r.open = open
+	r.openMiB, _ = memMiB(pid, "VmRSS")
+	m, err = waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`\{"alive_after_hold":(\d+)\}`), 60*time.Second)
+	if err != nil {
+		return r, err
+	}
+	r.alive, _ = strconv.Atoi(m[1])
+	if err := p.Wait(ctx); err != nil {
+		return r, err
+	}
+	r.peakMiB, _ = memMiB(pid, "VmHWM")
+	if err := sleep(ctx, b.o.idleWait); err != nil {
+		return r, err
+	}
+	r.idleMiB, err = memMiB(pid, "VmRSS")
+	fmt.Fprintf(os.Stderr, "%s via %s: %d/%d connections up in %.1f s, %d alive after 3 s; RSS base %.1f, open %.1f, peak %.1f, idle %.1f MiB\n",
+		proto, name, open.OK, b.o.conns, open.Seconds, r.alive, r.baseMiB, r.openMiB, r.peakMiB, r.idleMiB)
+	return r, err
+}
+
+// skiffHasTUN reports whether the skiff binary's run command has --tun.
+func skiffHasTUN(bin string) bool {
+	out, _ := exec.Command(bin, "run", "-h").CombinedOutput()
+	return strings.Contains(string(out), "-tun")
+}
+
+func waitText(ctx context.Context, p *harness.Process, s string, d time.Duration) error {
+	_, err := waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(s)), d)
+	return err
+}
+
+func waitOutput(ctx context.Context, p *harness.Process, re *regexp.Regexp, d time.Duration) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return p.WaitOutput(ctx, re)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func tail(s string, lines int) string {
+	parts := strings.SplitAfter(s, "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "")
+}
