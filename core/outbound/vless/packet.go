@@ -135,8 +135,12 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		return 0, err
 	}
 	s.start.Do(func() {
-		pc.wg.Add(1)
-		go pc.readLoop(s)
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		if !pc.closed { // Close is not waiting yet: it may count on this reader
+			pc.wg.Add(1)
+			go pc.readLoop(s)
+		}
 	})
 	return len(p), nil
 }
@@ -178,8 +182,16 @@ func (pc *packetConn) readLoop(s *udpStream) {
 		n, err := readPacket(s.conn, &hdr, *bp)
 		if err != nil {
 			packetBufs.Put(bp)
+			// Closed from this side (Close, or a failed WriteTo that
+			// reported it): nothing to tell ReadFrom.
+			ours := false
+			select {
+			case <-s.conn.closed:
+				ours = true
+			default:
+			}
 			pc.drop(s)
-			if got {
+			if ours || got {
 				return
 			}
 			select {

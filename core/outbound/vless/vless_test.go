@@ -39,6 +39,7 @@ const (
 	portBanner  = 2222 // the server speaks first: "banner" after the response
 	portDiscard = 9    // the server reads and drops
 	portSource  = 19   // the server writes zeros until the stream closes
+	portOnce    = 5    // UDP: the server echoes one datagram and closes
 )
 
 // selfSigned returns a certificate for 127.0.0.1 and "vless.test", and the
@@ -207,7 +208,7 @@ func (s *vlessServer) serve(rw io.ReadWriter, early int) {
 				return
 			}
 			out, _ := appendPacket(nil, buf[:n])
-			if _, err := rw.Write(out); err != nil {
+			if _, err := rw.Write(out); err != nil || req.dst.Port == portOnce {
 				return
 			}
 		}
@@ -445,6 +446,45 @@ func TestPacket(t *testing.T) {
 				t.Fatalf("read after close: %v", err)
 			}
 		})
+	}
+}
+
+// A stream the server ends after a datagram is dialed again by the next
+// WriteTo; ReadFrom reports nothing for it.
+func TestPacketRedial(t *testing.T) {
+	s := startServer(t, 3)
+	c := newClient(t, s.node(testUUID, nil))
+	dst := flow.NameAddr("once.example", portOnce)
+	pconn, err := c.ListenPacket(ctxT(t), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pconn.Close()
+	pc := pconn.(*packetConn)
+	pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 100)
+	for i := range 3 {
+		if _, err := pc.WriteTo([]byte{byte(i)}, dst); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := pc.ReadFrom(buf); err != nil || n != 1 || buf[0] != byte(i) {
+			t.Fatalf("round %d: %d bytes, %v", i, n, err)
+		}
+		// Wait for the reader to see the end of the stream.
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			pc.mu.Lock()
+			_, open := pc.streams[dst]
+			pc.mu.Unlock()
+			if !open {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("stream still open after the server closed it")
+			}
+		}
+	}
+	if n := len(s.requests()); n != 3 {
+		t.Fatalf("%d streams, want 3", n)
 	}
 }
 
