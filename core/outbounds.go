@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
@@ -29,6 +30,32 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		}
 		return c, nil
 	default:
-		return nil, fmt.Errorf("node %q: protocol %s is not supported yet", n.Name, n.Protocol)
+		return nil, fmt.Errorf("node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
 	}
+}
+
+// Supported reports whether Skiff can dial n, and if not, why, in plain
+// words for the node list. It asks the protocol's own constructor (which
+// opens nothing), so that what the list says and what a run does never
+// disagree.
+func Supported(n *node.Node) (ok bool, reason string) {
+	if n == nil {
+		return false, "no node"
+	}
+	ob, err := NewOutbound(n, nil)
+	if err != nil {
+		return false, unsupportedReason(n, err)
+	}
+	ob.Close()
+	return true, ""
+}
+
+// unsupportedReason strips the node's name and server from a constructor's
+// error, which the list shows beside them anyway.
+func unsupportedReason(n *node.Node, err error) string {
+	msg := err.Error()
+	for _, prefix := range []string{fmt.Sprintf("node %q: ", n.Name), n.Protocol + ": " + n.Address() + ": ", n.Protocol + ": "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	return msg
 }

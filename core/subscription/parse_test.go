@@ -505,9 +505,9 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestSupported(t *testing.T) {
-	hy := &node.Node{Protocol: node.Hysteria2}
+	hy := &node.Node{Protocol: node.Hysteria2, Server: "hy.example", Port: 443, Hysteria2: &node.Hysteria2Options{Auth: "a"}}
 	vl := func(mod func(*node.Node)) *node.Node {
-		n := &node.Node{Protocol: node.VLESS, VLESS: &node.VLESSOptions{UUID: testUUID}}
+		n := &node.Node{Protocol: node.VLESS, Server: "vl.example", Port: 443, VLESS: &node.VLESSOptions{UUID: testUUID}}
 		mod(n)
 		return n
 	}
@@ -522,7 +522,8 @@ func TestSupported(t *testing.T) {
 		{vl(func(n *node.Node) { n.TLS = &node.TLS{Reality: &node.Reality{}} }), false},
 		{vl(func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }), false},
 		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), false},
-		{&node.Node{Protocol: node.Trojan}, false},
+		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }), false},
+		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}}, false},
 		{&node.Node{Protocol: "wireguard"}, false},
 	} {
 		ok, why := Supported(tc.n)

@@ -81,6 +81,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	var alpn []string
 	switch typ {
 	case node.TransportTCP, "raw":
+		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
+			return nil, fmt.Errorf("vless: %s: tcp header type %q is not supported yet", addr, t.HeaderType)
+		}
 	case node.TransportWS:
 		alpn = []string{"http/1.1"}
 		c.ws, err = wsConfig(n)
