@@ -275,13 +275,23 @@ func TestICMPEchoDoesNotHang(t *testing.T) {
 		if dst.Is6() {
 			echo[0] = 128
 		}
+		// wireguard's PingConn only waits for a wake-up, so a reply that
+		// comes before its Read starts is missed: read first, then send.
+		buf := make([]byte, 1500)
+		type result struct {
+			n   int
+			err error
+		}
+		got := make(chan result, 1)
+		pc.SetReadDeadline(time.Now().Add(2 * time.Second))
+		go func() { n, err := pc.Read(buf); got <- result{n, err} }()
+		time.Sleep(50 * time.Millisecond)
 		start := time.Now()
 		if _, err := pc.Write(echo); err != nil {
 			t.Fatal(err)
 		}
-		pc.SetReadDeadline(time.Now().Add(2 * time.Second))
-		buf := make([]byte, 1500)
-		n, err := pc.Read(buf)
+		r := <-got
+		n, err := r.n, r.err
 		if err != nil {
 			t.Fatalf("ping %s: no echo reply within 2s: %v", dst, err)
 		}

@@ -141,10 +141,14 @@ func exclusions(cfg *Config, family int) []netip.Prefix {
 //	P+3  to <servers, loopback, private ranges> → main    exclusions
 //	P+4  (not strict) main, suppress_prefixlength 0       LAN and other specific routes win
 //	P+5  → table T                                        everything else into the device
-//	P+6  (strict) → prohibit                              sockets bound to another interface are refused
+//	P+6  (strict) → prohibit                              no fall-through to main (see below)
 //
 // (A rule cannot say "port 53 and not marked": its "not" negates the whole
-// selector, so the marked packets are sorted out first.) A family the
+// selector, so the marked packets are sorted out first.) Without P+6 a
+// socket bound to another interface (SO_BINDTODEVICE), for which table T has
+// no route, would fall through to main and leave by its gateway; with it the
+// lookup fails, and the kernel's last resort for a bound socket treats the
+// destination as on-link, which reaches the LAN but no further. A family the
 // device has no address for is, in strict mode, excluded and prohibited (no
 // IPv6 leak); otherwise untouched.
 func planLinux(cfg *Config, dev string) ([]Route, []Rule) {

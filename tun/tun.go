@@ -54,8 +54,9 @@ type Config struct {
 	AutoRoute bool
 	// StrictRoute also stops traffic from leaving through other interfaces:
 	// DNS to any address (port 53, even on the LAN) goes into the device,
-	// sockets bound to another interface are refused, and IPv6 is blocked
-	// when the device has no IPv6 address. Linux only for now.
+	// sockets bound to another interface get no route beyond the LAN, and
+	// IPv6 is blocked when the device has no IPv6 address. Linux only for
+	// now.
 	StrictRoute bool
 	// ExcludeServers are the proxy servers' own addresses: always reached
 	// directly, so that a server is never dialed through the tunnel.
@@ -189,7 +190,23 @@ func Open(cfg Config) (*Tunnel, error) {
 		}
 		return nil, err
 	}
+	// The device reports link changes on a channel that must be drained;
+	// the goroutine ends when Close closes the device and the channel.
+	go t.watchEvents()
 	return t, nil
+}
+
+func (t *Tunnel) watchEvents() {
+	for ev := range t.Device.Events() {
+		switch {
+		case ev&wgtun.EventDown != 0:
+			t.log.Warn("tun: device down", "device", t.name)
+		case ev&wgtun.EventUp != 0:
+			t.log.Debug("tun: device up", "device", t.name)
+		case ev&wgtun.EventMTUUpdate != 0:
+			t.log.Debug("tun: device MTU changed", "device", t.name)
+		}
+	}
 }
 
 // Cleanup undoes what a run recorded in stateFile ("" for the default)

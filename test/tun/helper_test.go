@@ -67,9 +67,14 @@ func serve() error {
 	if err != nil {
 		return err
 	}
-	udpEcho, err := net.ListenPacket("udp", ":7003")
-	if err != nil {
-		return err
+	// UDP on each echo address: a wildcard socket would answer from the
+	// namespace's primary address instead.
+	for _, a := range []string{"198.18.0.3:7003", "[2001:db8::3]:7003"} {
+		pc, err := net.ListenPacket("udp", a)
+		if err != nil {
+			return err
+		}
+		go udpEchoLoop(pc)
 	}
 	go acceptLoop(tcpEcho, func(c net.Conn) { io.Copy(c, c) })
 	// The sink reads an 8-byte length and that many bytes, then answers
@@ -82,20 +87,21 @@ func serve() error {
 		n, _ := io.CopyN(io.Discard, c, int64(binary.BigEndian.Uint64(hdr[:])))
 		fmt.Fprintf(c, "%d\n", n)
 	})
-	go func() {
-		buf := make([]byte, 65535)
-		for {
-			n, addr, err := udpEcho.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			udpEcho.WriteTo(buf[:n], addr)
-		}
-	}()
 	fmt.Println("ready")
 	// Run until the test closes stdin.
 	io.Copy(io.Discard, os.Stdin)
 	return nil
+}
+
+func udpEchoLoop(pc net.PacketConn) {
+	buf := make([]byte, 65535)
+	for {
+		n, addr, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		pc.WriteTo(buf[:n], addr)
+	}
 }
 
 func acceptLoop(ln net.Listener, h func(net.Conn)) {

@@ -131,6 +131,47 @@ func (l *lab) routing() string {
 	return b.String()
 }
 
+// checkRoutes asks the kernel where packets would go with the default
+// (strict) configuration in place.
+func (l *lab) checkRoutes(t *testing.T) {
+	t.Helper()
+	veth := strings.Replace(l.cli, "tuntest-c", "vc", 1)
+	for _, c := range []struct {
+		args []string
+		want string // in the answer; "" for a refusal
+	}{
+		{[]string{"route", "get", echoAddr4}, "dev skiff0"},
+		{[]string{"-6", "route", "get", echoAddr6}, "dev skiff0"},
+		// Skiff's own sockets (fwmark) leave by the main table.
+		{[]string{"route", "get", echoAddr4, "mark", "0x534b"}, "dev " + veth},
+		{[]string{"-6", "route", "get", echoAddr6, "mark", "0x534b"}, "dev " + veth},
+		// Private ranges stay on the LAN…
+		{[]string{"route", "get", "10.1.2.3"}, "dev " + veth},
+		// …except DNS, which goes into the TUN wherever it is sent (strict).
+		{[]string{"route", "get", "10.1.2.3", "ipproto", "udp", "dport", "53"}, "dev skiff0"},
+		{[]string{"route", "get", "10.1.2.3", "ipproto", "tcp", "dport", "53"}, "dev skiff0"},
+		// A socket bound to the physical interface finds no route through
+		// the gateway (strict): the kernel's last resort treats the
+		// destination as on-link, which reaches no further than the LAN.
+		{[]string{"route", "get", "203.0.113.5", "oif", veth}, "!via"},
+		{[]string{"-6", "route", "get", "2001:db8:ffff::5", "oif", veth}, "!via"},
+	} {
+		out, err := exec.Command("ip", append([]string{"-n", l.cli}, c.args...)...).CombinedOutput()
+		if not, ok := strings.CutPrefix(c.want, "!"); ok {
+			if err == nil && strings.Contains(string(out), not) {
+				t.Errorf("ip %s: %s, want no %q", strings.Join(c.args, " "), strings.TrimSpace(string(out)), not)
+			}
+			continue
+		}
+		switch {
+		case c.want == "" && err == nil:
+			t.Errorf("ip %s: allowed (%s), want refused", strings.Join(c.args, " "), strings.TrimSpace(string(out)))
+		case c.want != "" && (err != nil || !strings.Contains(string(out), c.want)):
+			t.Errorf("ip %s: %v %s, want %q", strings.Join(c.args, " "), err, strings.TrimSpace(string(out)), c.want)
+		}
+	}
+}
+
 // helper is a role of the test binary running in the client namespace.
 type helper struct {
 	cmd *exec.Cmd
@@ -200,6 +241,7 @@ func TestTunnelTCPUDP(t *testing.T) {
 	if !strings.Contains(route, "skiff0") {
 		t.Fatalf("route to the server does not go into the TUN: %s", route)
 	}
+	l.checkRoutes(t)
 	for _, c := range []string{
 		"tcp " + echoAddr4 + ":7001",
 		"tcp [" + echoAddr6 + "]:7001",
