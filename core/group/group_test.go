@@ -18,9 +18,9 @@ import (
 
 // mode of a testOutbound.
 const (
-	up      = iota // dials for real on loopback
-	refuse         // fails at once, like a server that resets
-	silent         // never answers: dials hang until their deadline, UDP is dropped
+	up     = iota // dials for real on loopback
+	refuse        // fails at once, like a server that resets
+	silent        // never answers: dials hang until their deadline, UDP is dropped
 )
 
 // testOutbound reaches loopback servers for real, and can be switched to
