@@ -23,6 +23,7 @@ import (
 //	udp ADDR          one UDP echo round trip
 //	many ADDR N       N concurrent echo connections held open together
 //	bulk ADDR MIB     send MIB MiB to the sink, print Gbit/s
+//	download ADDR MIB receive MIB MiB from the source, print Gbit/s
 func runClient(args []string) error {
 	if len(args) < 2 {
 		return errors.New("client: want a command and an address")
@@ -151,6 +152,26 @@ func runClient(args []string) error {
 			return fmt.Errorf("bulk: sent %d bytes, the sink got %d", total, got)
 		}
 		fmt.Printf("bulk %d bytes %.3f s %.2f Gbit/s\n", total, el.Seconds(), float64(total)*8/el.Seconds()/1e9)
+	case "download":
+		mib, _ := strconv.Atoi(args[2])
+		total := int64(mib) << 20
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		start := time.Now()
+		var hdr [8]byte
+		binary.BigEndian.PutUint64(hdr[:], uint64(total))
+		if _, err := c.Write(hdr[:]); err != nil {
+			return err
+		}
+		got, err := io.CopyN(io.Discard, c, total)
+		if err != nil {
+			return fmt.Errorf("download: got %d of %d bytes: %w", got, total, err)
+		}
+		el := time.Since(start)
+		fmt.Printf("download %d bytes %.3f s %.2f Gbit/s\n", total, el.Seconds(), float64(total)*8/el.Seconds()/1e9)
 	default:
 		return fmt.Errorf("client: unknown command %q", args[0])
 	}

@@ -67,6 +67,25 @@ func serve() error {
 	if err != nil {
 		return err
 	}
+	// The source reads an 8-byte length and sends that many bytes.
+	source, err := net.Listen("tcp", ":7004")
+	if err != nil {
+		return err
+	}
+	go acceptLoop(source, func(c net.Conn) {
+		var hdr [8]byte
+		if _, err := io.ReadFull(c, hdr[:]); err != nil {
+			return
+		}
+		buf := make([]byte, 256<<10)
+		for left := int64(binary.BigEndian.Uint64(hdr[:])); left > 0; {
+			n, err := c.Write(buf[:min(int64(len(buf)), left)])
+			left -= int64(n)
+			if err != nil {
+				return
+			}
+		}
+	})
 	// UDP on each echo address: a wildcard socket would answer from the
 	// namespace's primary address instead.
 	for _, a := range []string{"198.18.0.3:7003", "[2001:db8::3]:7003"} {
@@ -122,7 +141,11 @@ func acceptLoop(ln net.Listener, h func(net.Conn)) {
 func runTunnel() error {
 	cfg := tun.DefaultConfig()
 	cfg.StateFile = os.Getenv("SKIFF_TUN_STATE")
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	level := slog.LevelInfo
+	if os.Getenv("SKIFF_TUN_DEBUG") != "" {
+		level = slog.LevelDebug // every route, rule and flow
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	if os.Getenv("SKIFF_TUN_STRICT") == "0" {
 		cfg.StrictRoute = false
 	}

@@ -296,6 +296,23 @@ func TestTunnelKill9Cleanup(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "nothing to clean") {
 		t.Errorf("second skiff cleanup: %v %s", err, out)
 	}
+
+	// Killed again, and this time the next start cleans up by itself.
+	h = l.startTunnel(state)
+	h.cmd.Process.Kill()
+	h.cmd.Wait()
+	h = l.startTunnel(state)
+	if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil {
+		t.Errorf("tunnel started over a killed one's leftovers does not carry traffic: %v %s", err, out)
+	}
+	h.send("quit")
+	if s := h.line(t, 15*time.Second); s != "closed" {
+		t.Fatalf("tunnel did not close cleanly: %q", s)
+	}
+	h.cmd.Wait()
+	if after := l.routing(); after != before {
+		t.Errorf("routing differs after a start over leftovers and a clean stop\nbefore:\n%s\nafter:\n%s", before, after)
+	}
 }
 
 func TestTunnelManyConnections(t *testing.T) {
@@ -339,15 +356,16 @@ func TestTunnelThroughput(t *testing.T) {
 		env = append(env, "SKIFF_TUN_CPUPROFILE="+p)
 	}
 	h := l.startTunnel(state, env...)
-	out, err := l.client("bulk " + echoAddr4 + ":7002 2048")
-	if err != nil {
-		t.Fatalf("bulk: %v\n%s", err, out)
+	for _, c := range []string{"bulk " + echoAddr4 + ":7002 2048", "download " + echoAddr4 + ":7004 2048"} {
+		out, err := l.client(c)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+		if gbits.FindStringSubmatch(out) == nil {
+			t.Fatalf("%s: %s", c, out)
+		}
+		t.Logf("TCP through the TUN (one flow, IPv4, app upload = bulk, app download = download): %s", out)
 	}
-	m := gbits.FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("bulk: %s", out)
-	}
-	t.Logf("TCP through the TUN (one flow, IPv4): %s", out)
 	h.send("quit")
 	h.line(t, 15*time.Second)
 }
