@@ -85,14 +85,6 @@ func startServer(t *testing.T, s *harness.Server) *harness.Process {
 // client (to check the harness) instead of skiff.
 func clientIsSingBox() bool { return os.Getenv("SKIFF_E2E_CLIENT") == "sing-box" }
 
-// needSkiffRun builds skiff and skips t while skiff has no run command yet.
-func needSkiffRun(t *testing.T) {
-	t.Helper()
-	if !harness.SkiffHasRun(harness.NeedSkiff(t)) {
-		t.Skip("skiff has no run command yet")
-	}
-}
-
 // startClient starts the client under test for s and returns its proxy
 // address (SOCKS5 and HTTP on one port).
 func startClient(t *testing.T, s *harness.Server) string {
@@ -121,19 +113,15 @@ func startClient(t *testing.T, s *harness.Server) string {
 
 // startSkiff runs skiff with link and returns the process and its proxy
 // address. When the test ends it checks that skiff's output never showed
-// one of s's secrets. It skips t while skiff cannot do the link's protocol.
+// one of s's secrets.
 func startSkiff(t *testing.T, s *harness.Server, link string, extra ...string) (*harness.Process, string) {
 	t.Helper()
-	needSkiffRun(t)
 	p, addr, err := harness.SkiffRun(t, []string{link}, extra...)
 	t.Cleanup(func() {
 		p.Stop()
 		checkNoSecrets(t, p.Output(), s)
 	})
 	if err != nil {
-		if strings.Contains(p.Output(), "is not supported yet") {
-			t.Skipf("skiff cannot do %s yet: %s", s.Kind, strings.TrimSpace(p.Output()))
-		}
 		t.Fatal(err)
 	}
 	return p, addr
@@ -152,9 +140,6 @@ func checkNoSecrets(t *testing.T, out string, s *harness.Server) {
 func TestProxy(t *testing.T) {
 	for _, su := range setups {
 		t.Run(su.name, func(t *testing.T) {
-			if !clientIsSingBox() {
-				needSkiffRun(t)
-			}
 			s := newServer(t, su)
 			startServer(t, s)
 			proxy := startClient(t, s)

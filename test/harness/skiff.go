@@ -3,10 +3,8 @@ package harness
 import (
 	"context"
 	"net"
-	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -67,17 +65,4 @@ func SkiffRun(t testing.TB, links []string, extra ...string) (*Process, string, 
 		return p, "", err
 	}
 	return p, m[1], nil
-}
-
-// SkiffHasRun reports whether the skiff binary at bin has the run command
-// (it lands in pieces; tests skip until it is there).
-func SkiffHasRun(bin string) bool {
-	out, _ := exec.Command(bin, "help").CombinedOutput()
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && f[0] == "run" {
-			return true
-		}
-	}
-	return false
 }
