@@ -194,7 +194,7 @@ func testTCPEcho(t *testing.T, proxy string, size int) {
 		t.Fatalf("echo SHA-256 %x, want %x", got, want)
 	}
 	el := time.Since(start)
-	t.Logf("%d MiB echoed intact in %v (%.0f Mbit/s each way)", size>>20, el.Round(time.Millisecond), float64(size)*8/el.Seconds()/1e6)
+	t.Logf("%d KiB echoed intact in %v (%.0f Mbit/s each way)", size>>10, el.Round(time.Millisecond), float64(size)*8/el.Seconds()/1e6)
 }
 
 // testUDPEcho checks a 3,000-byte datagram (fragmented by Hysteria2) and

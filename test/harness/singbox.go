@@ -37,6 +37,11 @@ type Server struct {
 	UUID      string // VLESS user
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
+
+	// NoTLS makes a VLESS server speak without TLS, for tests that put a
+	// TLS-terminating recorder in front of it. Links still say
+	// security=tls.
+	NoTLS bool
 }
 
 // Name returns the server's name, the fragment of its links.
@@ -53,7 +58,10 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		"certificate_path": s.Cert.CertFile,
 		"key_path":         s.Cert.KeyFile,
 	}
-	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port, "tls": tls}
+	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port}
+	if !s.NoTLS || s.Kind == Hysteria2 {
+		in["tls"] = tls
+	}
 	switch s.Kind {
 	case Hysteria2:
 		in["type"] = "hysteria2"
