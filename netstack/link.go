@@ -50,7 +50,10 @@ type linkEndpoint struct {
 	onError func(error)
 }
 
-var _ stack.LinkEndpoint = (*linkEndpoint)(nil)
+var (
+	_ stack.LinkEndpoint = (*linkEndpoint)(nil)
+	_ stack.GSOEndpoint  = (*linkEndpoint)(nil)
+)
 
 func newLinkEndpoint(dev tun.Device, mtu uint32, onError func(error)) *linkEndpoint {
 	b := dev.BatchSize()
@@ -229,6 +232,17 @@ func (e *linkEndpoint) MTU() uint32 { return e.mtu }
 
 // SetMTU implements stack.LinkEndpoint.
 func (e *linkEndpoint) SetMTU(mtu uint32) { e.mtu = mtu }
+
+// GSOMaxSize implements stack.GSOEndpoint: TCP may hand segments of up to
+// 64 KiB to gVisor's software GSO.
+func (*linkEndpoint) GSOMaxSize() uint32 { return stack.GVisorGSOMaxSize }
+
+// SupportedGSO implements stack.GSOEndpoint. With gVisor's software GSO the
+// TCP sender works in 64 KiB segments and splits each into MSS-sized
+// packets in one WritePackets call, which the writer passes to the device
+// as one batch; the device coalesces them again into a GSO packet for the
+// kernel.
+func (*linkEndpoint) SupportedGSO() stack.SupportedGSO { return stack.GVisorGSOSupported }
 
 // MaxHeaderLength implements stack.LinkEndpoint: a TUN has no link header.
 func (*linkEndpoint) MaxHeaderLength() uint16 { return 0 }
