@@ -47,28 +47,11 @@ var (
 	iconTrayOff = fyne.NewStaticResource("skiff-off.png", assets.TrayOff)
 )
 
-// GroupReporter is what the Home and Routes views need from the core to
-// show failover groups live. core.Controller does not offer it yet; when
-// the Controller (or whatever Options.Groups is) implements it, the views
-// show each member's health and RTT, the member carrying traffic and the
-// switch log.
-type GroupReporter interface {
-	// GroupMembers returns the live state of the running group named name,
-	// its members in order, and the name of the member carrying new flows
-	// ("" when none is usable); ok is false when no such group runs.
-	GroupMembers(name string) (members []group.MemberState, current string, ok bool)
-	// GroupSwitches returns the recent switch events, oldest first.
-	GroupSwitches() []group.Event
-}
-
 // Options are what the window needs.
 type Options struct {
 	Controller *core.Controller      // required
 	Store      *profile.Store        // required: the user's profile
 	Fetcher    *subscription.Fetcher // nil: the default
-	// Groups reports live group state; nil: the Controller, if it
-	// implements GroupReporter.
-	Groups GroupReporter
 	// Logger receives the window's own log lines; nil: the Controller's.
 	Logger *slog.Logger
 }
@@ -81,7 +64,6 @@ type UI struct {
 	ctrl    *core.Controller
 	store   *profile.Store
 	fetcher *subscription.Fetcher
-	groups  GroupReporter
 	log     *slog.Logger
 	do      func(func()) // runs a func on the UI thread: fyne.Do; tests queue instead
 
@@ -89,9 +71,10 @@ type UI struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the update loop and background jobs
 
-	mu    sync.Mutex // guards prefs and rt
-	prefs Prefs
-	rt    route // what the last Connect used
+	mu       sync.Mutex // guards prefs, rt and switches
+	prefs    Prefs
+	rt       route         // what the last Connect used
+	switches []group.Event // the failover switches seen, oldest first
 
 	tabs        *container.AppTabs
 	home        *homeView
@@ -114,14 +97,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	if o.Controller == nil || o.Store == nil {
 		return nil, errors.New("app: Controller and Store are required")
 	}
-	u := &UI{fa: fa, do: do, ctrl: o.Controller, store: o.Store, fetcher: o.Fetcher, groups: o.Groups, log: o.Logger}
+	u := &UI{fa: fa, do: do, ctrl: o.Controller, store: o.Store, fetcher: o.Fetcher, log: o.Logger}
 	if u.fetcher == nil {
 		u.fetcher = &subscription.Fetcher{}
-	}
-	if u.groups == nil {
-		if gr, ok := any(o.Controller).(GroupReporter); ok {
-			u.groups = gr
-		}
 	}
 	if u.log == nil {
 		u.log = o.Controller.Logger()
@@ -137,6 +115,11 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	fa.SetIcon(iconApp)
 	u.win = fa.NewWindow(Title)
 	u.win.SetIcon(iconApp)
+
+	// Subscribe before the views read the current state, so nothing falls
+	// between the two.
+	events, stopEvents := u.ctrl.Subscribe(16)
+	logs, stopLogs := u.ctrl.SubscribeLogs(256)
 
 	u.home = newHomeView(u)
 	u.profiles = newProfilesView(u)
@@ -167,7 +150,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	})
 
 	u.wg.Add(1)
-	go u.loop()
+	go u.loop(events, stopEvents, logs, stopLogs)
 	if u.Prefs().StartConnected {
 		u.Connect()
 	}
@@ -247,6 +230,17 @@ func (u *UI) Disconnect() {
 	}()
 }
 
+// maxSwitches bounds the switch log.
+const maxSwitches = 200
+
+// Switches returns the failover switches seen since the window opened,
+// oldest first.
+func (u *UI) Switches() []group.Event {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]group.Event(nil), u.switches...)
+}
+
 // currentRoute returns what the last Connect used.
 func (u *UI) currentRoute() route {
 	u.mu.Lock()
@@ -257,11 +251,9 @@ func (u *UI) currentRoute() route {
 // loop pulls the core's state every tick and applies it on the UI thread.
 // Events (state changes) trigger an update at once; log records are
 // batched.
-func (u *UI) loop() {
+func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.LogRecord, stopLogs func()) {
 	defer u.wg.Done()
-	events, stopEvents := u.ctrl.Subscribe(16)
 	defer stopEvents()
-	logs, stopLogs := u.ctrl.SubscribeLogs(256)
 	defer stopLogs()
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -278,7 +270,15 @@ func (u *UI) loop() {
 		select {
 		case <-u.ctx.Done():
 			return
-		case <-events:
+		case ev := <-events:
+			if ev.Kind == core.EventSwitch && ev.Switch != nil {
+				u.mu.Lock()
+				u.switches = append(u.switches, *ev.Switch)
+				if over := len(u.switches) - maxSwitches; over > 0 {
+					u.switches = append(u.switches[:0], u.switches[over:]...)
+				}
+				u.mu.Unlock()
+			}
 			flush()
 		case rec := <-logs:
 			if len(pending) < 1000 {

@@ -279,3 +279,43 @@ func TestPrefsRoundTrip(t *testing.T) {
 		t.Errorf("missing prefs: %v", err)
 	}
 }
+
+func TestRoutesShowTheRunningGroup(t *testing.T) {
+	const hy2Second = "hysteria2://secret@127.0.0.1:7/?insecure=1#Hy2 Second"
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, func(p *profile.Profile) {
+		addLinks(t, hy2Link, hy2Second)(p)
+		g := &profile.Group{ID: "g1", Name: "Home", Type: profile.GroupFailover}
+		for _, n := range p.Nodes {
+			g.Members = append(g.Members, n.ID)
+		}
+		p.Groups = []*profile.Group{g}
+		p.Selected = g.ID
+	})
+	test.Tap(h.ui.home.toggle)
+	h.waitFor("the core to run", func() bool { return h.ui.home.toggle.Text == "Disconnect" })
+	h.ui.tabs.SelectIndex(2)
+	v := h.ui.routes
+	h.waitFor("live member state", func() bool { return len(v.live) == 2 })
+	if got := v.healthOf("Hy2 Home"); got == "not in use" {
+		t.Errorf("Hy2 Home health %q: the live state is not shown", got)
+	}
+
+	// A flow through the proxy finds the first server dead: the group
+	// switches, and Home and the switch log say so.
+	c, err := net.DialTimeout("tcp", h.ctrl.Status().Listen, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80})
+	h.waitFor("a switch event", func() bool { return len(h.ui.Switches()) > 0 && len(v.switches) > 0 })
+	sw := h.ui.Switches()[0]
+	if sw.From != "Hy2 Home" {
+		t.Errorf("switch from %q, want Hy2 Home", sw.From)
+	}
+	h.ui.tabs.SelectIndex(0)
+	h.waitFor("the last switch's reason on Home", func() bool {
+		all := h.ui.Switches()
+		return strings.Contains(h.ui.home.reason.Text, all[len(all)-1].Reason)
+	})
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"sort"
@@ -11,18 +12,24 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/rule"
 )
 
 // errNoServer is returned by buildConfig when the profile has nothing to
 // connect through.
 var errNoServer = errors.New("no server to connect through: add a subscription or a link on Profiles")
 
+// maxDefaultRoute bounds the servers of the route used when the profile
+// selects none: the best few, not a failover group of thousands.
+const maxDefaultRoute = 8
+
 // route is what one Connect will use: the core config and, for the Home
 // view, the name of the route.
 type route struct {
-	cfg  core.Config
-	name string   // the group's or node's name
-	ids  []string // node IDs in failover order
+	cfg     core.Config
+	name    string   // the group's or node's name
+	groupID string   // the profile group's ID when the route is a group
+	ids     []string // node IDs in failover order
 }
 
 // buildConfig picks what to connect through: the profile's selection (a
@@ -34,15 +41,18 @@ func buildConfig(p *profile.Profile, prefs Prefs) (route, error) {
 	switch {
 	case p.Selected != "" && p.Group(p.Selected) != nil:
 		g := p.Group(p.Selected)
-		r.name, ids = g.Name, g.Members
+		r.name, r.groupID, ids = g.Name, g.ID, g.Members
 	case p.Selected != "" && p.Node(p.Selected) != nil:
 		n := p.Node(p.Selected)
 		r.name, ids = n.Name(), []string{n.ID}
 	case len(p.Groups) > 0:
-		r.name, ids = p.Groups[0].Name, p.Groups[0].Members
+		r.name, r.groupID, ids = p.Groups[0].Name, p.Groups[0].ID, p.Groups[0].Members
 	default:
 		r.name = "all servers"
 		for _, n := range sortedByPreference(p.Nodes) {
+			if len(ids) == maxDefaultRoute {
+				break
+			}
 			ids = append(ids, n.ID)
 		}
 	}
@@ -74,7 +84,69 @@ func buildConfig(p *profile.Profile, prefs Prefs) (route, error) {
 		return r, errNoServer
 	}
 	r.cfg.Listen = prefs.listen()
+	r.cfg.Policy.ProbeURL = p.Settings.ProbeURL
+	rules, err := coreRules(p.Routes.Rules)
+	if err != nil {
+		return r, err
+	}
+	r.cfg.Rules = rules
+	r.cfg.Final = core.TargetProxy
+	if t := p.Routes.Final; t == core.TargetDirect || t == core.TargetBlock {
+		r.cfg.Final = t
+	}
 	return r, nil
+}
+
+// coreRules turns the profile's rules into the core's. The core has one
+// proxy target (the route's servers): a rule naming a node or a group goes
+// to it.
+func coreRules(in []profile.Rule) ([]rule.Rule, error) {
+	out := make([]rule.Rule, 0, len(in))
+	for i, pr := range in {
+		r := rule.Rule{Target: core.TargetProxy}
+		if pr.Target == core.TargetDirect || pr.Target == core.TargetBlock {
+			r.Target = pr.Target
+		}
+		bad := func(err error) error {
+			return fmt.Errorf("rule %d (%s): %w: fix it on Routes", i+1, pr.Type, err)
+		}
+		switch pr.Type {
+		case "domain":
+			r.Domain = pr.Values
+		case "domain_suffix":
+			r.DomainSuffix = pr.Values
+		case "domain_keyword":
+			r.DomainKeyword = pr.Values
+		case "ip_cidr":
+			for _, v := range pr.Values {
+				pfx, err := netip.ParsePrefix(v)
+				if err != nil {
+					a, aerr := netip.ParseAddr(v)
+					if aerr != nil {
+						return nil, bad(fmt.Errorf("%q is not an address or range", v))
+					}
+					pfx = netip.PrefixFrom(a, a.BitLen())
+				}
+				r.IPCIDR = append(r.IPCIDR, pfx)
+			}
+		case "port":
+			ps, err := rule.ParsePorts(strings.Join(pr.Values, ","))
+			if err != nil {
+				return nil, bad(err)
+			}
+			r.Ports = ps
+		case "network":
+			if len(pr.Values) > 0 {
+				r.Network = pr.Values[0]
+			}
+		case "private":
+			r.Private = true
+		default:
+			return nil, bad(errors.New("unknown rule type"))
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // protocolRank orders protocols for default failover: Hysteria2 first, then
@@ -185,9 +257,9 @@ func protocolLabel(n *node.Node) string {
 // tunAvailable reports whether TUN mode can be offered, and if not, why in
 // words the user can act on.
 func tunAvailable() (bool, string) {
-	// core.Config has no TUN option yet: the TUN inbound (tun/, netstack/)
-	// is not wired into the Controller.
-	return false, "System-wide VPN (TUN) is not in this build yet; use the local proxy (set your apps or the system proxy to " + "SOCKS5/HTTP on the address in Settings)."
+	// core.Config has no TUN option yet: skiff run wires tun/ and
+	// netstack/ to the Controller itself, the window does not yet.
+	return false, "System-wide VPN (TUN) is not in the window yet: use the local proxy (point your apps or the system proxy at the address in Settings), or run  sudo skiff run --tun --node NAME  in a terminal."
 }
 
 // privilegeHint says how to give Skiff the rights TUN needs on this OS, or

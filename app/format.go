@@ -37,3 +37,11 @@ func ageString(now, t time.Time) string {
 	}
 	return fmt.Sprintf("%d d", int(d.Hours()/24))
 }
+
+// nodesString is "1 node", "12 nodes".
+func nodesString(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}

@@ -58,17 +58,16 @@ func newHomeView(u *UI) *homeView {
 	h.state.TextSize = theme.TextHeadingSize()
 	h.state.TextStyle.Bold = true
 	h.listen = widget.NewLabel("")
-	h.listen.Importance = widget.LowImportance
 
 	h.mode = widget.NewSelect([]string{modeProxyLabel, modeTUNLabel}, h.onMode)
 	h.modeNote = widget.NewLabel("")
 	h.modeNote.Wrapping = fyne.TextWrapWord
-	h.modeNote.Importance = widget.LowImportance
+	h.modeNote.TextStyle.Italic = true
 
 	h.route = widget.NewLabel("Route: —")
 	h.route.Truncation = fyne.TextTruncateEllipsis
 	h.reason = widget.NewLabel("")
-	h.reason.Importance = widget.LowImportance
+	h.reason.TextStyle.Italic = true
 	h.reason.Truncation = fyne.TextTruncateEllipsis
 
 	h.errText = widget.NewLabel("")
@@ -265,31 +264,41 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	h.conns.SetText(fmt.Sprintf("Connections: %d", s.Connections))
 }
 
-// member names what carries traffic now and why, from the group reporter
-// when the core offers one, else from the status.
+// member names what carries traffic now and why: the failover group's
+// current member and its last switch, or the single server.
 func (h *homeView) member(rt route, st core.Status) (string, string) {
-	if gr := h.u.groups; gr != nil {
-		if ms, cur, ok := gr.GroupMembers(rt.name); ok {
-			label := cur
-			for _, m := range ms {
-				if m.Name == cur && m.RTT > 0 {
-					label += fmt.Sprintf(" (%d ms)", m.RTT.Milliseconds())
-				}
-			}
-			sw := gr.GroupSwitches()
-			for i := len(sw) - 1; i >= 0; i-- {
-				if sw[i].Group == rt.name {
-					return label, sw[i].Reason + ", " + sw[i].Time.Local().Format("15:04")
-				}
-			}
-			return label, "first member in order, healthy"
+	groups := h.u.ctrl.Groups()
+	name := st.Member
+	if name == "" {
+		name = st.Outbound
+		if len(groups) > 0 {
+			name = "no usable server right now"
 		}
 	}
-	if len(rt.cfg.Nodes) > 0 {
-		n := rt.cfg.Nodes[0]
-		return fmt.Sprintf("%s (%s)", st.Outbound, protocolLabel(n)), "first usable server of the route"
+	label := name
+	for _, n := range rt.cfg.Nodes {
+		if n.Name == name {
+			label = fmt.Sprintf("%s (%s)", name, protocolLabel(n))
+		}
 	}
-	return st.Outbound, ""
+	for _, g := range groups {
+		for _, m := range g.Members {
+			if m.Name == g.Current && m.RTT > 0 {
+				label += fmt.Sprintf(", %d ms", m.RTT.Milliseconds())
+			}
+		}
+	}
+	if sw := h.u.Switches(); len(sw) > 0 {
+		last := sw[len(sw)-1]
+		return label, last.Reason + ", " + last.Time.Local().Format("15:04")
+	}
+	switch {
+	case st.Reason != "":
+		return label, st.Reason
+	case len(rt.cfg.Nodes) > 1:
+		return label, "first in the failover order, healthy"
+	}
+	return label, "the only server of the route"
 }
 
 var colorOK = color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}

@@ -76,7 +76,7 @@ func newProfilesView(u *UI) *profilesView {
 			title.Truncation = fyne.TextTruncateEllipsis
 			detail := widget.NewLabel("detail")
 			detail.Wrapping = fyne.TextWrapWord
-			detail.Importance = widget.LowImportance
+			detail.TextStyle.Italic = true
 			return container.NewVBox(title, detail)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -88,7 +88,7 @@ func newProfilesView(u *UI) *profilesView {
 			if bad {
 				detail.Importance = widget.DangerImportance
 			} else {
-				detail.Importance = widget.LowImportance
+				detail.Importance = widget.MediumImportance
 			}
 			detail.Refresh()
 			v.subList.SetItemHeight(i, box.MinSize().Height)
@@ -116,18 +116,18 @@ func newProfilesView(u *UI) *profilesView {
 			name.Truncation = fyne.TextTruncateEllipsis
 			detail := widget.NewLabel("protocol address")
 			detail.Truncation = fyne.TextTruncateEllipsis
-			detail.Importance = widget.LowImportance
+			detail.TextStyle.Italic = true
 			lat := widget.NewLabel("9999 ms")
 			test := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
 			use := widget.NewButton("Use", nil)
 			right := container.NewHBox(lat, test, use)
-			return container.NewBorder(nil, nil, nil, right, container.NewVBox(name, detail))
+			return container.NewBorder(nil, nil, nil, container.NewCenter(right), container.NewVBox(name, detail))
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			n := v.shown[i]
 			box := o.(*fyne.Container)
 			texts := box.Objects[0].(*fyne.Container)
-			right := box.Objects[1].(*fyne.Container)
+			right := box.Objects[1].(*fyne.Container).Objects[0].(*fyne.Container)
 			name, detail := texts.Objects[0].(*widget.Label), texts.Objects[1].(*widget.Label)
 			lat, test, use := right.Objects[0].(*widget.Label), right.Objects[1].(*widget.Button), right.Objects[2].(*widget.Button)
 			label := n.Name()
@@ -137,16 +137,19 @@ func newProfilesView(u *UI) *profilesView {
 			name.SetText(label)
 			if n.Unsupported != "" {
 				name.Importance = widget.LowImportance
+				detail.Importance = widget.LowImportance
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + n.Unsupported)
 				test.Disable()
 				use.Disable()
 			} else {
 				name.Importance = widget.MediumImportance
+				detail.Importance = widget.MediumImportance
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address())
 				test.Enable()
 				use.Enable()
 			}
 			name.Refresh()
+			detail.Refresh()
 			v.mu.Lock()
 			lat.SetText(v.latency[n.ID])
 			v.mu.Unlock()
@@ -194,9 +197,9 @@ func (v *profilesView) setProfile(p *profile.Profile) {
 func (v *profilesView) describeSource(id string) (title, detail string, bad bool) {
 	switch id {
 	case sourceAll:
-		return "All nodes", fmt.Sprintf("%d nodes", len(v.p.Nodes)), false
+		return "All nodes", nodesString(len(v.p.Nodes)), false
 	case sourceHand:
-		return "Added by hand", fmt.Sprintf("%d nodes", v.count(sourceHand)), false
+		return "Added by hand", nodesString(v.count(sourceHand)), false
 	}
 	s := v.p.Subscription(id)
 	if s == nil {
@@ -207,7 +210,7 @@ func (v *profilesView) describeSource(id string) (title, detail string, bad bool
 		title = subscription.Redact(s.URL)
 	}
 	var parts []string
-	parts = append(parts, fmt.Sprintf("%d nodes", v.count(id)))
+	parts = append(parts, nodesString(v.count(id)))
 	if ui := s.UserInfo; ui != nil {
 		if r := ui.Remaining(); r >= 0 {
 			parts = append(parts, bytesString(r)+" left of "+bytesString(ui.Total))

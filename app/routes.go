@@ -3,12 +3,14 @@ package app
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/profile"
 )
@@ -68,7 +70,7 @@ func newRoutesView(u *UI) *routesView {
 			name.Truncation = fyne.TextTruncateEllipsis
 			health := widget.NewLabel("health")
 			health.Truncation = fyne.TextTruncateEllipsis
-			health.Importance = widget.LowImportance
+			health.TextStyle.Italic = true
 			up := widget.NewButtonWithIcon("", theme.MoveUpIcon(), nil)
 			down := widget.NewButtonWithIcon("", theme.MoveDownIcon(), nil)
 			return container.NewBorder(nil, nil, nil, container.NewHBox(up, down), container.NewVBox(name, health))
@@ -116,7 +118,7 @@ func newRoutesView(u *UI) *routesView {
 	)
 	v.note = widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
-	v.note.Importance = widget.LowImportance
+	v.note.TextStyle.Italic = true
 
 	makeGroups := widget.NewButtonWithIcon("Make failover groups", theme.ContentAddIcon(), v.makeGroups)
 	useGroup := widget.NewButtonWithIcon("Use this group", theme.ConfirmIcon(), func() {
@@ -177,9 +179,6 @@ func newRoutesView(u *UI) *routesView {
 			return
 		}
 		t := target.Selected
-		if t == "proxy" {
-			t = v.p.Selected // the route in use; empty: the route's default
-		}
 		values.SetText("")
 		v.u.update(func(p *profile.Profile) error {
 			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: kind.Selected, Values: vals, Target: t})
@@ -244,20 +243,28 @@ func (v *routesView) members() []string {
 	return nil
 }
 
-// update pulls live group state from the core, when it offers it.
+// update pulls live group state from the core. The core runs one failover
+// group (core.TargetProxy) over the route's servers; it is the selected
+// group's live state when that group is the route in use.
 func (v *routesView) update() {
-	gr := v.u.groups
-	if gr == nil {
-		v.note.SetText("Live health, RTT and switches appear here once the core runs failover groups (this build connects through the first usable member).")
-		v.live, v.current, v.switches = nil, "", nil
-		return
-	}
-	v.note.SetText("")
 	v.live, v.current = nil, ""
-	if g := v.group(); g != nil {
-		v.live, v.current, _ = gr.GroupMembers(g.Name)
+	rt := v.u.currentRoute()
+	if g := v.group(); g != nil && rt.groupID == g.ID {
+		for _, gs := range v.u.ctrl.Groups() {
+			v.live, v.current = gs.Members, gs.Current
+		}
+		if v.live == nil && v.u.ctrl.Status().State == core.Running && len(rt.cfg.Nodes) == 1 {
+			v.current = rt.cfg.Nodes[0].Name // one usable server: no group, no probes
+		}
 	}
-	v.switches = gr.GroupSwitches()
+	v.switches = v.u.Switches()
+	if len(v.p.Groups) == 0 {
+		v.note.SetText("No failover group yet. \"Make failover groups\" makes one for every server your subscriptions offer over several protocols (Hysteria2 first, VLESS+WS+TLS second).")
+	} else if len(v.switches) == 0 {
+		v.note.SetText("No switch yet: the first member in order carries traffic while it is healthy.")
+	} else {
+		v.note.SetText("")
+	}
 	v.memberList.Refresh()
 	v.switchLog.Refresh()
 }
@@ -275,12 +282,15 @@ func (v *routesView) healthOf(name string) string {
 		if m.LastError != "" {
 			s += " · " + m.LastError
 		}
+		if !m.LastCheck.IsZero() {
+			s += " · checked " + ageString(time.Now(), m.LastCheck) + " ago"
+		}
 		return s
 	}
-	if v.u.groups == nil {
-		return "health: not reported by this core yet"
+	if v.current == name {
+		return "carrying traffic"
 	}
-	return "not running"
+	return "not in use"
 }
 
 // move moves member i of the selected group by delta places and saves.
@@ -356,7 +366,7 @@ func (v *routesView) targetName(t string) string {
 	switch t {
 	case targetDirect, targetBlock:
 		return t
-	case "":
+	case "", core.TargetProxy:
 		return "proxy"
 	}
 	if g := v.p.Group(t); g != nil {

@@ -59,7 +59,7 @@ func newSettingsView(u *UI) *settingsView {
 
 	tunNote := widget.NewLabel("")
 	tunNote.Wrapping = fyne.TextWrapWord
-	tunNote.Importance = widget.LowImportance
+	tunNote.TextStyle.Italic = true
 	if ok, why := tunAvailable(); !ok {
 		tunNote.SetText(why)
 	} else {

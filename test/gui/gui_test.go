@@ -1,0 +1,347 @@
+// Package gui tests Skiff's real window: skiff is built with its GUI, run
+// under Xvfb against a sing-box Hysteria2 server, driven with xdotool and
+// photographed with ImageMagick's import into test/out/ for review.
+package gui
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/link"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+// tools are the programs the test drives the display with.
+var tools = []string{"Xvfb", "xdotool", "import"}
+
+// needTools skips t when a display tool is missing.
+func needTools(t *testing.T) map[string]string {
+	t.Helper()
+	paths := map[string]string{}
+	for _, name := range tools {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Skipf("%s is not installed (make deps installs xvfb, xdotool and imagemagick): %v", name, err)
+		}
+		paths[name] = p
+	}
+	return paths
+}
+
+// startXvfb starts a virtual display of the given size on a free display
+// number and returns its name (":N").
+func startXvfb(t *testing.T, xvfb string, w, h int) string {
+	t.Helper()
+	for n := 90; n < 140; n++ {
+		if _, err := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n)); err == nil {
+			continue
+		}
+		display := ":" + strconv.Itoa(n)
+		harness.Start(t, "xvfb", xvfb, display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp")
+		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if _, err := os.Stat(sock); err == nil {
+				return display
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("Xvfb %s did not come up", display)
+	}
+	t.Fatal("no free X display number in :90-:139")
+	return ""
+}
+
+// hy2Server starts a sing-box Hysteria2 server and returns it.
+func hy2Server(t *testing.T) *harness.Server {
+	t.Helper()
+	cert, err := harness.NewCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &harness.Server{Kind: harness.Hysteria2, Port: port, Cert: cert, Password: "gui-test-password"}
+	cfg, err := s.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.SingBox(t, "sing-box-server", cfg)
+	return s
+}
+
+// writeProfile writes a config dir holding one node for s and window
+// preferences with the local proxy on listen.
+func writeProfile(t *testing.T, s *harness.Server, listen string) string {
+	t.Helper()
+	dir := t.TempDir()
+	n, err := link.Parse(s.Link(s.Trusting()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Name = "Home server"
+	store, err := profile.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.Update(func(p *profile.Profile) error {
+		p.Nodes = append(p.Nodes, &profile.Node{ID: profile.NodeID("", n), Config: *n})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefs := fmt.Sprintf(`{"listen": %q}`, listen)
+	if err := os.WriteFile(filepath.Join(dir, "gui.json"), []byte(prefs), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// xdo runs xdotool on display and returns its output.
+func xdo(t *testing.T, display string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("xdotool", args...)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("xdotool %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// findWindow waits for the window titled Skiff and returns its id.
+func findWindow(t *testing.T, display string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		cmd := exec.Command("xdotool", "search", "--name", "^Skiff$")
+		cmd.Env = append(os.Environ(), "DISPLAY="+display)
+		if out, err := cmd.Output(); err == nil {
+			if ids := strings.Fields(string(out)); len(ids) > 0 {
+				return ids[0]
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatal("no window named Skiff appeared")
+	return ""
+}
+
+// click clicks at (x, y) of window id.
+func click(t *testing.T, display, id string, x, y int) {
+	t.Helper()
+	xdo(t, display, "mousemove", "--window", id, strconv.Itoa(x), strconv.Itoa(y), "click", "1")
+}
+
+// screenshot saves the whole display to test/out/<name>.png.
+func screenshot(t *testing.T, display, name string) string {
+	t.Helper()
+	out, err := harness.OutDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(out, name+".png")
+	cmd := exec.Command("import", "-window", "root", path)
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("import: %v\n%s", err, b)
+	}
+	return path
+}
+
+// socksOK reports whether addr answers a SOCKS5 greeting.
+func socksOK(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte{5, 1, 0}); err != nil {
+		return false
+	}
+	var b [2]byte
+	_, err = io.ReadFull(c, b[:])
+	return err == nil && b == [2]byte{5, 0}
+}
+
+// fetchThrough GETs / of origin (host:port) through the SOCKS5 proxy and returns the body size.
+func fetchThrough(t *testing.T, proxy, origin string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := harness.DialSOCKS(ctx, proxy, origin)
+	if err != nil {
+		t.Fatalf("SOCKS5 CONNECT through the window's core: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", origin)
+	n, _ := io.Copy(io.Discard, c)
+	return int(n)
+}
+
+// Tab positions in the window (the tab bar's labels), from the layout at
+// Fyne's default scale.
+var tabs = []struct {
+	name string
+	x    int
+}{{"home", 45}, {"profiles", 135}, {"routes", 232}, {"connections", 343}, {"logs", 448}, {"settings", 537}}
+
+func TestWindowUnderXvfb(t *testing.T) {
+	paths := needTools(t)
+	bin := harness.NeedSkiff(t)
+	srv := hy2Server(t)
+	origin := bigOrigin(t)
+
+	for _, size := range [][2]int{{1024, 768}, {800, 600}} {
+		for _, th := range []string{"light", "dark"} {
+			name := fmt.Sprintf("%dx%d-%s", size[0], size[1], th)
+			t.Run(name, func(t *testing.T) {
+				display := startXvfb(t, paths["Xvfb"], size[0], size[1])
+				port, err := harness.FreePort()
+				if err != nil {
+					t.Fatal(err)
+				}
+				listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+				dir := writeProfile(t, srv, listen)
+				t.Setenv("DISPLAY", display)
+				t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
+				t.Setenv("FYNE_THEME", th)
+				t.Setenv("SKIFF_CONFIG_DIR", dir)
+				t.Setenv("DBUS_SESSION_BUS_ADDRESS", "") // no tray host: closing the window quits
+				gui := harness.Start(t, "skiff-gui", bin)
+
+				id := findWindow(t, display)
+				// No window manager runs: place and size the window ourselves.
+				xdo(t, display, "windowmove", id, "0", "0")
+				xdo(t, display, "windowsize", id, strconv.Itoa(size[0]), strconv.Itoa(size[1]))
+				time.Sleep(time.Second)
+				screenshot(t, display, "gui-"+name+"-home-off")
+
+				click(t, display, id, 100, 75) // the connect switch
+				deadline := time.Now().Add(15 * time.Second)
+				for !socksOK(listen) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the local proxy %s never answered after clicking connect", listen)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				if n := fetchThrough(t, listen, origin); n < 1<<20 {
+					t.Fatalf("fetched %d bytes through the window's core, want at least 1 MiB", n)
+				}
+				time.Sleep(3 * time.Second) // let the graph and totals show the transfer
+				screenshot(t, display, "gui-"+name+"-home-on")
+				for _, tab := range tabs[1:] {
+					click(t, display, id, tab.x, 21)
+					time.Sleep(700 * time.Millisecond)
+					screenshot(t, display, "gui-"+name+"-"+tab.name)
+				}
+				click(t, display, id, tabs[0].x, 21)
+
+				select {
+				case <-gui.Done():
+					t.Fatalf("skiff exited: %s\n%s", gui.ExitStatus(), gui.Output())
+				default:
+				}
+				if !strings.Contains(gui.Output(), "core: running") {
+					t.Errorf("the core did not log that it runs:\n%s", gui.Output())
+				}
+				if name == "1024x768-dark" {
+					measureIdle(t, "gui", gui.Pid())
+				}
+			})
+		}
+	}
+}
+
+// measureIdle logs a process's CPU use over 10 idle seconds and its RSS,
+// and appends them to test/out/gui-idle.txt.
+func measureIdle(t *testing.T, what string, pid int) {
+	t.Helper()
+	c0 := cpuTicks(t, pid)
+	time.Sleep(10 * time.Second)
+	c1 := cpuTicks(t, pid)
+	const hz = 100 // USER_HZ on Linux
+	cpu := float64(c1-c0) / hz / 10 * 100
+	rss := rssKiB(t, pid)
+	line := fmt.Sprintf("%s idle: CPU %.1f%% of one core over 10 s, RSS %.1f MiB\n", what, cpu, float64(rss)/1024)
+	t.Log(line)
+	if out, err := harness.OutDir(); err == nil {
+		f, err := os.OpenFile(filepath.Join(out, "gui-idle.txt"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + line)
+			f.Close()
+		}
+	}
+}
+
+func cpuTicks(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + k
+}
+
+func rssKiB(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			v, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
+			return v
+		}
+	}
+	return 0
+}
+
+// TestCoreIdleHeadless measures the core alone (skiff run, no window)
+// through the same server, for comparison with the window's figures.
+func TestCoreIdleHeadless(t *testing.T) {
+	if _, err := exec.LookPath("Xvfb"); err != nil {
+		t.Skip("measured with the window test; Xvfb is not installed")
+	}
+	srv := hy2Server(t)
+	origin := bigOrigin(t)
+	p, proxy, err := harness.SkiffRun(t, []string{srv.Link(srv.Trusting())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := fetchThrough(t, proxy, origin); n < 1<<20 {
+		t.Fatalf("fetched %d bytes through skiff run", n)
+	}
+	measureIdle(t, "core (skiff run)", p.Pid())
+}
+
+// bigOrigin serves 4 MiB on every GET and returns its address.
+func bigOrigin(t *testing.T) string {
+	t.Helper()
+	body := make([]byte, 4<<20)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write(body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
