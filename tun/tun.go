@@ -10,6 +10,7 @@ package tun
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -177,11 +178,17 @@ func (t *Tunnel) Close() error {
 func Open(cfg Config) (*Tunnel, error) {
 	cfg.fill()
 	if err := Cleanup(cfg.StateFile, cfg.Logger); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("tun: %w (%v)", ErrPermission, err)
+		}
 		return nil, fmt.Errorf("tun: remove leftovers of a previous run: %w", err)
 	}
 	st := newStateFile(cfg.StateFile)
 	t := &Tunnel{cfg: cfg, log: cfg.Logger, state: st}
 	if err := openPlatform(t); err != nil {
+		if errors.Is(err, fs.ErrPermission) && !errors.Is(err, ErrPermission) {
+			err = fmt.Errorf("tun: %w (%v)", ErrPermission, err)
+		}
 		if t.Device != nil {
 			t.Device.Close()
 		}

@@ -369,3 +369,41 @@ func TestTunnelThroughput(t *testing.T) {
 	h.send("quit")
 	h.line(t, 15*time.Second)
 }
+
+// TestTunnelNeedsPrivilege opens the TUN as an unprivileged user: the error
+// must say what to do, and nothing may be left behind.
+func TestTunnelNeedsPrivilege(t *testing.T) {
+	need(t)
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("needs setpriv (util-linux) to drop privileges")
+	}
+	// A directory the unprivileged user can reach (t.TempDir's parent is
+	// root's alone).
+	dir, err := os.MkdirTemp("", "tuntest-nopriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	// The test binary must be reachable by nobody: copy it out of the
+	// (root-only) build directory.
+	bin := filepath.Join(dir, "tun.test")
+	if out, err := exec.Command("cp", os.Args[0], bin).CombinedOutput(); err != nil {
+		t.Fatalf("copy test binary: %v %s", err, out)
+	}
+	os.Chmod(bin, 0o755)
+	state := filepath.Join(dir, "state.json")
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=tun", "SKIFF_TUN_STATE="+state, "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("an unprivileged user opened the TUN:\n%s", out)
+	}
+	if !strings.Contains(string(out), "TUN mode needs root or CAP_NET_ADMIN") || !strings.Contains(string(out), "setcap cap_net_admin+ep skiff") {
+		t.Errorf("the error does not say what to do:\n%s", out)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("state file left behind after a failed open: %v", err)
+	}
+}
