@@ -491,7 +491,7 @@ func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duratio
 // are open, at its peak and after they have closed.
 func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.Server) (connResult, error) {
 	r := connResult{protocol: proto, client: name, n: b.o.conns}
-	c, err := b.startClient(ctx, name, proto, s, false)
+	c, err := b.startClient(ctx, name, proto, s, true)
 	if err != nil {
 		return r, err
 	}
@@ -501,6 +501,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		return r, err
 	}
 	r.baseMiB, _ = memMiB(pid, "VmRSS")
+	b.goStats(c, "before")
 	fmt.Fprintf(os.Stderr, "%s via %s: opening %d connections through TUN %s\n", proto, name, b.o.conns, c.tunDev)
 	p, err := harness.StartProcess("conns", "ip", b.topo.inClient(b.self, "role", "conns",
 		"-addr", b.sinkAddr(echoPort), "-n", strconv.Itoa(b.o.conns), "-hold", "3s")...)
@@ -518,6 +519,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	}
 	r.open = open
 	r.openMiB, _ = memMiB(pid, "VmRSS")
+	b.goStats(c, "open")
 	m, err = waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`\{"alive_after_hold":(\d+)\}`), 60*time.Second)
 	if err != nil {
 		return r, err
@@ -527,10 +529,27 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		return r, err
 	}
 	r.peakMiB, _ = memMiB(pid, "VmHWM")
-	if err := sleep(ctx, b.o.idleWait); err != nil {
+	// Follow the RSS as it falls (the Go runtime hands freed memory back
+	// to the OS gradually).
+	closed := time.Now()
+	var trace []string
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute} {
+		if at > b.o.idleWait {
+			break
+		}
+		if err := sleep(ctx, time.Until(closed.Add(at))); err != nil {
+			return r, err
+		}
+		v, _ := memMiB(pid, "VmRSS")
+		trace = append(trace, fmt.Sprintf("%v %.1f", at, v))
+	}
+	if err := sleep(ctx, time.Until(closed.Add(b.o.idleWait))); err != nil {
 		return r, err
 	}
 	r.idleMiB, err = memMiB(pid, "VmRSS")
+	fmt.Fprintf(os.Stderr, "%s via %s: RSS after the connections closed (MiB): %s, %v %.1f\n", proto, name, strings.Join(trace, ", "), b.o.idleWait, r.idleMiB)
+	b.goStats(c, fmt.Sprintf("%v after close", b.o.idleWait))
+	b.heapTop(c, proto)
 	fmt.Fprintf(os.Stderr, "%s via %s: %d/%d connections up in %.1f s, %d alive after 3 s; RSS base %.1f, open %.1f, peak %.1f, idle %.1f MiB\n",
 		proto, name, open.OK, b.o.conns, open.Seconds, r.alive, r.baseMiB, r.openMiB, r.peakMiB, r.idleMiB)
 	return r, err
@@ -568,4 +587,53 @@ func tail(s string, lines int) string {
 		parts = parts[len(parts)-lines:]
 	}
 	return strings.Join(parts, "")
+}
+
+// heapRE picks figures out of /debug/pprof/heap?debug=1.
+var heapRE = regexp.MustCompile(`(?m)^# (HeapInuse|HeapIdle|HeapReleased|Sys) = (\d+)`)
+
+// goStats prints skiff's goroutine count and heap figures (from its pprof
+// endpoint, after a GC) to stderr: they tell a leak from memory the Go
+// runtime keeps. It does nothing for a client without one.
+func (b *bench) goStats(c *client, when string) {
+	if c.pprofURL == "" {
+		return
+	}
+	base := strings.TrimSuffix(c.pprofURL, "profile")
+	get := func(u string) string {
+		out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
+		if err != nil {
+			return ""
+		}
+		return string(out)
+	}
+	g, _, _ := strings.Cut(get(base+"goroutine?debug=1"), "\n")
+	var heap []string
+	for _, m := range heapRE.FindAllStringSubmatch(get(base+"heap?debug=1&gc=1"), -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		heap = append(heap, fmt.Sprintf("%s %.1f MiB", m[1], v/(1<<20)))
+	}
+	fmt.Fprintf(os.Stderr, "%s: Go runtime %s: %s; %s\n", c.p.Name, when, g, strings.Join(heap, ", "))
+}
+
+// heapTop prints to stderr where skiff's live heap sits once the
+// connections have closed (in-use space after a GC).
+func (b *bench) heapTop(c *client, proto string) {
+	if c.pprofURL == "" {
+		return
+	}
+	u := strings.TrimSuffix(c.pprofURL, "profile") + "heap?gc=1"
+	path := filepath.Join(b.dir, "heap-"+proto+".pprof")
+	out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
+	if err == nil {
+		err = os.WriteFile(path, out, 0o600)
+	}
+	if err == nil {
+		out, err = exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", "-sample_index=inuse_space", path).CombinedOutput()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: heap profile: %v\n", c.p.Name, err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: live heap after the connections closed:\n%s\n", c.p.Name, out)
 }

@@ -40,6 +40,8 @@ func runRole(name string, args []string) error {
 		return roleConns(args)
 	case "probe":
 		return roleProbe(args)
+	case "get":
+		return roleGet(args)
 	}
 	return fmt.Errorf("unknown role %q", name)
 }
@@ -358,4 +360,25 @@ func fetchProfile(url string, d time.Duration, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// roleGet prints the body of an HTTP GET (skiff's pprof endpoints, which
+// listen on the client namespace's loopback).
+func roleGet(args []string) error {
+	fs := flag.NewFlagSet("get", flag.ContinueOnError)
+	u := fs.String("url", "", "URL")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Get(*u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", *u, resp.Status)
+	}
+	_, err = io.Copy(os.Stdout, resp.Body)
+	return err
 }
