@@ -139,7 +139,7 @@ func exclusions(cfg *Config, family int) []netip.Prefix {
 //	P+1  fwmark M → unreachable                           …and never enter the tunnel, even offline
 //	P+2  (strict) ipproto udp/tcp dport 53 → table T      DNS never leaks to the LAN
 //	P+3  to <servers, loopback, private ranges> → main    exclusions
-//	P+4  (not strict) main, suppress_prefixlength 0       LAN and other specific routes win
+//	P+4  main, suppress_prefixlength 0                    the LAN and other specific routes win
 //	P+5  → table T                                        everything else into the device
 //	P+6  (strict) → prohibit                              no fall-through to main (see below)
 //
@@ -151,6 +151,13 @@ func exclusions(cfg *Config, family int) []netip.Prefix {
 // destination as on-link, which reaches the LAN but no further. A family the
 // device has no address for is, in strict mode, excluded and prohibited (no
 // IPv6 leak); otherwise untouched.
+//
+// P+4 is there in strict mode too: the kernel checks a new route's gateway
+// by looking it up through these rules, and without P+4 would find the
+// device instead of the LAN, so a network change while Skiff runs (a new
+// default route from DHCP) would fail. The routes it lets win are the main
+// table's specific ones: the directly connected LAN, container bridges,
+// other VPNs' subnets.
 func planLinux(cfg *Config, dev string) ([]Route, []Rule) {
 	var routes []Route
 	var rules []Rule
@@ -182,9 +189,7 @@ func planLinux(cfg *Config, dev string) ([]Route, []Rule) {
 			add(Rule{Priority: P + 3, Table: tableMain, Dst: p, SuppressPrefixLen: -1})
 		}
 		if has {
-			if !cfg.StrictRoute {
-				add(Rule{Priority: P + 4, Table: tableMain, SuppressPrefixLen: 0})
-			}
+			add(Rule{Priority: P + 4, Table: tableMain, SuppressPrefixLen: 0})
 			add(Rule{Priority: P + 5, Table: cfg.Table, SuppressPrefixLen: -1})
 		}
 		if cfg.StrictRoute {

@@ -101,6 +101,11 @@ func TestSkiffRunTUN(t *testing.T) {
 	if werr != nil {
 		t.Errorf("skiff run exited with %v", werr)
 	}
+	for _, dst := range []string{echoAddr4 + ":7001", "[" + echoAddr6 + "]:7001", echoAddr4 + ":7003", echoAddr4 + ":7002"} {
+		if !strings.Contains(log.String(), "inbound=tun") || !strings.Contains(log.String(), "dst="+dst) {
+			t.Errorf("skiff's log shows no flow from the TUN to %s: the traffic went around it", dst)
+		}
+	}
 	if after := l.routing(); after != before {
 		t.Errorf("routing differs after skiff run stopped\nbefore:\n%s\nafter:\n%s", before, after)
 	}

@@ -41,11 +41,12 @@ const (
 	srvAddr4 = "198.18.0.2"
 	cliAddr6 = "2001:db8::1"
 	srvAddr6 = "2001:db8::2"
-	// The echo, sink and UDP echo servers listen on these too: a second
-	// host, distinct from the proxy server (whose address is kept out of
-	// the TUN).
-	echoAddr4 = "198.18.0.3"
-	echoAddr6 = "2001:db8::3"
+	// The echo, sink, source and UDP echo servers' own addresses, beyond
+	// the server namespace's gateway (off the client's link, which the
+	// routes leave to the LAN), and distinct from the proxy server's
+	// (which is kept out of the TUN).
+	echoAddr4 = "198.18.1.3"
+	echoAddr6 = "2001:db8:1::3"
 )
 
 func need(t *testing.T) {
@@ -93,8 +94,8 @@ func newLab(t *testing.T) *lab {
 		{"-n", l.srv, "addr", "add", srvAddr4 + "/24", "dev", "vs" + id},
 		{"-n", l.cli, "addr", "add", cliAddr6 + "/64", "dev", "vc" + id, "nodad"},
 		{"-n", l.srv, "addr", "add", srvAddr6 + "/64", "dev", "vs" + id, "nodad"},
-		{"-n", l.srv, "addr", "add", echoAddr4 + "/24", "dev", "vs" + id},
-		{"-n", l.srv, "addr", "add", echoAddr6 + "/64", "dev", "vs" + id, "nodad"},
+		{"-n", l.srv, "addr", "add", echoAddr4 + "/32", "dev", "lo"},
+		{"-n", l.srv, "addr", "add", echoAddr6 + "/128", "dev", "lo"},
 		{"-n", l.cli, "link", "set", "vc" + id, "up"},
 		{"-n", l.srv, "link", "set", "vs" + id, "up"},
 		{"-n", l.cli, "route", "add", "default", "via", srvAddr4},
@@ -209,6 +210,18 @@ func (h *helper) line(t *testing.T, d time.Duration) string {
 
 func (h *helper) send(s string) { fmt.Fprintln(h.in, s) }
 
+// wantFlows checks that the tunnel's handler saw at least tcp and udp flows:
+// that the traffic went through the TUN, not around it.
+func (h *helper) wantFlows(t *testing.T, tcp, udp int) {
+	t.Helper()
+	h.send("stats")
+	var gotTCP, gotUDP int
+	fmt.Sscanf(h.line(t, 5*time.Second), "stats %d %d", &gotTCP, &gotUDP)
+	if gotTCP < tcp || gotUDP < udp {
+		t.Errorf("the TUN handler saw %d TCP and %d UDP flows, want ≥ %d and ≥ %d: traffic went around the TUN", gotTCP, gotUDP, tcp, udp)
+	}
+}
+
 func (l *lab) startTunnel(state string, env ...string) *helper {
 	h := l.start(append(env, helperEnv+"=tun", "SKIFF_TUN_STATE="+state)...)
 	if s := h.line(l.t, 20*time.Second); !strings.HasPrefix(s, "ready") {
@@ -253,13 +266,7 @@ func TestTunnelTCPUDP(t *testing.T) {
 			t.Errorf("%s: %v\n%s", c, err, out)
 		}
 	}
-	h.send("stats")
-	stats := h.line(t, 5*time.Second)
-	var tcp, udp int
-	fmt.Sscanf(stats, "stats %d %d", &tcp, &udp)
-	if tcp < 2 || udp < 2 {
-		t.Errorf("the TUN handler saw %d TCP and %d UDP flows, want ≥ 2 each: traffic went around the TUN", tcp, udp)
-	}
+	h.wantFlows(t, 2, 2)
 
 	h.send("quit")
 	if s := h.line(t, 15*time.Second); s != "closed" {
@@ -335,6 +342,7 @@ func TestTunnelManyConnections(t *testing.T) {
 	var rss, hwm, rssIdle int
 	fmt.Sscanf(peak, "rss %d %d", &rss, &hwm)
 	fmt.Sscanf(idle, "rss %d", &rssIdle)
+	h.wantFlows(t, n, 0)
 	t.Logf("%d connections through the TUN: RSS with all open %.1f MiB, peak %.1f MiB, idle after close %.1f MiB",
 		n, float64(rss)/1024, float64(hwm)/1024, float64(rssIdle)/1024)
 	h.send("quit")
@@ -366,6 +374,7 @@ func TestTunnelThroughput(t *testing.T) {
 		}
 		t.Logf("TCP through the TUN (one flow, IPv4, app upload = bulk, app download = download): %s", out)
 	}
+	h.wantFlows(t, 2, 0)
 	h.send("quit")
 	h.line(t, 15*time.Second)
 }
@@ -406,4 +415,37 @@ func TestTunnelNeedsPrivilege(t *testing.T) {
 	if _, err := os.Stat(state); !os.IsNotExist(err) {
 		t.Errorf("state file left behind after a failed open: %v", err)
 	}
+}
+
+// TestTunnelFollowsDefaultRoute moves the client namespace to another
+// uplink while the TUN is up (the first link goes down, a default route
+// appears on a second one, as when Wi-Fi drops and Ethernet takes over):
+// Skiff's own sockets follow, and apps' traffic keeps flowing.
+func TestTunnelFollowsDefaultRoute(t *testing.T) {
+	l := newLab(t)
+	id := strings.TrimPrefix(l.cli, "tuntest-c")
+	run(t, "ip", "link", "add", "wc"+id, "netns", l.cli, "type", "veth", "peer", "name", "ws"+id, "netns", l.srv)
+	for _, c := range [][]string{
+		{"-n", l.cli, "addr", "add", "198.19.0.1/24", "dev", "wc" + id},
+		{"-n", l.srv, "addr", "add", "198.19.0.2/24", "dev", "ws" + id},
+		{"-n", l.cli, "link", "set", "wc" + id, "up"},
+		{"-n", l.srv, "link", "set", "ws" + id, "up"},
+	} {
+		run(t, append([]string{"ip"}, c...)...)
+	}
+	h := l.startTunnel(filepath.Join(t.TempDir(), "state.json"))
+	if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil {
+		t.Fatalf("before the switch: %v %s", err, out)
+	}
+	run(t, "ip", "-n", l.cli, "link", "set", "vc"+id, "down")
+	run(t, "ip", "-n", l.cli, "route", "replace", "default", "via", "198.19.0.2")
+	if got := run(t, "ip", "-n", l.cli, "route", "get", echoAddr4, "mark", "0x534b"); !strings.Contains(got, "wc"+id) {
+		t.Fatalf("marked route after the switch: %s", got)
+	}
+	if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+		t.Errorf("after the switch to the second uplink: %v %s", err, out)
+	}
+	h.wantFlows(t, 2, 0)
+	h.send("quit")
+	h.line(t, 15*time.Second)
 }
