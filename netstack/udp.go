@@ -155,13 +155,6 @@ func (t *udpTable) closeAll() {
 	}
 }
 
-// count returns the number of open sessions.
-func (t *udpTable) count() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.sessions)
-}
-
 type datagram struct {
 	buf *[]byte
 	n   int
