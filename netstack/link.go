@@ -23,6 +23,10 @@ const tunOffset = 16
 // 64 KiB GSO packet, in place, so write buffers need that much room.
 const maxSegment = 65535
 
+// maxReadFailures is how many device reads in a row may fail before the
+// reader gives up on the device.
+const maxReadFailures = 100
+
 // outQueueLen bounds the packets waiting for the device. When it is full,
 // packets are dropped and TCP backs off, as a NIC's ring would make it.
 const outQueueLen = 2048
@@ -87,6 +91,7 @@ func (e *linkEndpoint) readLoop() {
 	sizes := make([]int, e.batch)
 	var g gro.GRO
 	g.Init(true)
+	failures := 0
 	for {
 		n, err := e.dev.Read(bufs, sizes, tunOffset)
 		if err != nil {
@@ -94,9 +99,16 @@ func (e *linkEndpoint) readLoop() {
 				// The device dropped part of a super-packet; TCP retransmits.
 				continue
 			}
+			// A packet the device could not parse (a bad offload header)
+			// costs that packet only; a closed device, or a device that
+			// keeps failing, ends the reader.
+			if failures++; !errors.Is(err, os.ErrClosed) && failures < maxReadFailures {
+				continue
+			}
 			e.fail(err)
 			return
 		}
+		failures = 0
 		e.mu.RLock()
 		d := e.dispatcher
 		e.mu.RUnlock()
