@@ -50,6 +50,7 @@ type options struct {
 	connsOnly  bool
 	idleWait   time.Duration
 	ipv6       bool
+	diag       bool
 	timeout    time.Duration
 }
 
@@ -79,6 +80,7 @@ func main() {
 	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
 	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
+	flag.BoolVar(&o.diag, "diag", false, "with -conns: print skiff's goroutines and Go heap before, during and after (forces GCs in skiff, so its figures are no longer like for like) and its live heap after")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
 	flag.Parse()
 	if quick {
@@ -491,7 +493,7 @@ func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duratio
 // are open, at its peak and after they have closed.
 func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.Server) (connResult, error) {
 	r := connResult{protocol: proto, client: name, n: b.o.conns}
-	c, err := b.startClient(ctx, name, proto, s, true)
+	c, err := b.startClient(ctx, name, proto, s, b.o.diag)
 	if err != nil {
 		return r, err
 	}

@@ -161,11 +161,13 @@ func printResults(o options, rs []result, cs []connResult, skiffTUN bool) {
 			continue
 		}
 		fmt.Printf("CPU profile of skiff, %s download (%s):\n", r.protocol, r.profile)
-		out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", r.profile).CombinedOutput()
-		if err != nil {
-			fmt.Printf("go tool pprof: %v\n", err)
+		for _, view := range [][]string{{"-top", "-nodecount=25"}, {"-top", "-cum", "-nodecount=40"}} {
+			out, err := exec.Command("go", append(append([]string{"tool", "pprof"}, view...), r.profile)...).CombinedOutput()
+			if err != nil {
+				fmt.Printf("go tool pprof: %v\n", err)
+			}
+			fmt.Println(string(out))
 		}
-		fmt.Println(string(out))
 	}
 }
 
