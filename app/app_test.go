@@ -319,3 +319,19 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 		return strings.Contains(h.ui.home.reason.Text, all[len(all)-1].Reason)
 	})
 }
+
+func TestWindowFitsSmallScreens(t *testing.T) {
+	h := newHarness(t, Prefs{}, addLinks(t, hy2Link, vlessLink))
+	// A window manager's title bar takes some 30-40 px of a 800x600 screen.
+	limit := fyne.NewSize(800, 560)
+	for i, item := range h.ui.tabs.Items {
+		min := item.Content.MinSize()
+		t.Logf("%s: min %v", item.Text, min)
+		if min.Width > limit.Width || min.Height > limit.Height-45 { // the tab bar
+			t.Errorf("tab %d (%s) needs %v, more than fits in %v", i, item.Text, min, limit)
+		}
+	}
+	if min := h.ui.win.Content().MinSize(); min.Width > limit.Width || min.Height > limit.Height {
+		t.Errorf("window needs %v, more than fits in %v", min, limit)
+	}
+}

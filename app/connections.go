@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -23,12 +24,14 @@ var connColumns = []struct {
 
 // connectionsView is the live connection table.
 type connectionsView struct {
-	u     *UI
-	obj   fyne.CanvasObject
-	table *widget.Table
-	count *widget.Label
-	rows  []stats.ConnInfo
-	now   time.Time
+	u      *UI
+	obj    fyne.CanvasObject
+	table  *widget.Table
+	count  *widget.Label
+	rows   []stats.ConnInfo
+	now    time.Time
+	route  string // the route's name, shown for the core's proxy target
+	member string // the failover group's current member
 }
 
 func newConnectionsView(u *UI) *connectionsView {
@@ -62,7 +65,7 @@ func newConnectionsView(u *UI) *connectionsView {
 			}
 			b.Hide()
 			l.Show()
-			l.SetText(connCell(c, id.Col, v.now))
+			l.SetText(v.cell(c, id.Col))
 		},
 	)
 	v.table.ShowHeaderColumn = false
@@ -90,8 +93,8 @@ func newConnectionsView(u *UI) *connectionsView {
 	return v
 }
 
-// connCell is the text of column col for c.
-func connCell(c stats.ConnInfo, col int, now time.Time) string {
+// cell is the text of column col for c.
+func (v *connectionsView) cell(c stats.ConnInfo, col int) string {
 	switch col {
 	case 0:
 		return c.Source
@@ -102,15 +105,26 @@ func connCell(c stats.ConnInfo, col int, now time.Time) string {
 		}
 		return c.Network + " " + d
 	case 2:
+		if c.Outbound == core.TargetProxy && v.route != "" {
+			return v.route
+		}
 		return c.Outbound
 	case 3:
-		return c.Outbound // the core reports no group member per connection yet
+		// The core does not record which member carried a connection: show
+		// the group's current member, marked as such.
+		if c.Outbound == core.TargetProxy && v.member != "" {
+			return v.member + " (now)"
+		}
+		if c.Outbound == core.TargetDirect || c.Outbound == core.TargetBlock {
+			return "—"
+		}
+		return c.Outbound
 	case 4:
 		return bytesString(c.Up)
 	case 5:
 		return bytesString(c.Down)
 	case 6:
-		return ageString(now, c.Start)
+		return ageString(v.now, c.Start)
 	}
 	return ""
 }
@@ -120,9 +134,14 @@ func connCell(c stats.ConnInfo, col int, now time.Time) string {
 func (v *connectionsView) update() {
 	v.rows = v.u.ctrl.Connections()
 	v.now = time.Now()
-	if v.u.ctrl.Status().Listen == "" {
+	st := v.u.ctrl.Status()
+	v.route, v.member = v.u.currentRoute().name, st.Member
+	switch {
+	case st.Listen == "":
 		v.count.SetText("Not connected.")
-	} else {
+	case len(v.rows) == 1:
+		v.count.SetText("1 open connection")
+	default:
 		v.count.SetText(fmt.Sprintf("%d open connections", len(v.rows)))
 	}
 	v.table.Refresh()

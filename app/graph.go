@@ -63,6 +63,10 @@ func (g *Graph) CreateRenderer() fyne.WidgetRenderer {
 	}
 	r.top = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
 	r.top.TextSize = theme.CaptionTextSize()
+	r.legUp = canvas.NewText("↑ upload", colorUp)
+	r.legUp.TextSize = theme.CaptionTextSize()
+	r.legDown = canvas.NewText("↓ download", colorDown)
+	r.legDown.TextSize = theme.CaptionTextSize()
 	r.span = canvas.NewText("60 s", theme.Color(theme.ColorNamePlaceHolder))
 	r.span.TextSize = theme.CaptionTextSize()
 	r.objs = append(r.objs, r.bg)
@@ -72,18 +76,19 @@ func (g *Graph) CreateRenderer() fyne.WidgetRenderer {
 	for i := range r.up {
 		r.objs = append(r.objs, r.down[i], r.up[i])
 	}
-	r.objs = append(r.objs, r.top, r.span)
+	r.objs = append(r.objs, r.top, r.legUp, r.legDown, r.span)
 	return r
 }
 
 type graphRenderer struct {
-	g         *Graph
-	bg        *canvas.Rectangle
-	grid      [3]*canvas.Line
-	up, down  [stats.Window - 1]*canvas.Line
-	top, span *canvas.Text
-	objs      []fyne.CanvasObject
-	size      fyne.Size
+	g              *Graph
+	bg             *canvas.Rectangle
+	grid           [3]*canvas.Line
+	up, down       [stats.Window - 1]*canvas.Line
+	top, span      *canvas.Text
+	legUp, legDown *canvas.Text
+	objs           []fyne.CanvasObject
+	size           fyne.Size
 }
 
 func (r *graphRenderer) Layout(s fyne.Size) {
@@ -124,9 +129,13 @@ func (r *graphRenderer) draw() {
 		peak = max(peak, x.Up, x.Down)
 	}
 	peak = niceCeil(peak)
-	r.top.Text = rateString(peak) + " ↑ upload ↓ download"
+	r.top.Text = "scale " + rateString(peak)
 	r.top.Move(fyne.NewPos(pad, pad/2))
 	r.top.Refresh()
+	x := pad + fyne.MeasureText(r.top.Text, r.top.TextSize, r.top.TextStyle).Width + 2*pad
+	r.legUp.Move(fyne.NewPos(x, pad/2))
+	x += fyne.MeasureText(r.legUp.Text, r.legUp.TextSize, r.legUp.TextStyle).Width + 2*pad
+	r.legDown.Move(fyne.NewPos(x, pad/2))
 	r.span.Text = "last 60 s"
 	ss := fyne.MeasureText(r.span.Text, r.span.TextSize, r.span.TextStyle)
 	r.span.Move(fyne.NewPos(w-ss.Width-pad, pad/2))

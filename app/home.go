@@ -93,10 +93,9 @@ func newHomeView(u *UI) *homeView {
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
 	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.subNote)
-	figures := container.New(layout.NewGridLayout(2),
-		h.rates, h.totals,
-		h.memCore, h.memWindow,
-		h.conns, layout.NewSpacer(),
+	figures := container.NewVBox(
+		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
+		container.NewHBox(h.memCore, h.memWindow),
 	)
 	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
 	h.setMode(u.Prefs().Mode)
@@ -249,9 +248,11 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 		member, why := h.member(rt, st)
 		h.route.SetText("Route: " + rt.name + " — now via " + member)
 		h.reason.SetText(why)
+		h.reason.Show()
 	} else {
 		h.route.SetText("Route: not connected")
 		h.reason.SetText("")
+		h.reason.Hide()
 	}
 	h.graph.SetSamples(s.Series)
 	h.rates.SetText(fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
@@ -259,8 +260,8 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	// The core runs in the window's process for now: the process figures
 	// are the core's and the window's together; the Go heap is mostly the
 	// core's (Fyne's textures and GL buffers live outside it).
-	h.memCore.SetText(fmt.Sprintf("Core: Go heap %s", bytesString(int64(s.Memory.Heap))))
-	h.memWindow.SetText(fmt.Sprintf("Window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
+	h.memCore.SetText(fmt.Sprintf("Memory — core: Go heap %s", bytesString(int64(s.Memory.Heap))))
+	h.memWindow.SetText(fmt.Sprintf("· window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
 	h.conns.SetText(fmt.Sprintf("Connections: %d", s.Connections))
 }
 

@@ -194,12 +194,15 @@ func newRoutesView(u *UI) *routesView {
 	top := container.NewHSplit(groupsPane, membersPane)
 	top.Offset = 0.4
 	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle("Switch log", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
-	editor := container.NewBorder(nil, nil, kind, container.NewHBox(target, addRule), values)
+	editor := container.NewVBox(
+		container.NewGridWithColumns(2, kind, target),
+		container.NewBorder(nil, nil, nil, addRule, values),
+	)
 	rulesPane := container.NewBorder(
 		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
 		nil, nil, nil, v.ruleList)
 	bottom := container.NewHSplit(logPane, rulesPane)
-	bottom.Offset = 0.45
+	bottom.Offset = 0.4
 	all := container.NewVSplit(top, bottom)
 	all.Offset = 0.5
 	v.obj = container.NewPadded(all)

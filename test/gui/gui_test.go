@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/link"
+	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/test/harness"
 )
@@ -84,9 +85,10 @@ func hy2Server(t *testing.T) *harness.Server {
 	return s
 }
 
-// writeProfile writes a config dir holding one node for s and window
-// preferences with the local proxy on listen.
-func writeProfile(t *testing.T, s *harness.Server, listen string) string {
+// writeProfile writes a config dir holding a failover group of a node for
+// s and a backup node whose server is down, probed through probeURL, and
+// window preferences with the local proxy on listen.
+func writeProfile(t *testing.T, s *harness.Server, listen, probeURL string) string {
 	t.Helper()
 	dir := t.TempDir()
 	n, err := link.Parse(s.Link(s.Trusting()))
@@ -98,8 +100,20 @@ func writeProfile(t *testing.T, s *harness.Server, listen string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	down, err := link.Parse("hysteria2://nobody@127.0.0.1:9/?insecure=1#Backup (down)")
+	if err != nil {
+		t.Fatal(err)
+	}
 	err = store.Update(func(p *profile.Profile) error {
-		p.Nodes = append(p.Nodes, &profile.Node{ID: profile.NodeID("", n), Config: *n})
+		g := &profile.Group{ID: "g1", Name: "Home", Type: profile.GroupFailover}
+		for _, n := range []*node.Node{n, down} {
+			id := profile.NodeID("", n)
+			p.Nodes = append(p.Nodes, &profile.Node{ID: id, Config: *n})
+			g.Members = append(g.Members, id)
+		}
+		p.Groups = append(p.Groups, g)
+		p.Selected = g.ID
+		p.Settings.ProbeURL = probeURL
 		return nil
 	})
 	if err != nil {
@@ -140,6 +154,26 @@ func findWindow(t *testing.T, display string) string {
 	}
 	t.Fatal("no window named Skiff appeared")
 	return ""
+}
+
+// fitWindow places the window at the origin and sizes it to the screen,
+// as a window manager would maximise it (none runs under Xvfb). Fyne sets
+// its own size once it has drawn, so this retries until the size holds.
+func fitWindow(t *testing.T, display, id string, w, h int) {
+	t.Helper()
+	want := fmt.Sprintf("Geometry: %dx%d", w, h)
+	for i := 0; i < 20; i++ {
+		xdo(t, display, "windowmove", id, "0", "0")
+		xdo(t, display, "windowsize", id, strconv.Itoa(w), strconv.Itoa(h))
+		time.Sleep(500 * time.Millisecond)
+		if strings.Contains(xdo(t, display, "getwindowgeometry", id), want) {
+			time.Sleep(500 * time.Millisecond)
+			if strings.Contains(xdo(t, display, "getwindowgeometry", id), want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("the window did not take the size %dx%d: %s", w, h, xdo(t, display, "getwindowgeometry", id))
 }
 
 // click clicks at (x, y) of window id.
@@ -219,7 +253,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 					t.Fatal(err)
 				}
 				listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-				dir := writeProfile(t, srv, listen)
+				dir := writeProfile(t, srv, listen, "http://"+origin+"/generate_204")
 				t.Setenv("DISPLAY", display)
 				t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
 				t.Setenv("FYNE_THEME", th)
@@ -228,10 +262,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 				gui := harness.Start(t, "skiff-gui", bin)
 
 				id := findWindow(t, display)
-				// No window manager runs: place and size the window ourselves.
-				xdo(t, display, "windowmove", id, "0", "0")
-				xdo(t, display, "windowsize", id, strconv.Itoa(size[0]), strconv.Itoa(size[1]))
-				time.Sleep(time.Second)
+				fitWindow(t, display, id, size[0], size[1])
 				screenshot(t, display, "gui-"+name+"-home-off")
 
 				click(t, display, id, 100, 75) // the connect switch
@@ -247,6 +278,16 @@ func TestWindowUnderXvfb(t *testing.T) {
 				}
 				time.Sleep(3 * time.Second) // let the graph and totals show the transfer
 				screenshot(t, display, "gui-"+name+"-home-on")
+				// Hold a connection open for the Connections tab.
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				held, err := harness.DialSOCKS(ctx, listen, origin)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer held.Close()
+				fmt.Fprintf(held, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", origin)
+				io.ReadFull(held, make([]byte, 64<<10))
 				for _, tab := range tabs[1:] {
 					click(t, display, id, tab.x, 21)
 					time.Sleep(700 * time.Millisecond)
@@ -340,6 +381,10 @@ func bigOrigin(t *testing.T) string {
 	t.Helper()
 	body := make([]byte, 4<<20)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/generate_204" {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		w.Write(body)
 	}))
 	t.Cleanup(srv.Close)
