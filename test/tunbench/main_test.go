@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+func testServer(t *testing.T, kind harness.Kind) *harness.Server {
+	t.Helper()
+	cert, err := harness.NewCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness.Server{Kind: kind, Port: 8443, Cert: cert, Password: "pw", UUID: "6f1c3e0a-9d2b-4c7e-8f5a-1b2c3d4e5f60", Path: "/ws"}
+}
+
+func TestServerLink(t *testing.T) {
+	for _, kind := range []harness.Kind{harness.Hysteria2, harness.VLESSWS} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := testServer(t, kind)
+			link, err := serverLink(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Host != "10.77.0.2:8443" {
+				t.Errorf("host %q, want the server namespace's address", u.Host)
+			}
+			orig, _ := url.Parse(s.Link(s.Trusting()))
+			if u.Scheme != orig.Scheme || u.RawQuery != orig.RawQuery || u.User.String() != orig.User.String() {
+				t.Errorf("link %q changed more than the host of %q", link, orig)
+			}
+		})
+	}
+}
+
+func TestSingBoxTUNConfig(t *testing.T) {
+	for kind, outType := range map[harness.Kind]string{harness.Hysteria2: "hysteria2", harness.VLESSWS: "vless"} {
+		t.Run(string(kind), func(t *testing.T) {
+			raw, err := singBoxTUNConfig(testServer(t, kind))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cfg struct {
+				Inbounds []struct {
+					Type         string   `json:"type"`
+					Stack        string   `json:"stack"`
+					AutoRoute    bool     `json:"auto_route"`
+					MTU          int      `json:"mtu"`
+					Name         string   `json:"interface_name"`
+					RouteExclude []string `json:"route_exclude_address"`
+				} `json:"inbounds"`
+				Outbounds []struct {
+					Type   string `json:"type"`
+					Server string `json:"server"`
+				} `json:"outbounds"`
+				Route struct {
+					AutoDetect bool   `json:"auto_detect_interface"`
+					Final      string `json:"final"`
+				} `json:"route"`
+			}
+			if err := json.Unmarshal(raw, &cfg); err != nil {
+				t.Fatal(err)
+			}
+			in := cfg.Inbounds[0]
+			if in.Type != "tun" || in.Stack != "gvisor" || !in.AutoRoute || in.MTU != 9000 || in.Name != singBoxTUN {
+				t.Errorf("tun inbound %+v", in)
+			}
+			if !slices.Contains(in.RouteExclude, serverIP4+"/32") {
+				t.Errorf("route_exclude_address %v lacks the server", in.RouteExclude)
+			}
+			if cfg.Outbounds[0].Type != outType || cfg.Outbounds[0].Server != serverIP4 {
+				t.Errorf("outbound %+v", cfg.Outbounds[0])
+			}
+			if !cfg.Route.AutoDetect || cfg.Route.Final != "proxy" {
+				t.Errorf("route %+v", cfg.Route)
+			}
+		})
+	}
+}
+
+func TestServerConfigListensEverywhere(t *testing.T) {
+	raw, err := serverConfig(testServer(t, harness.Hysteria2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Inbounds []struct {
+			Listen string `json:"listen"`
+			Port   int    `json:"listen_port"`
+		} `json:"inbounds"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Inbounds) != 1 || cfg.Inbounds[0].Listen != "::" || cfg.Inbounds[0].Port != 8443 {
+		t.Errorf("inbounds %+v", cfg.Inbounds)
+	}
+}
+
+func TestSkiffHasTUN(t *testing.T) {
+	tests := []struct {
+		name, usage string
+		want        bool
+	}{
+		{"with tun", "usage: skiff run --link URI [--tun]\n  -tun\n    \talso capture all traffic\n", true},
+		{"without tun", "usage: skiff run --link URI [--listen 127.0.0.1:1080]\n", false},
+		{"no run command", "skiff: unknown command \"run\"\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "skiff")
+			script := "#!/bin/sh\ncat <<'EOF'\n" + tt.usage + "EOF\nexit 2\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if got := skiffHasTUN(bin); got != tt.want {
+				t.Errorf("skiffHasTUN = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestProcFigures(t *testing.T) {
+	// Burn CPU until a clock tick has been charged to this process.
+	deadline := time.Now().Add(5 * time.Second)
+	for cpuSeconds(os.Getpid()) <= 0 && time.Now().Before(deadline) {
+		x := 0
+		for i := range 1_000_000 {
+			x += i * i
+		}
+		sink = x
+	}
+	if cpuSeconds(os.Getpid()) <= 0 {
+		t.Error("cpuSeconds of this process stays 0")
+	}
+	if cpuSeconds(0) != 0 {
+		t.Error("cpuSeconds(0) is not 0")
+	}
+	for _, field := range []string{"VmRSS", "VmHWM"} {
+		v, err := memMiB(os.Getpid(), field)
+		if err != nil || v <= 0 {
+			t.Errorf("memMiB(%s) = %v, %v", field, v, err)
+		}
+	}
+}
+
+// sink keeps the CPU-burning loop from being optimised away.
+var sink int
