@@ -2,11 +2,13 @@ package app
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +16,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/link"
@@ -259,6 +262,11 @@ func TestLogsViewShowsCoreLogs(t *testing.T) {
 	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
 	h.ctrl.Logger().Warn("test: something to see")
 	h.waitFor("the log line", func() bool { return strings.Contains(h.ui.logs.Text(), "something to see") })
+	h.ui.fa.Clipboard().SetContent("")
+	test.Tap(h.ui.logs.copyBtn)
+	if got := h.ui.fa.Clipboard().Content(); !strings.Contains(got, "something to see") {
+		t.Errorf("Copy put %q on the clipboard", got)
+	}
 	h.ui.logs.level.SetSelected("Error")
 	if strings.Contains(h.ui.logs.Text(), "something to see") {
 		t.Errorf("level filter Error still shows a warning")
@@ -333,5 +341,102 @@ func TestWindowFitsSmallScreens(t *testing.T) {
 	}
 	if min := h.ui.win.Content().MinSize(); min.Width > limit.Width || min.Height > limit.Height {
 		t.Errorf("window needs %v, more than fits in %v", min, limit)
+	}
+}
+
+func TestConnectionsListAndClose(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	// Everything goes direct: a real relay without a proxy server.
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, func(p *profile.Profile) {
+		addLinks(t, hy2Link)(p)
+		p.Routes.Final = core.TargetDirect
+	})
+	test.Tap(h.ui.home.toggle)
+	h.waitFor("the core to run", func() bool { return h.ui.home.toggle.Text == "Disconnect" })
+
+	c, err := net.DialTimeout("tcp", h.ctrl.Status().Listen, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	port := echo.Addr().(*net.TCPAddr).Port
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.Write([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port)})
+	reply := make([]byte, 12)
+	if _, err := io.ReadFull(c, reply); err != nil || reply[1] != 0 || reply[3] != 0 {
+		t.Fatalf("SOCKS5 CONNECT reply %v, %v", reply, err)
+	}
+	c.Write([]byte("hello"))
+	if _, err := io.ReadFull(c, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+
+	h.ui.tabs.SelectIndex(3)
+	v := h.ui.connections
+	h.waitFor("the connection in the table", func() bool { return len(v.rows) == 1 })
+	if got := v.cell(v.rows[0], 1); !strings.Contains(got, "127.0.0.1:"+strconv.Itoa(port)) {
+		t.Errorf("destination cell %q", got)
+	}
+	if got := v.cell(v.rows[0], 2); got != core.TargetDirect {
+		t.Errorf("route cell %q, want direct", got)
+	}
+	if v.count.Text != "1 open connection" {
+		t.Errorf("count %q", v.count.Text)
+	}
+	// The close button in the row's last cell ends the flow.
+	cell := v.table.CreateCell()
+	v.table.UpdateCell(widget.TableCellID{Row: 0, Col: len(connColumns) - 1}, cell)
+	test.Tap(cell.(*fyne.Container).Objects[1].(*widget.Button))
+	if _, err := c.Read(make([]byte, 1)); err == nil {
+		t.Error("the closed connection still reads")
+	}
+	h.waitFor("the table to empty", func() bool { return len(v.rows) == 0 })
+	// Totals on Home counted the relay.
+	h.ui.tabs.SelectIndex(0)
+	h.waitFor("the totals", func() bool { return strings.Contains(h.ui.home.totals.Text, "↑ 5 B") })
+}
+
+func TestThousandsOfNodes(t *testing.T) {
+	const count = 5000
+	h := newHarness(t, Prefs{}, func(p *profile.Profile) {
+		var nodes []*nodepkg.Node
+		for i := range count {
+			n, err := link.Parse(fmt.Sprintf("hysteria2://secret@10.%d.%d.1:443/?insecure=1#Server %d", i/250, i%250, i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes = append(nodes, n)
+		}
+		subscription.AddNodes(p, nodes)
+	})
+	v := h.ui.profiles
+	if len(v.Shown()) != count {
+		t.Fatalf("%d nodes shown, want %d", len(v.Shown()), count)
+	}
+	start := time.Now()
+	test.Type(v.search, "Server 4999")
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("searching %d nodes took %v", count, d)
+	}
+	if s := v.Shown(); len(s) != 1 || s[0] != "Server 4999" {
+		t.Errorf("search shows %q", s)
+	}
+	start = time.Now()
+	h.ui.reloadProfile()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("reloading a profile of %d nodes took %v", count, d)
 	}
 }

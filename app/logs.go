@@ -19,11 +19,12 @@ var logLevels = []string{"Debug", "Info", "Warn", "Error"}
 
 // logsView shows the core's log live.
 type logsView struct {
-	u      *UI
-	obj    fyne.CanvasObject
-	list   *widget.List
-	level  *widget.Select
-	follow *widget.Check
+	u       *UI
+	obj     fyne.CanvasObject
+	list    *widget.List
+	level   *widget.Select
+	follow  *widget.Check
+	copyBtn *widget.Button
 
 	all   []core.LogRecord
 	shown []core.LogRecord
@@ -70,14 +71,14 @@ func newLogsView(u *UI) *logsView {
 	v.level.SetSelected("Info")
 	v.follow = widget.NewCheck("Follow", nil)
 	v.follow.SetChecked(true)
-	copyBtn := widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+	v.copyBtn = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
 		v.u.fa.Clipboard().SetContent(v.Text())
 	})
 	clear := widget.NewButtonWithIcon("Clear", theme.ContentClearIcon(), func() {
 		v.all, v.shown = nil, nil
 		v.list.Refresh()
 	})
-	bar := container.NewHBox(widget.NewLabel("Level"), v.level, v.follow, copyBtn, clear)
+	bar := container.NewHBox(widget.NewLabel("Level"), v.level, v.follow, v.copyBtn, clear)
 	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, v.list))
 	v.add(u.ctrl.Logs())
 	return v
