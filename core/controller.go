@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
@@ -61,6 +60,7 @@ type Status struct {
 	Member   string    // with several servers: the one carrying new flows now ("" when none is usable)
 	Reason   string    // the last failover switch's reason ("" when none)
 	Listen   string    // the address the local proxy listens on ("" when stopped)
+	TUN      string    // the TUN device's name in TUN mode ("" otherwise)
 	Err      string    // the last error in plain words ("" when none)
 	Since    time.Time // when State was entered
 }
@@ -84,8 +84,12 @@ type Config struct {
 	// AllowLAN allows a Listen address other than loopback. Without it such
 	// an address is refused: anyone who can reach it could use the proxy.
 	AllowLAN bool
-	// Dialer opens the outbounds' sockets; nil: the system's.
+	// Dialer opens the outbounds' sockets; nil: the system's (in TUN mode,
+	// the tunnel's bypass sockets).
 	Dialer outbound.Dialer
+	// TUN, when set, also captures all of the machine's traffic (needs root
+	// or CAP_NET_ADMIN; see ErrTUNPermission).
+	TUN *TUNConfig
 }
 
 // DefaultListen is the local proxy's address when Config.Listen is empty.
@@ -154,7 +158,7 @@ type run struct {
 	stats   *stats.Stats
 	inbound *mixed.Server
 	routing *routing
-	engine  *Engine
+	tun     *tunRun // nil unless TUN mode
 }
 
 // NewController returns a stopped Controller.
@@ -218,34 +222,58 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
+	var tr *tunRun
+	if cfg.TUN != nil {
+		// The device and routes come first: the outbounds need its dialer.
+		t, err := openTUN(ctx, cfg.TUN, cfg.Nodes, c.log)
+		if err != nil {
+			return nil, Status{}, err
+		}
+		tr = &tunRun{tunnel: t}
+		cfg.Dialer = t.Dialer()
+	}
 	if cfg.Dialer == nil {
 		cfg.Dialer = &outbound.SystemDialer{}
 	}
-	rt, err := buildRouting(&cfg, c.onSwitch)
-	if err != nil {
+	fail := func(err error, closers ...func() error) (*run, Status, error) {
+		for _, c := range closers {
+			c()
+		}
+		if tr != nil {
+			tr.close()
+		}
 		return nil, Status{}, err
 	}
+	rt, err := buildRouting(&cfg, c.onSwitch)
+	if err != nil {
+		return fail(err)
+	}
 	name := rt.proxy
-	runCtx, cancel := context.WithCancel(context.Background())
-	r := &run{cancel: cancel, stats: stats.New(), routing: rt}
+	r := &run{stats: stats.New(), routing: rt, tun: tr}
 	eng := NewEngine(rt.router, r.stats, c.log)
-	r.engine = eng
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,
 		Logger:           c.log,
 	}, eng)
 	if err != nil {
-		cancel()
-		rt.close()
-		return nil, Status{}, err
+		return fail(err, rt.close)
 	}
+	st := Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}
+	if tr != nil {
+		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log); err != nil {
+			return fail(err, r.inbound.Close, rt.close)
+		}
+		st.TUN = tr.tunnel.Name()
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		r.stats.Run(runCtx)
 	}()
-	return r, Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}, nil
+	return r, st, nil
 }
 
 // nodeName is how a node is named in the status and the stats.
@@ -272,13 +300,19 @@ func (c *Controller) Stop() error {
 		}
 		return nil
 	}
-	err := r.inbound.Close() // ends the flows and waits for them
-	r.stats.CloseAll()       // flows that outlive their inbound, if any
+	var errs []error
+	if r.tun != nil && r.tun.stack != nil {
+		errs = append(errs, r.tun.stack.Close()) // no new flows from the TUN
+	}
+	errs = append(errs, r.inbound.Close()) // ends the flows and waits for them
+	r.stats.CloseAll()                     // flows that outlive their inbound, if any
 	r.cancel()
 	r.wg.Wait()
-	if cerr := r.routing.close(); err == nil {
-		err = cerr
+	errs = append(errs, r.routing.close())
+	if r.tun != nil && r.tun.tunnel != nil {
+		errs = append(errs, r.tun.tunnel.Close()) // routes back as they were
 	}
+	err := errors.Join(errs...)
 	c.log.Info("core: stopped")
 	c.setStatus(Status{State: Stopped})
 	return err
@@ -331,16 +365,6 @@ func (c *Controller) onSwitch(e group.Event) {
 	c.mu.Unlock()
 	st := c.Status()
 	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})
-}
-
-// Handler returns the running engine as a flow.Handler, for an inbound
-// started beside the core's own proxy (the TUN netstack), or nil when the
-// core is stopped. Stop the inbound before Stop.
-func (c *Controller) Handler() flow.Handler {
-	if r := c.current(); r != nil {
-		return r.engine
-	}
-	return nil
 }
 
 // current returns the running run, or nil.

@@ -21,7 +21,6 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/rule"
-	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
 )
 
@@ -68,6 +67,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&rf.tun.private, "tun-exclude-private", true, "with --tun: keep private and LAN ranges out of the tunnel")
 	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
 	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
+	fs.StringVar(&rf.tun.dns, "tun-dns", core.DNSFakeIP, "with --tun: DNS inside the tunnel, fake-ip or real-ip (resolved through the server)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
 		fs.PrintDefaults()
@@ -150,37 +150,22 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}
-	var tunnel *tun.Tunnel
 	if rf.tun.on {
-		// The device and routes come first: the outbounds need its dialer.
-		if tunnel, err = openTUN(ctx, rf.tun, rf.nodes, log); err != nil {
-			fmt.Fprintf(stderr, "skiff run: %v\n", err)
-			return 1
-		}
-		defer tunnel.Close()
-		cfg.Dialer = tunnel.Dialer()
+		cfg.TUN = &core.TUNConfig{Name: rf.tun.name, MTU: rf.tun.mtu, Strict: rf.tun.strict,
+			ExcludePrivate: rf.tun.private, IPv6: true, DNS: core.DNSConfig{Mode: rf.tun.dns}}
 	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)
 		return 1
 	}
-	var ns *netstack.Stack
-	if tunnel != nil {
-		if ns, err = startNetstack(tunnel, c, log); err != nil {
-			c.Stop()
-			fmt.Fprintf(stderr, "skiff run: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "skiff: TUN %s up\n", tunnel.Name())
+	if name := c.Status().TUN; name != "" {
+		fmt.Fprintf(stderr, "skiff: TUN %s up\n", name)
 	}
 	fmt.Fprintf(stderr, "skiff: listening on %s\n", c.Status().Listen)
 
 	<-ctx.Done()
 	stop() // a second signal now ends the process at once
 	log.Info("signal received, stopping")
-	if ns != nil {
-		ns.Close() // no new flows from the TUN; the routes go with the deferred tunnel.Close
-	}
 	if err := c.Stop(); err != nil {
 		fmt.Fprintf(stderr, "skiff run: stop: %v\n", err)
 		return 1

@@ -88,7 +88,7 @@ func serve() error {
 	})
 	// UDP on each echo address: a wildcard socket would answer from the
 	// namespace's primary address instead.
-	for _, a := range []string{"198.18.1.3:7003", "[2001:db8:1::3]:7003"} {
+	for _, a := range []string{"198.51.100.3:7003", "[2001:db8:1::3]:7003"} {
 		pc, err := net.ListenPacket("udp", a)
 		if err != nil {
 			return err

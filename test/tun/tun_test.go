@@ -33,19 +33,19 @@ type lab struct {
 	srvIn    io.WriteCloser
 }
 
-// Addresses from the benchmarking (198.18.0.0/15) and documentation
+// Addresses from the benchmarking (203.0.113.0/15) and documentation
 // (2001:db8::/32) ranges: outside the private ranges that the default
 // configuration keeps off the TUN, and never routed anywhere real.
 const (
-	cliAddr4 = "198.18.0.1"
-	srvAddr4 = "198.18.0.2"
+	cliAddr4 = "203.0.113.1"
+	srvAddr4 = "203.0.113.2"
 	cliAddr6 = "2001:db8::1"
 	srvAddr6 = "2001:db8::2"
 	// The echo, sink, source and UDP echo servers' own addresses, beyond
 	// the server namespace's gateway (off the client's link, which the
 	// routes leave to the LAN), and distinct from the proxy server's
 	// (which is kept out of the TUN).
-	echoAddr4 = "198.18.1.3"
+	echoAddr4 = "198.51.100.3"
 	echoAddr6 = "2001:db8:1::3"
 )
 
@@ -426,8 +426,8 @@ func TestTunnelFollowsDefaultRoute(t *testing.T) {
 	id := strings.TrimPrefix(l.cli, "tuntest-c")
 	run(t, "ip", "link", "add", "wc"+id, "netns", l.cli, "type", "veth", "peer", "name", "ws"+id, "netns", l.srv)
 	for _, c := range [][]string{
-		{"-n", l.cli, "addr", "add", "198.19.0.1/24", "dev", "wc" + id},
-		{"-n", l.srv, "addr", "add", "198.19.0.2/24", "dev", "ws" + id},
+		{"-n", l.cli, "addr", "add", "192.0.2.1/24", "dev", "wc" + id},
+		{"-n", l.srv, "addr", "add", "192.0.2.2/24", "dev", "ws" + id},
 		{"-n", l.cli, "link", "set", "wc" + id, "up"},
 		{"-n", l.srv, "link", "set", "ws" + id, "up"},
 	} {
@@ -438,7 +438,7 @@ func TestTunnelFollowsDefaultRoute(t *testing.T) {
 		t.Fatalf("before the switch: %v %s", err, out)
 	}
 	run(t, "ip", "-n", l.cli, "link", "set", "vc"+id, "down")
-	run(t, "ip", "-n", l.cli, "route", "replace", "default", "via", "198.19.0.2")
+	run(t, "ip", "-n", l.cli, "route", "replace", "default", "via", "192.0.2.2")
 	if got := run(t, "ip", "-n", l.cli, "route", "get", echoAddr4, "mark", "0x534b"); !strings.Contains(got, "wc"+id) {
 		t.Fatalf("marked route after the switch: %s", got)
 	}
