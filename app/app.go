@@ -37,8 +37,9 @@ const ID = "io.github.skiffvpn.skiff"
 // Title is the main window's title.
 const Title = "Skiff"
 
-// tick is how often the views pull from the core.
-const tick = 500 * time.Millisecond
+// tick is how often the views pull from the core: the core samples
+// throughput once a second, and every redraw costs a repaint of the window.
+const tick = time.Second
 
 // Icons as Fyne resources.
 var (

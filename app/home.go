@@ -46,8 +46,12 @@ type homeView struct {
 	memWindow *widget.Label
 	conns     *widget.Label
 
-	running bool
-	userErr string // an error the window found before the core was asked
+	running    bool
+	userErr    string      // an error the window found before the core was asked
+	shown      core.Status // the status last drawn
+	drawn      bool        // whether shown was drawn at all
+	lastSample time.Time   // the newest sample the graph shows
+	memAt      time.Time   // when the memory figures were last shown
 }
 
 func newHomeView(u *UI) *homeView {
@@ -164,11 +168,15 @@ func (h *homeView) showError(msg string) {
 
 func (h *homeView) setError(msg string) {
 	if msg == "" {
-		h.errBox.Hide()
+		if h.errBox.Visible() {
+			h.errBox.Hide()
+		}
 		return
 	}
-	h.errText.SetText(msg)
-	h.errBox.Show()
+	setText(h.errText, msg)
+	if !h.errBox.Visible() {
+		h.errBox.Show()
+	}
 }
 
 // Error returns the error Home shows, or "".
@@ -205,6 +213,52 @@ func (h *homeView) setProfile(p *profile.Profile) {
 // update shows the core's state and figures.
 func (h *homeView) update(st core.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
+	// Redraw only what changed: an idle window should cost next to nothing.
+	if st.State != h.shown.State || st.Listen != h.shown.Listen || !h.drawn {
+		h.drawState(st)
+	}
+	h.shown, h.drawn = st, true
+	switch {
+	case st.State == core.Failed && st.Err != "":
+		h.setError(explain(st.Err))
+	case h.userErr != "":
+		h.setError(h.userErr)
+	default:
+		h.setError("")
+	}
+
+	rt := h.u.currentRoute()
+	if st.State == core.Running {
+		member, why := h.member(rt, st)
+		setText(h.route, "Route: "+rt.name+" — now via "+member)
+		setText(h.reason, why)
+		h.reason.Show()
+	} else {
+		setText(h.route, "Route: not connected")
+		h.reason.Hide()
+	}
+	if n := len(s.Series); n != h.graph.Samples() || (n > 0 && !s.Series[n-1].Time.Equal(h.lastSample)) {
+		h.graph.SetSamples(s.Series)
+		if n > 0 {
+			h.lastSample = s.Series[n-1].Time
+		}
+	}
+	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
+	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
+	// The core runs in the window's process for now: the process figures
+	// are the core's and the window's together; the Go heap is mostly the
+	// core's (Fyne's textures and GL buffers live outside it). Memory moves
+	// all the time: show it every few seconds.
+	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
+		h.memAt = now
+		setText(h.memCore, fmt.Sprintf("Memory — core: Go heap %s", bytesString(int64(s.Memory.Heap))))
+		setText(h.memWindow, fmt.Sprintf("· window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
+	}
+	setText(h.conns, fmt.Sprintf("Connections: %d", s.Connections))
+}
+
+// drawState shows the switch and the state line for st.
+func (h *homeView) drawState(st core.Status) {
 	switch st.State {
 	case core.Running:
 		h.toggle.SetText("Disconnect")
@@ -213,7 +267,7 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 		h.toggle.Enable()
 		h.state.Text = "Connected"
 		h.state.Color = colorOK
-		h.listen.SetText("Local proxy on " + st.Listen + " (SOCKS5 and HTTP)")
+		setText(h.listen, "Local proxy on "+st.Listen+" (SOCKS5 and HTTP)")
 	case core.Starting:
 		h.toggle.SetText("Connecting…")
 		h.toggle.Disable()
@@ -230,39 +284,17 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 			h.state.Text = "Not connected: error"
 			h.state.Color = theme.Color(theme.ColorNameError)
 		}
-		h.listen.SetText("")
+		setText(h.listen, "")
 	}
 	h.toggle.Refresh()
 	h.state.Refresh()
-	switch {
-	case st.State == core.Failed && st.Err != "":
-		h.setError(explain(st.Err))
-	case h.userErr != "":
-		h.setError(h.userErr)
-	default:
-		h.setError("")
-	}
+}
 
-	rt := h.u.currentRoute()
-	if st.State == core.Running {
-		member, why := h.member(rt, st)
-		h.route.SetText("Route: " + rt.name + " — now via " + member)
-		h.reason.SetText(why)
-		h.reason.Show()
-	} else {
-		h.route.SetText("Route: not connected")
-		h.reason.SetText("")
-		h.reason.Hide()
+// setText sets l's text when it differs: SetText always redraws.
+func setText(l *widget.Label, s string) {
+	if l.Text != s {
+		l.SetText(s)
 	}
-	h.graph.SetSamples(s.Series)
-	h.rates.SetText(fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
-	h.totals.SetText(fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
-	// The core runs in the window's process for now: the process figures
-	// are the core's and the window's together; the Go heap is mostly the
-	// core's (Fyne's textures and GL buffers live outside it).
-	h.memCore.SetText(fmt.Sprintf("Memory — core: Go heap %s", bytesString(int64(s.Memory.Heap))))
-	h.memWindow.SetText(fmt.Sprintf("· window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
-	h.conns.SetText(fmt.Sprintf("Connections: %d", s.Connections))
 }
 
 // member names what carries traffic now and why: the failover group's

@@ -292,6 +292,11 @@ func TestWindowUnderXvfb(t *testing.T) {
 					click(t, display, id, tab.x, 21)
 					time.Sleep(700 * time.Millisecond)
 					screenshot(t, display, "gui-"+name+"-"+tab.name)
+					if tab.name == "profiles" {
+						click(t, display, id, size[0]-50, 106) // Test all
+						time.Sleep(2 * time.Second)
+						screenshot(t, display, "gui-"+name+"-profiles-tested")
+					}
 				}
 				click(t, display, id, tabs[0].x, 21)
 
