@@ -264,6 +264,7 @@ func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.
 		pending = nil
 		u.do(func() {
 			u.logs.add(batch)
+			u.home.noteFailures(batch)
 			u.refresh()
 		})
 	}

@@ -440,3 +440,30 @@ func TestThousandsOfNodes(t *testing.T) {
 		t.Errorf("reloading a profile of %d nodes took %v", count, d)
 	}
 }
+
+func TestDeadServerShowsOnHome(t *testing.T) {
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link)) // nothing serves 127.0.0.1:9
+	test.Tap(h.ui.home.toggle)
+	h.waitFor("the core to run", func() bool { return h.ui.home.toggle.Text == "Disconnect" })
+	c, err := net.DialTimeout("tcp", h.ctrl.Status().Listen, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.Write([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, 0, 80})
+	deadline := time.Now().Add(20 * time.Second)
+	for h.ui.home.FlowNote() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("Home never showed that connections fail")
+		}
+		h.pump()
+		time.Sleep(50 * time.Millisecond)
+	}
+	note := h.ui.home.FlowNote()
+	if !strings.Contains(note, "Connections are failing") || strings.Contains(note, "secret") {
+		t.Errorf("Home note %q", note)
+	}
+	t.Logf("Home says: %s", note)
+	test.Tap(h.ui.home.toggle)
+	h.waitFor("the note to go with the run", func() bool { return h.ui.home.FlowNote() == "" })
+}

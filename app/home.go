@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"image/color"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -39,6 +40,7 @@ type homeView struct {
 	errBox    *fyne.Container
 	errText   *widget.Label
 	subNote   *widget.Label
+	flowNote  *widget.Label
 	graph     *Graph
 	rates     *widget.Label
 	totals    *widget.Label
@@ -81,6 +83,10 @@ func newHomeView(u *UI) *homeView {
 	bg.CornerRadius = theme.InputRadiusSize()
 	h.errBox = container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.ErrorIcon()), nil, h.errText))
 	h.errBox.Hide()
+	h.flowNote = widget.NewLabel("")
+	h.flowNote.Wrapping = fyne.TextWrapWord
+	h.flowNote.Importance = widget.WarningImportance
+	h.flowNote.Hide()
 	h.subNote = widget.NewLabel("")
 	h.subNote.Wrapping = fyne.TextWrapWord
 	h.subNote.Importance = widget.WarningImportance
@@ -96,7 +102,7 @@ func newHomeView(u *UI) *homeView {
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
-	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.subNote)
+	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.flowNote, h.subNote)
 	figures := container.NewVBox(
 		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
 		container.NewHBox(h.memCore, h.memWindow),
@@ -187,6 +193,29 @@ func (h *homeView) Error() string {
 	return h.errText.Text
 }
 
+// noteFailures shows, from the core's log, the latest failure of a
+// server to carry a connection: with a single server it is the only sign
+// that the server is down or refuses the credentials.
+func (h *homeView) noteFailures(recs []core.LogRecord) {
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.Level < slog.LevelWarn || r.Message != "dial failed" {
+			continue
+		}
+		h.flowNote.SetText("Connections are failing (" + r.Time.Local().Format("15:04:05") + "): " + explain(r.Attrs))
+		h.flowNote.Show()
+		return
+	}
+}
+
+// FlowNote returns the connection failure Home shows, or "".
+func (h *homeView) FlowNote() string {
+	if !h.flowNote.Visible() {
+		return ""
+	}
+	return h.flowNote.Text
+}
+
 // setProfile shows subscription problems that need the user.
 func (h *homeView) setProfile(p *profile.Profile) {
 	var bad []string
@@ -216,6 +245,9 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	// Redraw only what changed: an idle window should cost next to nothing.
 	if st.State != h.shown.State || st.Listen != h.shown.Listen || !h.drawn {
 		h.drawState(st)
+		if st.State != core.Running {
+			h.flowNote.Hide() // failures of an earlier run
+		}
 	}
 	h.shown, h.drawn = st, true
 	switch {
