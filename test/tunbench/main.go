@@ -420,26 +420,33 @@ func (b *bench) checkRoute(dev string) error {
 // directions o.runs times and stops it.
 func (b *bench) benchClient(ctx context.Context, proto, name string, s *harness.Server, serverPid int) (result, error) {
 	r := result{protocol: proto, client: name}
-	c, err := b.startClient(ctx, name, proto, s, b.o.cpuprofile != "")
+	c, err := b.startClient(ctx, name, proto, s, b.o.cpuprofile != "" || b.o.diag)
 	if err != nil {
 		return r, err
 	}
 	defer c.p.Stop()
 
 	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): warm-up %v\n", proto, name, c.tunDev, b.o.warmup)
-	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.warmup, serverPid, ""); err != nil {
+	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.warmup, serverPid, "", ""); err != nil {
 		return r, fmt.Errorf("warm-up: %w\n%s", err, tail(c.p.Output(), 30))
 	}
 	for i := 0; i < b.o.runs; i++ {
 		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
-			var profOut string
+			var profOut, heapOut string
 			if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
-				profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof")
-				if err != nil {
-					return r, err
+				if b.o.cpuprofile != "" {
+					if profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof"); err != nil {
+						return r, err
+					}
+				}
+				if b.o.diag {
+					heapOut = filepath.Join(b.dir, "heap-download-"+proto+".pprof")
 				}
 			}
-			m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut)
+			m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut, heapOut)
+			if heapOut != "" {
+				b.printHeap(c, "during the download", heapOut)
+			}
 			if err != nil {
 				return r, fmt.Errorf("run %d: %w\n%s", i+1, err, tail(c.p.Output(), 30))
 			}
@@ -467,14 +474,14 @@ func (b *bench) benchClient(ctx context.Context, proto, name string, s *harness.
 }
 
 // load runs the load role in the client namespace for one direction.
-func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duration, serverPid int, profOut string) (loadResult, error) {
+func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duration, serverPid int, profOut, heapOut string) (loadResult, error) {
 	var m loadResult
 	args := []string{b.self, "role", "load",
 		"-sink", b.sinkAddr(sinkPort), "-dir", string(dirn), "-streams", strconv.Itoa(b.o.streams),
 		"-duration", dur.String(), "-client-pid", strconv.Itoa(c.p.Pid()), "-server-pid", strconv.Itoa(serverPid),
 		"-tun", c.tunDev}
-	if profOut != "" {
-		args = append(args, "-pprof", c.pprofURL, "-pprof-out", profOut)
+	if profOut != "" || heapOut != "" {
+		args = append(args, "-pprof", c.pprofURL, "-pprof-out", profOut, "-heap-out", heapOut)
 	}
 	p, err := harness.StartProcess("load", "ip", b.topo.inClient(args...)...)
 	if err != nil {
@@ -630,12 +637,31 @@ func (b *bench) heapTop(c *client, proto string) {
 	if err == nil {
 		err = os.WriteFile(path, out, 0o600)
 	}
-	if err == nil {
-		out, err = exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", "-sample_index=inuse_space", path).CombinedOutput()
-	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: heap profile: %v\n", c.p.Name, err)
 		return
 	}
-	fmt.Fprintf(os.Stderr, "%s: live heap after the connections closed:\n%s\n", c.p.Name, out)
+	b.printHeap(c, "after the connections closed", path)
 }
+
+// printHeap prints to stderr the runtime's memory figures (from path.txt,
+// when there) and the top of the in-use heap profile at path.
+func (b *bench) printHeap(c *client, when, path string) {
+	if txt, err := os.ReadFile(path + ".txt"); err == nil {
+		var figs []string
+		for _, m := range memStatsRE.FindAllStringSubmatch(string(txt), -1) {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			figs = append(figs, fmt.Sprintf("%s %.1f MiB", m[1], v/(1<<20)))
+		}
+		fmt.Fprintf(os.Stderr, "%s: Go memory %s: %s\n", c.p.Name, when, strings.Join(figs, ", "))
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", "-sample_index=inuse_space", path).CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: heap profile: %v\n%s", c.p.Name, err, out)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: live heap %s:\n%s\n", c.p.Name, when, out)
+}
+
+// memStatsRE picks the runtime.MemStats lines of /debug/pprof/heap?debug=1.
+var memStatsRE = regexp.MustCompile(`(?m)^# (Sys|HeapSys|HeapInuse|HeapIdle|HeapReleased|StackInuse|MSpanInuse|GCSys|OtherSys) = (\d+)`)

@@ -163,6 +163,7 @@ func roleLoad(args []string) error {
 	tunDev := fs.String("tun", "", "the client's TUN device (its byte counters prove the traffic went through it)")
 	pprofURL := fs.String("pprof", "", "fetch a CPU profile of the window from this /debug/pprof/profile URL")
 	pprofOut := fs.String("pprof-out", "", "where to write the profile")
+	heapOut := fs.String("heap-out", "", "with -pprof: write a heap profile taken halfway through the window here (and its text form to FILE.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -220,9 +221,22 @@ func roleLoad(args []string) error {
 	}
 	time.Sleep(500 * time.Millisecond) // ramp-up, not counted
 	var prof chan error
-	if *pprofURL != "" {
+	if *pprofURL != "" && *pprofOut != "" {
 		prof = make(chan error, 1)
 		go func() { prof <- fetchProfile(*pprofURL, *dur, *pprofOut) }()
+	}
+	var heap chan error
+	if *pprofURL != "" && *heapOut != "" {
+		heap = make(chan error, 1)
+		go func() {
+			time.Sleep(*dur / 2)
+			base := strings.TrimSuffix(*pprofURL, "profile")
+			err := fetchTo(base+"heap", *heapOut)
+			if err == nil {
+				err = fetchTo(base+"heap?debug=1", *heapOut+".txt")
+			}
+			heap <- err
+		}()
 	}
 	b0, c0, s0, n0, t0 := total.Load(), cpuSeconds(*clientPid), cpuSeconds(*serverPid), devBytes(*tunDev), time.Now()
 	time.Sleep(*dur)
@@ -235,6 +249,11 @@ func roleLoad(args []string) error {
 	if prof != nil {
 		if err := <-prof; err != nil {
 			fmt.Fprintln(os.Stderr, "cpuprofile:", err)
+		}
+	}
+	if heap != nil {
+		if err := <-heap; err != nil {
+			fmt.Fprintln(os.Stderr, "heap profile:", err)
 		}
 	}
 	el := t1.Sub(t0).Seconds()
@@ -342,8 +361,15 @@ func devBytes(dev string) int64 {
 // fetchProfile saves a CPU profile over d from url to path.
 func fetchProfile(url string, d time.Duration, path string) error {
 	secs := max(1, int(d.Seconds()))
-	client := &http.Client{Timeout: d + 30*time.Second}
-	resp, err := client.Get(fmt.Sprintf("%s?seconds=%d", url, secs))
+	return fetchWithin(fmt.Sprintf("%s?seconds=%d", url, secs), path, d+30*time.Second)
+}
+
+// fetchTo saves what a GET of url returns to path.
+func fetchTo(url, path string) error { return fetchWithin(url, path, 30*time.Second) }
+
+func fetchWithin(url, path string, timeout time.Duration) error {
+	client := &http.Client{Timeout: timeout}
+	resp, err := client.Get(url)
 	if err != nil {
 		return err
 	}
