@@ -12,9 +12,14 @@
 // concurrent TCP connections through the TUN and reports the client's RSS
 // while they are open, its peak and its idle RSS after they close.
 //
-// Run it as root from test/: `go run ./tunbench -quick` (or without -quick
-// for the full pass). It is a benchmark, not part of CI. The namespaces
-// are removed when it ends, also on SIGINT/SIGTERM or an error.
+// Run it as root from test/: `go run ./tunbench` for the full pass (3 runs
+// of 30 s per direction), `go run ./tunbench -quick -conns 500` for a short
+// one with the many-connection test; -cpuprofile PREFIX saves and
+// summarises skiff's CPU profile of the first download, -diag adds skiff's
+// Go heap figures. It is a benchmark, not part of CI. Every step has a
+// time limit and the whole run stops after -timeout; the namespaces are
+// removed when it ends, also on SIGINT/SIGTERM or an error. When the skiff
+// binary has no `run --tun` yet, it says so and measures sing-box alone.
 package main
 
 import (

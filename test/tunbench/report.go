@@ -69,7 +69,11 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 	fmt.Printf("date:      %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("machine:   %s, %d logical CPUs, %s, Linux %s\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel())
 	fmt.Printf("versions:  skiff %s (%s), sing-box %s, %s\n", skiffRevision(skiffBin), filepath.Base(skiffBin), harness.SingBoxVersion, runtime.Version())
-	fmt.Printf("settings:  %d TCP streams from the client namespace to the sink/source at %s, through the client's TUN;\n", o.streams, sinkIP4)
+	sink := sinkIP4
+	if o.ipv6 {
+		sink = sinkIP6
+	}
+	fmt.Printf("settings:  %d TCP streams from the client namespace to the sink/source at %s, through the client's TUN;\n", o.streams, sink)
 	fmt.Printf("           %v per direction after a %v warm-up; %d run(s), median\n", o.duration, o.warmup, o.runs)
 	fmt.Println("           clients: skiff run --tun (defaults: auto-route, strict route, MTU 9000, its gVisor netstack);")
 	fmt.Println("                    sing-box tun inbound, stack gvisor, auto_route, MTU 9000, route_exclude_address = server")
