@@ -414,6 +414,7 @@ func printHeader(o options, skiffBin, sbBin string) {
 	fmt.Printf("date:      %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("machine:   %s, %d logical CPUs, %s, Linux %s\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel())
 	fmt.Printf("versions:  skiff %s (%s), sing-box %s, %s\n", skiffRevision(skiffBin), filepath.Base(skiffBin), harness.SingBoxVersion, runtime.Version())
+	fmt.Printf("load:      %s (load average before the run; other work on the machine skews the figures)\n", loadAvg())
 	fmt.Printf("settings:  %d TCP streams through the client's SOCKS5 to a loopback sink/source; %v per direction after a %v warm-up; %d runs, median\n",
 		o.streams, o.duration, o.warmup, o.runs)
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "on loopback, self-signed ECDSA P-256 certificate; Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3")
@@ -508,6 +509,15 @@ func memTotal() string {
 		}
 	}
 	return "? RAM"
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func kernel() string {
