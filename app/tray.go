@@ -18,7 +18,7 @@ type tray struct {
 	current *fyne.MenuItem
 	menu    *fyne.Menu
 	state   core.State
-	outb    string
+	via     string // the member shown
 }
 
 // setupTray installs the tray icon when the desktop has a tray host, and
@@ -50,13 +50,17 @@ func setupTray(u *UI) *tray {
 // update shows st; it runs on the UI thread and touches the tray only on a
 // change.
 func (t *tray) update(st core.Status) {
-	if st.State == t.state && st.Outbound == t.outb {
+	via := st.Member
+	if via == "" {
+		via = st.Outbound
+	}
+	if st.State == t.state && via == t.via {
 		return
 	}
-	t.state, t.outb = st.State, st.Outbound
+	t.state, t.via = st.State, via
 	if st.State == core.Running {
 		t.toggle.Label = "Disconnect"
-		t.current.Label = "Via " + st.Outbound
+		t.current.Label = "Via " + via
 		t.da.SetSystemTrayIcon(iconTrayOn)
 	} else {
 		t.toggle.Label = "Connect"

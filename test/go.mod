@@ -7,6 +7,7 @@ replace github.com/skiffvpn/skiff => ../
 require (
 	github.com/coder/websocket v1.8.15
 	github.com/gobwas/ws v1.5.0
+	github.com/godbus/dbus/v5 v5.1.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/skiffvpn/skiff v0.0.0-00010101000000-000000000000
 )
