@@ -467,3 +467,85 @@ func TestDeadServerShowsOnHome(t *testing.T) {
 	test.Tap(h.ui.home.toggle)
 	h.waitFor("the note to go with the run", func() bool { return h.ui.home.FlowNote() == "" })
 }
+
+func TestPasteLinksFromTheClipboard(t *testing.T) {
+	h := newHarness(t, Prefs{}, nil)
+	h.ui.fa.Clipboard().SetContent(hy2Link + "\n" + vmessLink + "\n")
+	h.ui.profiles.addFromClipboard()
+	if got := h.ui.profiles.Shown(); len(got) != 2 {
+		t.Fatalf("after paste the list shows %q", got)
+	}
+	if msg := h.ui.profiles.status.Text; !strings.Contains(msg, "Imported 2 nodes") || !strings.Contains(msg, "1 cannot be used") {
+		t.Errorf("paste says %q", msg)
+	}
+	h.ui.fa.Clipboard().SetContent("")
+	h.ui.profiles.addFromClipboard()
+	if msg := h.ui.profiles.status.Text; !strings.Contains(msg, "clipboard is empty") {
+		t.Errorf("an empty paste says %q", msg)
+	}
+}
+
+func TestRoutesReorderAndRules(t *testing.T) {
+	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, vlessLink, hy2Link))
+	v := h.ui.routes
+	v.makeGroups()
+	p, _ := h.store.Load()
+	if len(p.Groups) != 1 {
+		t.Fatalf("%d groups made", len(p.Groups))
+	}
+	first := func() string {
+		p, _ := h.store.Load()
+		return p.Node(p.Groups[0].Members[0]).Name()
+	}
+	if first() != "Hy2 Home" {
+		t.Fatalf("the made group starts with %q, want Hy2 Home", first())
+	}
+	// The down button of the first member moves it to second place.
+	row := v.memberList.CreateItem()
+	v.memberList.UpdateItem(0, row)
+	btns := row.(*fyne.Container).Objects[1].(*fyne.Container)
+	test.Tap(btns.Objects[1].(*widget.Button))
+	if first() != "VLESS Home" {
+		t.Errorf("after moving down the group starts with %q", first())
+	}
+
+	v.preset.SetSelected(presetBypass)
+	p, _ = h.store.Load()
+	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
+		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
+	}
+	rt, err := buildConfig(p, Prefs{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.cfg.Rules) != 1 || !rt.cfg.Rules[0].Private || rt.cfg.Rules[0].Target != core.TargetDirect {
+		t.Errorf("the core gets rules %+v", rt.cfg.Rules)
+	}
+}
+
+func TestSettingsSave(t *testing.T) {
+	h := newHarness(t, Prefs{}, nil)
+	v := h.ui.settings
+	v.listen.SetText("192.168.1.2:1080")
+	v.save()
+	if !strings.Contains(v.status.Text, "loopback") {
+		t.Errorf("a LAN listen address was not refused: %q", v.status.Text)
+	}
+	v.listen.SetText("127.0.0.1:1181")
+	v.mtu.SetText("1400")
+	v.probe.SetText("http://127.0.0.1/generate_204")
+	v.refresh.SetSelected("6h")
+	v.startConn.SetChecked(true)
+	v.save()
+	if !strings.HasPrefix(v.status.Text, "Saved") {
+		t.Fatalf("save says %q", v.status.Text)
+	}
+	got, err := loadPrefs(h.store.Dir())
+	if err != nil || got.Listen != "127.0.0.1:1181" || !got.StartConnected {
+		t.Errorf("prefs %+v, %v", got, err)
+	}
+	p, _ := h.store.Load()
+	if p.Settings.TUN.MTU != 1400 || p.Settings.ProbeURL != "http://127.0.0.1/generate_204" || time.Duration(p.Settings.RefreshInterval) != 6*time.Hour {
+		t.Errorf("profile settings %+v", p.Settings)
+	}
+}

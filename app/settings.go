@@ -116,7 +116,8 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 
 // save checks and stores the settings.
 func (v *settingsView) save() {
-	p := v.u.Prefs()
+	old := v.u.Prefs()
+	p := old
 	p.StartOnLogin = v.startLogin.Checked
 	p.StartConnected = v.startConn.Checked
 	p.IPv6 = v.ipv6.Checked
@@ -157,7 +158,9 @@ func (v *settingsView) save() {
 		v.say(err.Error(), true)
 		return
 	}
-	if err := setAutostart(p.StartOnLogin); err != nil {
+	if p.StartOnLogin == old.StartOnLogin {
+		// nothing to change in the desktop's autostart
+	} else if err := setAutostart(p.StartOnLogin); err != nil {
 		v.say("Saved, but starting on login could not be set up: "+err.Error(), true)
 		return
 	}
