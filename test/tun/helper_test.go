@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -26,6 +27,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
+	"golang.org/x/net/dns/dnsmessage"
 )
 
 // The test binary runs itself inside the namespaces in one of these roles,
@@ -57,7 +59,8 @@ func runHelper() {
 	os.Exit(0)
 }
 
-// serve runs the peers in the server namespace: TCP echo and sink, UDP echo.
+// serve runs the peers in the server namespace: TCP echo, sink and
+// source, UDP echo, an HTTP server and a DNS server.
 func serve() error {
 	tcpEcho, err := net.Listen("tcp", ":7001")
 	if err != nil {
@@ -96,6 +99,22 @@ func serve() error {
 		go udpEchoLoop(pc)
 	}
 	go acceptLoop(tcpEcho, func(c net.Conn) { io.Copy(c, c) })
+	// The HTTP server on the echo addresses, and the DNS server that
+	// names them (testName), on the server namespace's own address.
+	for _, a := range []string{"198.51.100.3:80", "[2001:db8:1::3]:80"} {
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return err
+		}
+		go http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, "%s %s %s\n", httpMarker, r.Host, r.URL.Path)
+		}))
+	}
+	dns, err := net.ListenPacket("udp", "203.0.113.2:53")
+	if err != nil {
+		return err
+	}
+	go dnsLoop(dns)
 	// The sink reads an 8-byte length and that many bytes, then answers
 	// with the count it got.
 	go acceptLoop(sink, func(c net.Conn) {
@@ -110,6 +129,66 @@ func serve() error {
 	// Run until the test closes stdin.
 	io.Copy(io.Discard, os.Stdin)
 	return nil
+}
+
+// The test name the server namespace's DNS server answers, and the first
+// word of every HTTP answer.
+const (
+	testName   = "name.test"
+	httpMarker = "skiff-tun-http"
+)
+
+// dnsLoop answers DNS queries: testName's A and AAAA records are the echo
+// addresses; other names do not exist.
+func dnsLoop(pc net.PacketConn) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		if resp, err := dnsAnswer(buf[:n]); err == nil {
+			pc.WriteTo(resp, from)
+		}
+	}
+}
+
+func dnsAnswer(query []byte) ([]byte, error) {
+	var p dnsmessage.Parser
+	h, err := p.Start(query)
+	if err != nil {
+		return nil, err
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil, err
+	}
+	known := strings.EqualFold(q.Name.String(), testName+".")
+	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
+	if !known {
+		rh.RCode = dnsmessage.RCodeNameError
+	}
+	b := dnsmessage.NewBuilder(nil, rh)
+	if err := b.StartQuestions(); err != nil {
+		return nil, err
+	}
+	if err := b.Question(q); err != nil {
+		return nil, err
+	}
+	if err := b.StartAnswers(); err != nil {
+		return nil, err
+	}
+	rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
+	switch {
+	case known && q.Type == dnsmessage.TypeA:
+		err = b.AResource(rr, dnsmessage.AResource{A: netip.MustParseAddr("198.51.100.3").As4()})
+	case known && q.Type == dnsmessage.TypeAAAA:
+		err = b.AAAAResource(rr, dnsmessage.AAAAResource{AAAA: netip.MustParseAddr("2001:db8:1::3").As16()})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b.Finish()
 }
 
 func udpEchoLoop(pc net.PacketConn) {
