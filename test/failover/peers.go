@@ -1,0 +1,264 @@
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+// Ports inside the namespaces (they are this package's own, so fixed
+// numbers cannot collide with anything).
+const (
+	Hy2Port     = 8443 // Hysteria2, UDP, on Topology.ServerIP
+	VLESSPort   = 8444 // VLESS+WS+TLS, TCP, on Topology.ServerIP
+	SkiffPort   = 1080 // skiff's SOCKS5/HTTP proxy on 127.0.0.1 in the client namespace
+	SingBoxPort = 1081 // sing-box's mixed inbound on 127.0.0.1 in the client namespace
+)
+
+// Member names as the group and the reports use them.
+const (
+	Primary  = "hysteria2"
+	Fallback = "vless"
+)
+
+// Servers are the two sing-box servers in the server namespace, one
+// process each so that one can be killed alone.
+type Servers struct {
+	topo  *Topology
+	dir   string
+	Hy2   *harness.Server
+	VLESS *harness.Server
+	procs map[*harness.Server]*harness.Process
+	runs  int // processes started, to name restarts apart
+}
+
+// StartServers starts the Hysteria2 and the VLESS+WS+TLS servers for t.
+func StartServers(t testing.TB, topo *Topology) *Servers {
+	t.Helper()
+	dir := t.TempDir()
+	cert, err := harness.NewCert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Servers{
+		topo:  topo,
+		dir:   dir,
+		Hy2:   &harness.Server{Kind: harness.Hysteria2, Port: Hy2Port, Cert: cert, Password: "failover-hy2-password"},
+		VLESS: &harness.Server{Kind: harness.VLESSWS, Port: VLESSPort, Cert: cert, UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Path: "/ws"},
+		procs: map[*harness.Server]*harness.Process{},
+	}
+	s.Start(t, s.Hy2)
+	s.Start(t, s.VLESS)
+	return s
+}
+
+// egress returns the address server's connections to the origin come from.
+func (s *Servers) egress(srv *harness.Server) netip.Addr {
+	if srv.Kind == harness.Hysteria2 {
+		return s.topo.EgressHy2
+	}
+	return s.topo.EgressVLESS
+}
+
+// Start starts (or restarts) srv in the server namespace and waits until
+// it runs.
+func (s *Servers) Start(t testing.TB, srv *harness.Server) {
+	t.Helper()
+	raw, err := srv.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["inbounds"].([]any)[0].(map[string]any)["listen"] = s.topo.ServerIP.String()
+	cfg["outbounds"].([]any)[0].(map[string]any)["inet4_bind_address"] = s.egress(srv).String()
+	path := filepath.Join(s.dir, string(srv.Kind)+".json")
+	if err := writeJSON(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	s.runs++
+	name := "sing-box-" + string(srv.Kind)
+	if s.runs > 2 {
+		name += "-" + strconv.Itoa(s.runs-2) // a restart
+	}
+	p := harness.Start(t, name, "ip", Exec(s.topo.Server, harness.NeedSingBox(t), "run", "--disable-color", "-c", path)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.WaitText(ctx, "sing-box started"); err != nil {
+		t.Fatal(err)
+	}
+	s.procs[srv] = p
+}
+
+// Kill ends srv's process at once (SIGKILL: no goodbye to its clients).
+func (s *Servers) Kill(srv *harness.Server) {
+	if p := s.procs[srv]; p != nil {
+		p.Kill()
+	}
+}
+
+// addr returns srv's address on the veth.
+func (s *Servers) addr(srv *harness.Server) string {
+	return net.JoinHostPort(s.topo.ServerIP.String(), strconv.Itoa(srv.Port))
+}
+
+// Links returns the share links of the primary and the fallback, in that
+// order, as a skiff user pastes them.
+func (s *Servers) Links() []string {
+	var out []string
+	for _, srv := range []*harness.Server{s.Hy2, s.VLESS} {
+		l := srv.Link(srv.Trusting())
+		out = append(out, strings.Replace(l, srv.Addr(), s.addr(srv), 1))
+	}
+	return out
+}
+
+// ClientOutbound returns srv as a sing-box client outbound tagged tag.
+func (s *Servers) ClientOutbound(srv *harness.Server, tag string) map[string]any {
+	out := srv.ClientOutbound()
+	out["tag"] = tag
+	out["server"] = s.topo.ServerIP.String()
+	return out
+}
+
+// MemberName maps a group member's name (a link's fragment, a sing-box
+// tag) to Primary or Fallback.
+func MemberName(name string) string {
+	switch {
+	case strings.Contains(name, "hysteria2"):
+		return Primary
+	case strings.Contains(name, "vless"):
+		return Fallback
+	}
+	return name
+}
+
+// Skiff is `skiff run` in the client namespace with the servers as its
+// failover group.
+type Skiff struct {
+	*harness.Process
+	Proxy string // the SOCKS5 address inside the client namespace
+	Dial  Dialer
+}
+
+var listeningRE = regexp.MustCompile(`skiff: listening on (\S+)`)
+
+// StartSkiff starts skiff for t with the servers' links in failover order
+// and probeURL, at debug level (one line per flow).
+func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string) *Skiff {
+	t.Helper()
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(SkiffPort))
+	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL, "--log-level", "debug")
+	p := harness.Start(t, "skiff", "ip", Exec(topo.Client, harness.NeedSkiff(t), args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	m, err := p.WaitOutput(ctx, listeningRE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Skiff{Process: p, Proxy: m[1], Dial: SOCKSDialer(topo.Client, m[1])}
+}
+
+// Switch is one failover line of skiff's log.
+type Switch struct {
+	Time     time.Time
+	From, To string // Primary, Fallback or "" (none usable)
+	Reason   string
+}
+
+var switchRE = regexp.MustCompile(`(?m)^time=(\S+) level=WARN msg=failover group=proxy from=("[^"]*"|\S*) to=("[^"]*"|\S*) reason=("(?:[^"\\]|\\.)*"|\S*)`)
+
+// Switches returns the failover lines skiff has logged at or after since.
+func (s *Skiff) Switches(since time.Time) []Switch {
+	var out []Switch
+	for _, m := range switchRE.FindAllStringSubmatch(s.Output(), -1) {
+		at, err := time.Parse(time.RFC3339Nano, m[1])
+		if err != nil || at.Before(since) {
+			continue
+		}
+		out = append(out, Switch{Time: at, From: MemberName(unquote(m[2])), To: MemberName(unquote(m[3])), Reason: unquote(m[4])})
+	}
+	return out
+}
+
+// WaitSwitch waits up to max for a failover line at or after since that
+// moves new flows to member, and returns it.
+func (s *Skiff) WaitSwitch(since time.Time, to string, max time.Duration) (Switch, bool) {
+	deadline := time.Now().Add(max)
+	for {
+		for _, sw := range s.Switches(since) {
+			if sw.To == to {
+				return sw, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return Switch{}, false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func unquote(s string) string {
+	if u, err := strconv.Unquote(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// SingBoxClient is sing-box as the client in the client namespace: a mixed
+// inbound in front of a urltest group of the two servers.
+type SingBoxClient struct {
+	*harness.Process
+	Dial Dialer
+}
+
+// StartSingBoxClient starts sing-box with a urltest outbound over the
+// primary and the fallback probing probeURL every interval.
+func StartSingBoxClient(t testing.TB, topo *Topology, s *Servers, probeURL string, interval time.Duration) *SingBoxClient {
+	t.Helper()
+	cfg := map[string]any{
+		"log": map[string]any{"level": "info", "timestamp": true},
+		"inbounds": []any{map[string]any{
+			"type": "mixed", "tag": "mixed", "listen": "127.0.0.1", "listen_port": SingBoxPort,
+		}},
+		"outbounds": []any{
+			map[string]any{"type": "urltest", "tag": "proxy", "outbounds": []string{Primary, Fallback}, "url": probeURL, "interval": interval.String()},
+			s.ClientOutbound(s.Hy2, Primary),
+			s.ClientOutbound(s.VLESS, Fallback),
+		},
+		"route": map[string]any{"final": "proxy"},
+	}
+	path := filepath.Join(t.TempDir(), "sing-box-client.json")
+	if err := writeJSON(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := harness.Start(t, "sing-box-client", "ip", Exec(topo.Client, harness.NeedSingBox(t), "run", "--disable-color", "-c", path)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := p.WaitText(ctx, "sing-box started"); err != nil {
+		t.Fatal(err)
+	}
+	proxy := net.JoinHostPort("127.0.0.1", strconv.Itoa(SingBoxPort))
+	return &SingBoxClient{Process: p, Dial: SOCKSDialer(topo.Client, proxy)}
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	return os.WriteFile(path, b, 0o600)
+}
