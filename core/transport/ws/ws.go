@@ -257,19 +257,70 @@ func (c *Conn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
+	// The first part may block; after it, Read goes on with what is
+	// already buffered, across frames, so that a caller with a large p
+	// gets a TLS record's worth of payload per call instead of one small
+	// frame (fewer writes downstream).
+	n := 0
+	for {
+		q := p[n:]
+		if int64(len(q)) > c.left {
+			q = q[:c.left]
+		}
+		if n > 0 {
+			q = q[:min(len(q), c.br.Buffered())]
+		}
+		m, err := c.br.Read(q)
+		c.left -= int64(m)
+		if c.rmOff >= 0 {
+			ws.Cipher(q[:m], c.rmask, c.rmOff)
+			c.rmOff += m
+		}
+		n += m
+		if err != nil {
+			if err == io.EOF && c.left > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return n, err
+		}
+		for c.left == 0 && n < len(p) && c.dataFrameBuffered() {
+			if err := c.nextFrame(); err != nil {
+				return n, err // cannot happen: the header was checked
+			}
+		}
+		if n == len(p) || c.left == 0 || c.br.Buffered() == 0 {
+			return n, nil
+		}
 	}
-	n, err := c.br.Read(p)
-	c.left -= int64(n)
-	if c.rmOff >= 0 {
-		ws.Cipher(p[:n], c.rmask, c.rmOff)
-		c.rmOff += n
+}
+
+// dataFrameBuffered reports whether the reader holds the whole header of a
+// next frame that nextFrame takes without blocking or failing: a data or
+// continuation frame without reserved bits. c.rmu is held.
+func (c *Conn) dataFrameBuffered() bool {
+	if c.eof || c.br.Buffered() < 2 {
+		return false
 	}
-	if err == io.EOF && c.left > 0 {
-		err = io.ErrUnexpectedEOF
+	b, _ := c.br.Peek(2)
+	if b[0]&0x70 != 0 {
+		return false // reserved bits: nextFrame reports it on the next Read
 	}
-	return n, err
+	switch ws.OpCode(b[0] & 0x0f) {
+	case ws.OpContinuation, ws.OpText, ws.OpBinary:
+	default:
+		return false // control frames are handled by the next Read
+	}
+	hl := 2
+	switch b[1] & 0x7f {
+	case 126:
+		hl += 2
+	case 127:
+		hl += 8
+	}
+	if b[1]&0x80 != 0 {
+		hl += 4
+	}
+	return c.br.Buffered() >= hl
 }
 
 // nextFrame reads frame headers until a data frame with payload, handling

@@ -310,3 +310,53 @@ func TestReadAllocs(t *testing.T) {
 		t.Fatalf("%v allocs per read", n)
 	}
 }
+
+// TestReadAcrossFrames checks that one Read goes on across frames that are
+// already buffered (small frames, a ping between them, a masked frame,
+// empty frames) and that the payload comes out in order and complete.
+func TestReadAcrossFrames(t *testing.T) {
+	data := pattern(64 * 1400)
+	var blob bytes.Buffer
+	for i := 0; i < 64; i++ {
+		part := data[i*1400 : (i+1)*1400]
+		switch i {
+		case 10:
+			ws.WriteFrame(&blob, ws.NewPingFrame([]byte("p")))
+		case 20:
+			ws.WriteFrame(&blob, ws.NewBinaryFrame(nil))
+		case 30:
+			f := ws.NewBinaryFrame(append([]byte(nil), part...))
+			f.Header.Masked, f.Header.Mask = true, [4]byte{1, 2, 3, 4}
+			ws.WriteFrame(&blob, ws.MaskFrameInPlace(f))
+			continue
+		}
+		ws.WriteFrame(&blob, ws.NewBinaryFrame(part))
+	}
+	ws.WriteFrame(&blob, ws.NewCloseFrame(ws.NewCloseFrameBody(ws.StatusNormalClosure, "")))
+	s := &server{t: t, path: "/", onConn: func(c net.Conn) {
+		c.Write(blob.Bytes())
+		io.Copy(io.Discard, c)
+	}}
+	addr := s.start(t)
+	c := dial(t, addr, Config{Host: addr})
+	var got []byte
+	largest := 0
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		largest = max(largest, n)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read after %d bytes: %v", len(got), err)
+		}
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("payload differs: got %d bytes, want %d", len(got), len(data))
+	}
+	if largest <= 1400 {
+		t.Fatalf("largest read %d bytes: reads did not go across buffered frames", largest)
+	}
+}
