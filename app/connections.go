@@ -18,8 +18,8 @@ var connColumns = []struct {
 	title string
 	width float32
 }{
-	{"App / source", 150}, {"Destination", 220}, {"Route", 130}, {"Member", 110},
-	{"Up", 80}, {"Down", 80}, {"Age", 60}, {"", 44},
+	{"App / source", 130}, {"Destination", 190}, {"Route", 100}, {"Member", 100},
+	{"Up", 76}, {"Down", 76}, {"Age", 50}, {"", 40},
 }
 
 // connectionsView is the live connection table.
