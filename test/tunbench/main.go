@@ -227,31 +227,45 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 	if err := waitText(ctx, server, "sing-box started", 20*time.Second); err != nil {
 		return nil, nil, err
 	}
-	var rs []result
-	var cs []connResult
-	for _, client := range b.o.clients {
-		if !b.o.connsOnly {
-			r, err := b.benchClient(ctx, proto, client, s, server.Pid())
-			if err != nil {
+	// The clients take turns run by run (a fresh client process each
+	// time), so that a change in the machine's load, shared with other
+	// work, falls on both rather than on one.
+	rs := make([]result, len(b.o.clients))
+	for k, name := range b.o.clients {
+		rs[k] = result{protocol: proto, client: name}
+	}
+	for i := 0; i < b.o.runs && !b.o.connsOnly; i++ {
+		for k := range rs {
+			r := &rs[k]
+			if r.err != nil {
+				continue
+			}
+			if err := b.throughputRun(ctx, r, i, s, server.Pid()); err != nil {
 				if ctx.Err() != nil {
 					return nil, nil, err
 				}
 				r.err = err
-				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, client, err)
+				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, r.client, err)
 			}
-			rs = append(rs, r)
 		}
-		if b.o.conns > 0 {
-			c, err := b.connsClient(ctx, proto, client, s)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, nil, err
-				}
-				c.err = err
-				fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, client, b.o.conns, err)
+	}
+	if b.o.connsOnly {
+		rs = nil
+	}
+	var cs []connResult
+	for _, name := range b.o.clients {
+		if b.o.conns <= 0 {
+			break
+		}
+		c, err := b.connsClient(ctx, proto, name, s)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
 			}
-			cs = append(cs, c)
+			c.err = err
+			fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, name, b.o.conns, err)
 		}
+		cs = append(cs, c)
 	}
 	return rs, cs, nil
 }
@@ -421,61 +435,61 @@ func (b *bench) checkRoute(dev string) error {
 	return nil
 }
 
-// benchClient starts one client for s, warms it up, measures both
-// directions o.runs times and stops it.
-func (b *bench) benchClient(ctx context.Context, proto, name string, s *harness.Server, serverPid int) (result, error) {
-	r := result{protocol: proto, client: name}
+// throughputRun is run i of one client: it starts the client, warms it
+// up, measures download then upload, adds the figures to r, raises r's
+// peak RSS to the client's and stops the client.
+func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.Server, serverPid int) error {
+	proto, name := r.protocol, r.client
 	c, err := b.startClient(ctx, name, proto, s, b.o.cpuprofile != "" || b.o.diag)
 	if err != nil {
-		return r, err
+		return err
 	}
 	defer c.p.Stop()
 
-	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): warm-up %v\n", proto, name, c.tunDev, b.o.warmup)
+	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): run %d, warm-up %v\n", proto, name, c.tunDev, i+1, b.o.warmup)
 	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.warmup, serverPid, "", ""); err != nil {
-		return r, fmt.Errorf("warm-up: %w\n%s", err, tail(c.p.Output(), 30))
+		return fmt.Errorf("warm-up: %w\n%s", err, tail(c.p.Output(), 30))
 	}
-	for i := 0; i < b.o.runs; i++ {
-		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
-			var profOut, heapOut string
-			if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
-				if b.o.cpuprofile != "" {
-					if profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof"); err != nil {
-						return r, err
-					}
-				}
-				if b.o.diag {
-					heapOut = filepath.Join(b.dir, "heap-download-"+proto+".pprof")
+	for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
+		var profOut, heapOut string
+		if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
+			if b.o.cpuprofile != "" {
+				if profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof"); err != nil {
+					return err
 				}
 			}
-			m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut, heapOut)
-			if heapOut != "" {
-				b.printHeap(c, "during the download", heapOut)
-			}
-			if err != nil {
-				return r, fmt.Errorf("run %d: %w\n%s", i+1, err, tail(c.p.Output(), 30))
-			}
-			if profOut != "" {
-				r.profile = profOut
-			}
-			f := &r.down
-			dname := "download"
-			if dirn == harness.SinkUpload {
-				f, dname = &r.up, "upload"
-			}
-			f.add(m)
-			fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores, TUN carried %.0f MB for %.0f MB of payload\n",
-				proto, name, i+1, dname, m.Mbps, m.ClientCores, m.ServerCores, float64(m.TUNBytes)/1e6, float64(m.Bytes)/1e6)
-			// The TUN's counters include headers and ACKs; the payload
-			// count includes what still sits in socket buffers. Nine
-			// tenths is far above what a bypass could leave.
-			if m.TUNBytes < m.Bytes*9/10 {
-				return r, fmt.Errorf("run %d: the TUN %s carried %d bytes for %d bytes of payload: the traffic did not go through it", i+1, c.tunDev, m.TUNBytes, m.Bytes)
+			if b.o.diag {
+				heapOut = filepath.Join(b.dir, "heap-download-"+proto+".pprof")
 			}
 		}
+		m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut, heapOut)
+		if heapOut != "" {
+			b.printHeap(c, "during the download", heapOut)
+		}
+		if err != nil {
+			return fmt.Errorf("run %d: %w\n%s", i+1, err, tail(c.p.Output(), 30))
+		}
+		if profOut != "" {
+			r.profile = profOut
+		}
+		f := &r.down
+		dname := "download"
+		if dirn == harness.SinkUpload {
+			f, dname = &r.up, "upload"
+		}
+		f.add(m)
+		fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores, TUN carried %.0f MB for %.0f MB of payload\n",
+			proto, name, i+1, dname, m.Mbps, m.ClientCores, m.ServerCores, float64(m.TUNBytes)/1e6, float64(m.Bytes)/1e6)
+		// The TUN's counters include headers and ACKs; the payload
+		// count includes what still sits in socket buffers. Nine
+		// tenths is far above what a bypass could leave.
+		if m.TUNBytes < m.Bytes*9/10 {
+			return fmt.Errorf("run %d: the TUN %s carried %d bytes for %d bytes of payload: the traffic did not go through it", i+1, c.tunDev, m.TUNBytes, m.Bytes)
+		}
 	}
-	r.peakRSSMiB, err = memMiB(c.p.Pid(), "VmHWM")
-	return r, err
+	peak, err := memMiB(c.p.Pid(), "VmHWM")
+	r.peakRSSMiB = max(r.peakRSSMiB, peak)
+	return err
 }
 
 // load runs the load role in the client namespace for one direction.

@@ -19,9 +19,9 @@ import (
 type result struct {
 	protocol, client string
 	down, up         figures
-	peakRSSMiB       float64
-	profile          string // skiff's CPU profile of the first download run; "" none
-	err              error  // the client could not be measured
+	peakRSSMiB       float64 // highest VmHWM over the runs
+	profile          string  // skiff's CPU profile of the first download run; "" none
+	err              error   // the client could not be measured
 }
 
 // figures are the runs of one direction.
@@ -74,7 +74,7 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 		sink = sinkIP6
 	}
 	fmt.Printf("settings:  %d TCP streams from the client namespace to the sink/source at %s, through the client's TUN;\n", o.streams, sink)
-	fmt.Printf("           %v per direction after a %v warm-up; %d run(s), median\n", o.duration, o.warmup, o.runs)
+	fmt.Printf("           %v per direction after a %v warm-up; %d run(s), median; the clients take turns, a fresh process per run\n", o.duration, o.warmup, o.runs)
 	fmt.Println("           clients: skiff run --tun (defaults: auto-route, strict route, MTU 9000, its gVisor netstack);")
 	fmt.Println("                    sing-box tun inbound, stack gvisor, auto_route, MTU 9000, route_exclude_address = server")
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "in its own namespace over a veth pair, self-signed ECDSA P-256 certificate;")
