@@ -426,9 +426,14 @@ func TestThousandsOfNodes(t *testing.T) {
 	if len(v.Shown()) != count {
 		t.Fatalf("%d nodes shown, want %d", len(v.Shown()), count)
 	}
+	limit := time.Second
+	if raceEnabled {
+		limit *= 10
+	}
 	start := time.Now()
 	test.Type(v.search, "Server 4999")
-	if d := time.Since(start); d > time.Second {
+	t.Logf("search: %v", time.Since(start))
+	if d := time.Since(start); d > limit {
 		t.Errorf("searching %d nodes took %v", count, d)
 	}
 	if s := v.Shown(); len(s) != 1 || s[0] != "Server 4999" {
@@ -436,7 +441,8 @@ func TestThousandsOfNodes(t *testing.T) {
 	}
 	start = time.Now()
 	h.ui.reloadProfile()
-	if d := time.Since(start); d > 2*time.Second {
+	t.Logf("reload: %v", time.Since(start))
+	if d := time.Since(start); d > 2*limit {
 		t.Errorf("reloading a profile of %d nodes took %v", count, d)
 	}
 }

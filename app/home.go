@@ -97,6 +97,7 @@ func newHomeView(u *UI) *homeView {
 	h.totals = widget.NewLabel("")
 	h.memCore = widget.NewLabel("")
 	h.memWindow = widget.NewLabel("")
+	h.memWindow.TextStyle.Italic = true
 	h.conns = widget.NewLabel("")
 
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
@@ -277,14 +278,14 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	}
 	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
 	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
-	// The core runs in the window's process for now: the process figures
-	// are the core's and the window's together; the Go heap is mostly the
-	// core's (Fyne's textures and GL buffers live outside it). Memory moves
-	// all the time: show it every few seconds.
+	// The core runs in the window's process for now, so the figures are
+	// the core's and the window's together; they separate once the core
+	// runs as its own (privileged) process. Memory moves all the time:
+	// show it every few seconds.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
-		setText(h.memCore, fmt.Sprintf("Memory — core: Go heap %s", bytesString(int64(s.Memory.Heap))))
-		setText(h.memWindow, fmt.Sprintf("· window + core process: RSS %s", bytesString(int64(s.Memory.RSS))))
+		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
+		setText(h.memWindow, "(core and window share one process)")
 	}
 	setText(h.conns, fmt.Sprintf("Connections: %d", s.Connections))
 }
