@@ -19,13 +19,19 @@ import (
 
 // Buffer sizes. A stream direction starts with a small buffer and moves to
 // a large one when a read fills the small one (bulk transfer), and back when
-// a read brings less than the small size (interactive or idle traffic).
+// shrinkAfter reads in a row bring less than the small size (interactive or
+// idle traffic). Bulk sources that deliver in pieces (a QUIC stream hands
+// over what has arrived, a WebSocket what one TLS record held) often bring
+// less than the small size in one read; going back at the first such read
+// would make the next reads small too.
 // Each direction blocks in Read holding its buffer, so this keeps an idle
 // stream at 8 KiB instead of 64 KiB, which is what matters with hundreds of
 // open connections, while bulk transfers still move 32 KiB per read.
 const (
 	SmallBufferSize = 4 << 10
 	BufferSize      = 32 << 10 // also the UDP datagram buffer: holds any datagram of common size
+
+	shrinkAfter = 16
 )
 
 // Counter receives the number of bytes relayed, once per successful read.
@@ -125,6 +131,7 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 	bp := getBuffer(false)
 	defer func() { putBuffer(bp) }()
 	var err error
+	small := 0 // reads in a row below SmallBufferSize into the large buffer
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
@@ -138,12 +145,18 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 				break
 			}
 			// Resize for the next read: see SmallBufferSize.
-			if n == len(buf) && len(buf) < BufferSize {
+			switch {
+			case n == len(buf) && len(buf) < BufferSize:
 				putBuffer(bp)
 				bp = getBuffer(true)
-			} else if n < SmallBufferSize && len(buf) > SmallBufferSize {
-				putBuffer(bp)
-				bp = getBuffer(false)
+			case len(buf) == SmallBufferSize || n >= SmallBufferSize:
+				small = 0
+			default:
+				if small++; small >= shrinkAfter {
+					putBuffer(bp)
+					bp = getBuffer(false)
+					small = 0
+				}
 			}
 		}
 		if rerr != nil {

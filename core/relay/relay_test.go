@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -270,3 +271,62 @@ func BenchmarkStream(b *testing.B) {
 		b.Fatalf("received %d of %d bytes", n, total)
 	}
 }
+
+// sizeConn records the size of the buffer each Read is given.
+type sizeConn struct {
+	net.Conn
+	sizes chan int
+}
+
+func (c *sizeConn) Read(p []byte) (int, error) {
+	c.sizes <- len(p)
+	return c.Conn.Read(p)
+}
+
+// TestBufferSizing checks the read buffer of one direction: small at
+// first, large once a read fills it, and small again only after
+// shrinkAfter small reads in a row.
+func TestBufferSizing(t *testing.T) {
+	tests := []struct {
+		name  string
+		write []int // sizes written one at a time, each read before the next
+		want  []int // buffer sizes of the reads
+	}{
+		{"interactive", []int{10, 10}, []int{SmallBufferSize, SmallBufferSize, SmallBufferSize}},
+		{"grows", []int{SmallBufferSize, 100}, []int{SmallBufferSize, BufferSize, BufferSize}},
+		{"bulk in pieces stays large", append([]int{SmallBufferSize}, repeat(1000, shrinkAfter-1)...),
+			append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter)...)},
+		{"shrinks after a run of small reads", append([]int{SmallBufferSize}, repeat(1000, shrinkAfter)...),
+			append(append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter)...), SmallBufferSize)},
+		{"a large read resets the run", append(append([]int{SmallBufferSize}, repeat(1000, shrinkAfter-1)...), 8000, 1000),
+			append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter+2)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srcApp, srcPeer := net.Pipe()
+			dstApp, dstPeer := net.Pipe()
+			src := &sizeConn{Conn: srcApp, sizes: make(chan int, 1)}
+			done := make(chan error, 1)
+			var lu, ld atomic.Bool
+			go func() { done <- copyHalf(dstApp, src, nopCounter{}, &lu, &ld) }()
+			var got []int
+			buf := make([]byte, BufferSize)
+			for _, n := range tt.write {
+				got = append(got, <-src.sizes)
+				go srcPeer.Write(make([]byte, n))
+				if _, err := io.ReadFull(dstPeer, buf[:n]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got = append(got, <-src.sizes)
+			srcPeer.Close()
+			dstPeer.Close()
+			<-done
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("read sizes %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func repeat(v, n int) []int { return slices.Repeat([]int{v}, n) }
