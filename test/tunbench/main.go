@@ -562,7 +562,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	closed := time.Now()
 	var trace []string
 	for _, at := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute} {
-		if at > b.o.idleWait {
+		if at >= b.o.idleWait {
 			break
 		}
 		if err := sleep(ctx, time.Until(closed.Add(at))); err != nil {
