@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -32,12 +33,7 @@ func phaseDurations() durations {
 	if long() {
 		return durations{Warm: 5 * time.Second, Block: 60 * time.Second, Trials: 3, Loss: 120 * time.Second, BothDown: 30 * time.Second, ReturnMax: 150 * time.Second}
 	}
-	return durations{Warm: 3 * time.Second, Block: 15 * time.Second, Trials: 1, Loss: 20 * time.Second, BothDown: 10 * time.Second, ReturnMax: 90 * time.Second}
-}
-
-// client is what a test drives: skiff or sing-box in the client namespace.
-type client interface {
-	Output() string
+	return durations{Warm: 3 * time.Second, Block: 12 * time.Second, Trials: 1, Loss: 20 * time.Second, BothDown: 8 * time.Second, ReturnMax: 90 * time.Second}
 }
 
 // bench is one topology with servers, origin, a client and its load.
@@ -58,6 +54,11 @@ func newBench(t *testing.T) *bench {
 	t.Helper()
 	if !Root() {
 		t.Skip("needs root: network namespaces and nftables")
+	}
+	for _, bin := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("needs %s (iproute2, nftables): %v", bin, err)
+		}
 	}
 	harness.NeedSkiff(t)
 	harness.NeedSingBox(t)
@@ -293,7 +294,7 @@ func members(rs []Result) string {
 func segments(ss []Segment) string {
 	var parts []string
 	for _, s := range ss {
-		why := "running"
+		why := "still running"
 		if s.Err != nil {
 			why = s.Err.Error()
 			if len(why) > 60 {

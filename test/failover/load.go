@@ -72,6 +72,7 @@ type Load struct {
 	res    []Result
 	segs   []Segment
 	starts []time.Time // when each request started, finished or not
+	cur    *Segment    // the download running now; nil between two
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -215,11 +216,22 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 	if ap, err := netip.ParseAddrPort(resp.Header.Get("X-Source")); err == nil {
 		s.Member = l.Topo.Member(ap.Addr())
 	}
+	l.mu.Lock()
+	l.cur = &Segment{Start: s.Start, Member: s.Member}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.cur = nil
+		l.mu.Unlock()
+	}()
 	buf := make([]byte, 64<<10)
 	for {
 		c.SetDeadline(time.Now().Add(DownloadStall))
 		n, err := resp.Body.Read(buf)
 		s.Bytes += int64(n)
+		l.mu.Lock()
+		l.cur.Bytes = s.Bytes
+		l.mu.Unlock()
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 				err = fmt.Errorf("stalled: nothing for %v", DownloadStall)
@@ -259,7 +271,8 @@ func (l *Load) InFlight(at time.Time) []Result {
 	return out
 }
 
-// Segments returns the download's segments that overlap [from, to).
+// Segments returns the download's segments that overlap [from, to), the
+// one still running last (its End zero, its Err nil).
 func (l *Load) Segments(from, to time.Time) []Segment {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -268,6 +281,9 @@ func (l *Load) Segments(from, to time.Time) []Segment {
 		if s.End.After(from) && s.Start.Before(to) {
 			out = append(out, s)
 		}
+	}
+	if l.cur != nil && l.cur.Start.Before(to) {
+		out = append(out, *l.cur)
 	}
 	return out
 }

@@ -35,6 +35,7 @@ const (
 // Servers are the two sing-box servers in the server namespace, one
 // process each so that one can be killed alone.
 type Servers struct {
+	t     testing.TB // owns the processes
 	topo  *Topology
 	dir   string
 	Hy2   *harness.Server
@@ -52,14 +53,18 @@ func StartServers(t testing.TB, topo *Topology) *Servers {
 		t.Fatal(err)
 	}
 	s := &Servers{
+		t:     t,
 		topo:  topo,
 		dir:   dir,
 		Hy2:   &harness.Server{Kind: harness.Hysteria2, Port: Hy2Port, Cert: cert, Password: "failover-hy2-password"},
 		VLESS: &harness.Server{Kind: harness.VLESSWS, Port: VLESSPort, Cert: cert, UUID: "b831381d-6324-4d53-ad4f-8cda48b30811", Path: "/ws"},
 		procs: map[*harness.Server]*harness.Process{},
 	}
-	s.Start(t, s.Hy2)
-	s.Start(t, s.VLESS)
+	for _, srv := range []*harness.Server{s.Hy2, s.VLESS} {
+		if err := s.Start(srv); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return s
 }
 
@@ -71,36 +76,52 @@ func (s *Servers) egress(srv *harness.Server) netip.Addr {
 	return s.topo.EgressVLESS
 }
 
-// Start starts (or restarts) srv in the server namespace and waits until
-// it runs.
-func (s *Servers) Start(t testing.TB, srv *harness.Server) {
-	t.Helper()
+// Start starts srv in the server namespace and waits until it runs. The
+// process lives until the cleanup of the test that called StartServers,
+// whichever subtest restarts it.
+func (s *Servers) Start(srv *harness.Server) error {
 	raw, err := srv.ServerConfig()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var cfg map[string]any
 	if err := json.Unmarshal(raw, &cfg); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	cfg["inbounds"].([]any)[0].(map[string]any)["listen"] = s.topo.ServerIP.String()
 	cfg["outbounds"].([]any)[0].(map[string]any)["inet4_bind_address"] = s.egress(srv).String()
 	path := filepath.Join(s.dir, string(srv.Kind)+".json")
 	if err := writeJSON(path, cfg); err != nil {
-		t.Fatal(err)
+		return err
+	}
+	bin, err := harness.SingBoxBinary()
+	if err != nil {
+		return err
 	}
 	s.runs++
 	name := "sing-box-" + string(srv.Kind)
 	if s.runs > 2 {
 		name += "-" + strconv.Itoa(s.runs-2) // a restart
 	}
-	p := harness.Start(t, name, "ip", Exec(s.topo.Server, harness.NeedSingBox(t), "run", "--disable-color", "-c", path)...)
+	p, err := harness.StartProcess(name, "ip", Exec(s.topo.Server, bin, "run", "--disable-color", "-c", path)...)
+	if err != nil {
+		return err
+	}
+	s.t.Cleanup(func() {
+		p.Stop()
+		if s.t.Failed() || os.Getenv("SKIFF_TEST_LOGS") == "1" {
+			if path, err := p.SaveOutput(s.t.Name()); err == nil {
+				s.t.Logf("output of %s saved to %s", name, path)
+			}
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := p.WaitText(ctx, "sing-box started"); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.procs[srv] = p
+	return nil
 }
 
 // Kill ends srv's process at once (SIGKILL: no goodbye to its clients).
