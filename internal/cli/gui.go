@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"runtime"
 
 	fyneapp "fyne.io/fyne/v2/app"
 
@@ -20,7 +22,7 @@ import (
 // runGUI implements `skiff gui` (and skiff without arguments): the window
 // with the core in the same process, and the subscriptions refreshed in the
 // background.
-func runGUI(args []string, _ io.Reader, _, stderr io.Writer) int {
+func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("gui", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
@@ -46,6 +48,18 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "skiff gui: warning: %v\n", err)
 	}
+	if runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+		fmt.Fprintln(stderr, "skiff: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are empty); use `skiff run` for the core without a window")
+		return 1
+	}
+	// GLFW panics when the display cannot be opened after all: say so
+	// instead of a stack trace.
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "skiff: the window could not be opened: %v; use `skiff run` for the core without a window\n", r)
+			code = 1
+		}
+	}()
 	ctrl := core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
 	fa := fyneapp.NewWithID(app.ID)
 	ui, err := app.New(fa, app.Options{Controller: ctrl, Store: store})

@@ -54,7 +54,9 @@ func startXvfb(t *testing.T, xvfb string, w, h int) string {
 		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
-			if _, err := os.Stat(sock); err == nil {
+			// Dial, not stat: an earlier server's socket file can outlive it.
+			if c, err := net.Dial("unix", sock); err == nil {
+				c.Close()
 				return display
 			}
 			time.Sleep(50 * time.Millisecond)
