@@ -273,6 +273,11 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		defer r.wg.Done()
 		r.stats.Run(runCtx)
 	}()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		trimMemory(runCtx, r.stats, 2*time.Second)
+	}()
 	return r, st, nil
 }
 
