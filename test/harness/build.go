@@ -64,13 +64,19 @@ func OutDir() (string, error) {
 }
 
 var (
-	skiffOnce   = sync.OnceValues(buildSkiff)
-	singBoxOnce = sync.OnceValues(buildSingBox)
+	skiffOnce     = sync.OnceValues(func() (string, error) { return buildSkiff("skiff", true) })
+	skiffCoreOnce = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-core", false) })
+	singBoxOnce   = sync.OnceValues(buildSingBox)
 )
 
 // SkiffBinary builds the skiff binary from the parent module into test/bin
 // (once per process) and returns its path.
 func SkiffBinary() (string, error) { return skiffOnce() }
+
+// SkiffCoreBinary builds skiff without its window (CGO_ENABLED=0, so no
+// Fyne linked in) into test/bin/skiff-core. Benchmarks measure it: like
+// the field's published figures, they are of the network core alone.
+func SkiffCoreBinary() (string, error) { return skiffCoreOnce() }
 
 // SingBoxBinary installs sing-box SingBoxVersion into test/bin (once per
 // process, and only when the binary there is not already that version) and
@@ -97,7 +103,7 @@ func NeedSingBox(t testing.TB) string {
 	return p
 }
 
-func buildSkiff() (string, error) {
+func buildSkiff(name string, cgo bool) (string, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return "", err
@@ -107,8 +113,11 @@ func buildSkiff() (string, error) {
 		return "", err
 	}
 	defer unlock()
-	out := filepath.Join(bin, "skiff")
+	out := filepath.Join(bin, name)
 	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, ".")
+	if !cgo {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	cmd.Dir = filepath.Dir(filepath.Dir(bin)) // the repository root, parent of test/
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("harness: go build skiff: %v\n%s", err, b)

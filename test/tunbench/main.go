@@ -138,7 +138,7 @@ func run(ctx context.Context, o options) error {
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
-	if b.skiffBin, err = harness.SkiffBinary(); err != nil {
+	if b.skiffBin, err = harness.SkiffCoreBinary(); err != nil {
 		return err
 	}
 	if b.sbBin, err = harness.SingBoxBinary(); err != nil {

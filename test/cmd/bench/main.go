@@ -104,7 +104,7 @@ func (f figures) efficiency() float64 {
 }
 
 func run(o options) error {
-	skiffBin, err := harness.SkiffBinary()
+	skiffBin, err := harness.SkiffCoreBinary()
 	if err != nil {
 		return err
 	}
