@@ -359,7 +359,19 @@ func TestRefresherSchedule(t *testing.T) {
 	if err := r.Start(context.Background()); err == nil {
 		t.Error("second Start accepted")
 	}
-	time.Sleep(700 * time.Millisecond)
+	// At 150 ms each subscription is refreshed again and again; wait for
+	// three rounds (a loaded machine may take longer than 450 ms).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		enough := done["s1"] >= 3 && done["s2"] >= 3
+		mu.Unlock()
+		if enough {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refreshes %v after 10 s, want at least 3 each at 150 ms", done)
+		}
+	}
 	// Failures back off: the server breaks.
 	ts.set(500, "text/plain", "down")
 	hitsBefore := ts.hits.Load()
@@ -377,13 +389,10 @@ func TestRefresherSchedule(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if done["s1"] < 3 || done["s2"] < 3 {
-		t.Errorf("refreshes %v, want at least 3 each in 700 ms at 150 ms", done)
-	}
 	// 700 ms of failures at 50, 100, 150 (capped by the interval) ms: about
-	// 5 per subscription; without back-off or with a tight loop it would be
-	// far more.
-	if n := hitsAfter - hitsBefore; n < 4 || n > 24 {
+	// 5 per subscription, fewer on a loaded machine, at least one each;
+	// without back-off or with a tight loop it would be far more.
+	if n := hitsAfter - hitsBefore; n < 2 || n > 24 {
 		t.Errorf("%d requests during the outage", n)
 	}
 	p, _ := store.Load()
