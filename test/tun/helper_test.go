@@ -92,7 +92,7 @@ func serve() error {
 	// UDP on each echo address: a wildcard socket would answer from the
 	// namespace's primary address instead.
 	for _, a := range []string{"198.51.100.3:7003", "[2001:db8:1::3]:7003"} {
-		pc, err := net.ListenPacket("udp", a)
+		pc, err := listenPacket(a)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func serve() error {
 	// The HTTP server on the echo addresses, and the DNS server that
 	// names them (testName), on the server namespace's own address.
 	for _, a := range []string{"198.51.100.3:80", "[2001:db8:1::3]:80"} {
-		ln, err := net.Listen("tcp", a)
+		ln, err := listenTCP(a)
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func serve() error {
 			fmt.Fprintf(w, "%s %s %s\n", httpMarker, r.Host, r.URL.Path)
 		}))
 	}
-	dns, err := net.ListenPacket("udp", "203.0.113.2:53")
+	dns, err := listenPacket("203.0.113.2:53")
 	if err != nil {
 		return err
 	}
@@ -189,6 +189,28 @@ func dnsAnswer(query []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Finish()
+}
+
+// listenTCP and listenPacket listen on an address of the namespace, which
+// the kernel may not have ready yet: a new IPv6 address is briefly
+// tentative even on lo.
+func listenTCP(addr string) (net.Listener, error) {
+	return retryAddr(func() (net.Listener, error) { return net.Listen("tcp", addr) })
+}
+
+func listenPacket(addr string) (net.PacketConn, error) {
+	return retryAddr(func() (net.PacketConn, error) { return net.ListenPacket("udp", addr) })
+}
+
+func retryAddr[T any](listen func() (T, error)) (T, error) {
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		l, err := listen()
+		if err == nil || !errors.Is(err, syscall.EADDRNOTAVAIL) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func udpEchoLoop(pc net.PacketConn) {

@@ -156,7 +156,7 @@ func (s *skiffRun) stop(t *testing.T) {
 	}
 }
 
-// curl fetches url with curl in the client namespace.
+// curl runs curl with args in the client namespace (no proxy variables).
 func (l *lab) curl(args ...string) (string, error) {
 	cmd := exec.Command("ip", append([]string{"netns", "exec", l.cli, "curl", "-sS", "--max-time", "10", "--noproxy", "*"}, args...)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -238,9 +238,14 @@ func TestSkiffRunTUN(t *testing.T) {
 			if got["proxy"] == 0 {
 				t.Errorf("no packet to the proxy server %s/%d: the counters or the traffic are broken", tc.p.proto, tc.p.srv.Port)
 			}
-			for _, k := range []string{"dns", "target", "fake", "other"} {
-				if got[k] != 0 {
-					t.Errorf("%d packets (%s) left the client namespace other than to the proxy server", got[k], k)
+			for _, k := range []struct{ class, what string }{
+				{"dns", "DNS queries (port 53): the hijack missed them"},
+				{"target", "packets to the echo/HTTP servers: flows went around the TUN"},
+				{"fake", "packets to fake-IP addresses: flows to names went around the TUN"},
+				{"other", "other packets"},
+			} {
+				if got[k.class] != 0 {
+					t.Errorf("left the client namespace: %d %s", got[k.class], k.what)
 				}
 			}
 			s.stop(t)
@@ -344,10 +349,11 @@ func TestSkiffRunTUNManyConnections(t *testing.T) {
 			if idleRT.goroutines > baseRT.goroutines+n/10 {
 				t.Errorf("%d goroutines 15 s after the %d connections closed, %d before: flows leak", idleRT.goroutines, n, baseRT.goroutines)
 			}
-			// Sanity bounds, not a budget: the live heap falls, and the
-			// peak stays far below what a leak of every connection's
-			// buffers would hold.
-			if idleRT.heapAlloc >= openRT.heapAlloc {
+			// Sanity bounds, not a budget: after close the live heap is
+			// within 32 MiB of where it started (64 KiB a connection
+			// kept would exceed it), and the peak stays far below what a
+			// leak of every connection's buffers would hold.
+			if idleRT.heapAlloc > baseRT.heapAlloc+32<<20 {
 				t.Errorf("live Go heap %d B after close, %d B before and %d B with all open: it did not fall back", idleRT.heapAlloc, baseRT.heapAlloc, openRT.heapAlloc)
 			}
 			if idle.hwm > 512<<10 {
@@ -466,7 +472,8 @@ table inet %[1]s {
 		ip6 daddr %[7]s counter name target accept
 		ip daddr 198.18.0.0/15 counter name fake accept
 		ip6 daddr fdfe:dcba:9876:18::/64 counter name fake accept
-		ip6 daddr { fe80::/10, ff02::/16 } icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert, mld-listener-report, mld2-listener-report } counter name control accept
+		icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert } ip6 hoplimit 255 counter name control accept
+		ip6 daddr ff02::/16 icmpv6 type { mld-listener-report, mld2-listener-report } counter name control accept
 		counter name other
 	}
 }

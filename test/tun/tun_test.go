@@ -22,7 +22,45 @@ import (
 
 func TestMain(m *testing.M) {
 	runHelper()
+	sweepStaleLabs()
 	os.Exit(m.Run())
+}
+
+// sweepStaleLabs deletes the namespaces (and their /etc/netns files) that
+// an earlier run left behind when it could not run its cleanups (a test
+// timeout ends the binary at once): those older than ten minutes with no
+// process in them. A run in progress is younger, or has its server
+// helper in its namespace.
+func sweepStaleLabs() {
+	if os.Geteuid() != 0 {
+		return
+	}
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, "tuntest-") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || time.Since(info.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if pids, err := exec.Command("ip", "netns", "pids", name).Output(); err != nil || len(strings.TrimSpace(string(pids))) > 0 {
+			continue
+		}
+		exec.Command("ip", "netns", "del", name).Run()
+		os.RemoveAll(filepath.Join("/etc/netns", name))
+	}
+	entries, _ = os.ReadDir("/etc/netns")
+	for _, e := range entries {
+		info, err := e.Info()
+		if !strings.HasPrefix(e.Name(), "tuntest-") || err != nil || time.Since(info.ModTime()) < 10*time.Minute {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join("/run/netns", e.Name())); os.IsNotExist(err) {
+			os.RemoveAll(filepath.Join("/etc/netns", e.Name()))
+		}
+	}
 }
 
 // lab is a pair of namespaces joined by a veth: the client (where the TUN
