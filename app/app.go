@@ -264,7 +264,6 @@ func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.
 		pending = nil
 		u.do(func() {
 			u.logs.add(batch)
-			u.home.noteFailures(batch)
 			u.refresh()
 		})
 	}
@@ -280,6 +279,9 @@ func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.
 					u.switches = append(u.switches[:0], u.switches[over:]...)
 				}
 				u.mu.Unlock()
+			}
+			if ev.Kind == core.EventFlowFailed {
+				u.do(func() { u.home.noteFailure(ev) })
 			}
 			flush()
 		case rec := <-logs:

@@ -85,6 +85,14 @@ func buildConfig(p *profile.Profile, prefs Prefs) (route, error) {
 	}
 	r.cfg.Listen = prefs.listen()
 	r.cfg.Policy.ProbeURL = p.Settings.ProbeURL
+	if prefs.Mode == ModeTUN {
+		tc := core.DefaultTUNConfig()
+		tc.Strict = p.Settings.TUN.StrictRoute
+		tc.MTU = p.Settings.TUN.MTU
+		tc.IPv6 = prefs.IPv6
+		tc.DNS.Mode = prefs.DNSMode
+		r.cfg.TUN = &tc
+	}
 	rules, err := coreRules(p.Routes.Rules)
 	if err != nil {
 		return r, err
@@ -255,11 +263,14 @@ func protocolLabel(n *node.Node) string {
 }
 
 // tunAvailable reports whether TUN mode can be offered, and if not, why in
-// words the user can act on.
+// words the user can act on. The core runs TUN mode on Linux, macOS and
+// Windows; whether this process has the rights is privilegeHint's part.
 func tunAvailable() (bool, string) {
-	// core.Config has no TUN option yet: skiff run wires tun/ and
-	// netstack/ to the Controller itself, the window does not yet.
-	return false, "System-wide VPN (TUN) is not in the window yet: use the local proxy (point your apps or the system proxy at the address in Settings), or run  sudo skiff run --tun --node NAME  in a terminal."
+	switch runtime.GOOS {
+	case "linux", "darwin", "windows":
+		return true, ""
+	}
+	return false, "System-wide VPN (TUN) is not available on " + runtime.GOOS + ": use the local proxy (point your apps or the system proxy at the address in Settings)."
 }
 
 // privilegeHint says how to give Skiff the rights TUN needs on this OS, or
@@ -296,7 +307,7 @@ func explain(msg string) string {
 		return "There is no server to connect through yet. Add a subscription or paste a link on Profiles."
 	case strings.Contains(low, "not supported yet"):
 		return "This server's protocol is not supported by this Skiff yet. Pick a Hysteria2 server on Profiles, or a failover group on Routes.\n(" + msg + ")"
-	case strings.Contains(low, "operation not permitted"), strings.Contains(low, "permission denied"):
+	case strings.Contains(low, "operation not permitted"), strings.Contains(low, "permission denied"), strings.Contains(low, "cap_net_admin"):
 		if h := privilegeHint(); h != "" {
 			return h + "\n(" + msg + ")"
 		}

@@ -155,3 +155,23 @@ func TestProtocolLabel(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildConfigTUN(t *testing.T) {
+	p := testProfile(t)
+	p.Settings.TUN.StrictRoute = true
+	p.Settings.TUN.MTU = 1500
+	rt, err := buildConfig(p, Prefs{Mode: ModeTUN, IPv6: true, DNSMode: core.DNSRealIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := rt.cfg.TUN
+	if tc == nil || !tc.Strict || tc.MTU != 1500 || !tc.IPv6 || !tc.ExcludePrivate || tc.DNS.Mode != core.DNSRealIP {
+		t.Errorf("TUN config %+v", tc)
+	}
+	if rt, _ := buildConfig(p, Prefs{Mode: ModeProxy}); rt.cfg.TUN != nil {
+		t.Error("proxy mode turned TUN on")
+	}
+	if got := explain(core.ErrTUNPermission.Error()); !strings.Contains(got, "rights") {
+		t.Errorf("explain(TUN permission) = %q", got)
+	}
+}

@@ -3,7 +3,6 @@ package app
 import (
 	"fmt"
 	"image/color"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -194,19 +193,12 @@ func (h *homeView) Error() string {
 	return h.errText.Text
 }
 
-// noteFailures shows, from the core's log, the latest failure of a
-// server to carry a connection: with a single server it is the only sign
+// noteFailure shows the latest failure of a server to carry a connection
+// (the core's EventFlowFailed): with a single server it is the only sign
 // that the server is down or refuses the credentials.
-func (h *homeView) noteFailures(recs []core.LogRecord) {
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := recs[i]
-		if r.Level < slog.LevelWarn || r.Message != "dial failed" {
-			continue
-		}
-		h.flowNote.SetText("Connections are failing (" + r.Time.Local().Format("15:04:05") + "): " + explain(r.Attrs))
-		h.flowNote.Show()
-		return
-	}
+func (h *homeView) noteFailure(ev core.Event) {
+	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(ev.Message))
+	h.flowNote.Show()
 }
 
 // FlowNote returns the connection failure Home shows, or "".

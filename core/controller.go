@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
@@ -112,8 +113,9 @@ type EventKind int
 
 // Kinds of Event.
 const (
-	EventState  EventKind = iota // the state changed; Status holds the new one (and Status.Err why, on failure)
-	EventSwitch                  // a failover group moved new flows to another member; Switch says which and why
+	EventState      EventKind = iota // the state changed; Status holds the new one (and Status.Err why, on failure)
+	EventSwitch                      // a failover group moved new flows to another member; Switch says which and why
+	EventFlowFailed                  // connections could not be carried (at most one event per 5 s); Message says why
 )
 
 // Event is a change the GUI may want to show.
@@ -251,6 +253,10 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	name := rt.proxy
 	r := &run{stats: stats.New(), routing: rt, tun: tr}
 	eng := NewEngine(rt.router, r.stats, c.log)
+	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
+		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),
+			Message: fmt.Sprintf("%s to %s: %v", outbound, m.Destination, err)})
+	}
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,

@@ -24,6 +24,10 @@ type Engine struct {
 	stats  *stats.Stats
 	log    *slog.Logger
 	warn   rateLimit // dial failures at Warn level: a dead server must show without debug logs
+
+	// onDialFail, when set, hears of the failed dials that are logged (at
+	// most one per 5 s): the Controller turns them into events.
+	onDialFail func(m *flow.Metadata, outbound string, err error)
 }
 
 // NewEngine returns an Engine that routes with r, counts into st and logs
@@ -66,6 +70,9 @@ func (e *Engine) warnDial(m *flow.Metadata, outbound string, err error) {
 	if ok, suppressed := e.warn.allow(5 * time.Second); ok {
 		e.log.Warn("dial failed", "outbound", outbound, "net", m.Network, "dst", m.Destination.String(),
 			"err", err.Error(), "suppressed", suppressed)
+		if e.onDialFail != nil {
+			e.onDialFail(m, outbound, err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package core
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,37 @@ func TestControllerFailoverGroup(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatalf("no switch event; log:\n%s", logBuf.String())
+		}
+	}
+}
+
+// TestFlowFailedEvent: a flow that cannot be carried is an event the GUI
+// can show, not only a log line.
+func TestFlowFailedEvent(t *testing.T) {
+	var logBuf bytes.Buffer
+	c := NewController(Options{LogOutput: &logBuf})
+	events, cancel := c.Subscribe(16)
+	defer cancel()
+	if err := c.Start(context.Background(), Config{Listen: "127.0.0.1:0", Final: TargetDirect}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	host, port := splitPort(t, closedPort(t))
+	if _, rep, _ := socksRequest(t, c.Status().Listen, 1, host, port); rep == 0 {
+		t.Fatal("SOCKS success to a closed port")
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == EventFlowFailed {
+				if !strings.Contains(e.Message, "direct to "+host) || !strings.Contains(e.Message, "refused") {
+					t.Errorf("message %q", e.Message)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("no flow-failed event")
 		}
 	}
 }

@@ -143,6 +143,11 @@ type Group struct {
 	policy  Policy
 	onEvent func(Event)
 
+	// emitMu orders switch events as the switches happen: it is held from
+	// working out a switch to reporting it, so two members failing at once
+	// cannot report in the opposite order.
+	emitMu sync.Mutex
+
 	mu         sync.Mutex
 	current    int // index of the member new flows go to; -1: none usable
 	selected   int // selector's choice
@@ -214,6 +219,8 @@ func (g *Group) Select(name string) error {
 	}
 	for i, m := range g.members {
 		if m.Name == name {
+			g.emitMu.Lock()
+			defer g.emitMu.Unlock()
 			g.mu.Lock()
 			prev := g.members[g.selected].Name
 			g.selected = i
@@ -347,6 +354,8 @@ func (g *Group) touch() {
 // refresh recomputes the current member after a health change and emits an
 // event when it moved.
 func (g *Group) refresh(reason string) {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
 	g.mu.Lock()
 	prev := g.current
 	next := g.pickLocked()
