@@ -26,7 +26,7 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test unit e2e cross bench fuzz run clean
+.PHONY: all deps build test unit e2e cross bench bench-tun fuzz run demo clean
 
 all: build
 
@@ -63,6 +63,11 @@ cross:
 bench: build
 	$(MAKE) -C test bench
 
+# TUN mode: skiff --tun against sing-box's tun (gvisor stack) in network
+# namespaces, plus 500 connections (root).
+bench-tun: build
+	$(MAKE) -C test bench-tun
+
 # Every Fuzz target of the main module, FUZZTIME each (not part of CI).
 fuzz:
 	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^./test/' | xargs -n1 dirname | sort -u); do \
@@ -72,9 +77,14 @@ fuzz:
 		done; \
 	done
 
-# Until the desktop app lands: a demo Hysteria2 server on loopback and
-# `skiff run` against it, in the foreground.
+# The desktop app. Without a display it says so; `make demo` is the
+# headless alternative.
 run: build
+	./bin/skiff
+
+# A demo Hysteria2 server on loopback and `skiff run` against it, in the
+# foreground: the core without the window.
+demo: build
 	cd test && $(GO) run ./cmd/demo
 
 clean:

@@ -135,11 +135,38 @@ func (h *dnsHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net
 		defer conn.Close()
 		return h.srv.ServePacket(ctx, conn)
 	}
+	fake := m.Destination
 	if err := h.rewrite(&m); err != nil {
 		conn.Close()
 		return err
 	}
+	if fake != m.Destination {
+		conn = &fakeAddrConn{PacketConn: conn, fake: fake, name: m.Destination}
+	}
 	return h.next.HandlePacket(ctx, m, conn)
+}
+
+// fakeAddrConn is the app's side of a UDP session to a fake address: the
+// engine sees datagrams to the name, and the app sees every reply come from
+// the fake address it sent to (the server answers from the real address,
+// which an app's connected socket would drop).
+type fakeAddrConn struct {
+	net.PacketConn
+	fake, name flow.Addr
+}
+
+func (c *fakeAddrConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, a, err := c.PacketConn.ReadFrom(p)
+	if err == nil {
+		if fa, ferr := flow.AddrFromNet(a); ferr == nil && fa == c.fake {
+			a = c.name
+		}
+	}
+	return n, a, err
+}
+
+func (c *fakeAddrConn) WriteTo(p []byte, _ net.Addr) (int, error) {
+	return c.PacketConn.WriteTo(p, c.fake)
 }
 
 var _ flow.Handler = (*dnsHandler)(nil)

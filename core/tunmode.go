@@ -53,6 +53,11 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 	cfg := tun.DefaultConfig()
 	cfg.StrictRoute = tc.Strict
 	cfg.ExcludePrivate = tc.ExcludePrivate
+	if tc.DNS.Mode == "" || tc.DNS.Mode == DNSFakeIP {
+		// The pool's ranges go into the tunnel even where the LAN ranges
+		// are kept out: its IPv6 range is a ULA.
+		cfg.Include = []netip.Prefix{dns.DefaultPrefix4, dns.DefaultPrefix6}
+	}
 	if tc.Name != "" {
 		cfg.Name = tc.Name
 	}

@@ -185,6 +185,13 @@ func planLinux(cfg *Config, dev string) ([]Route, []Rule) {
 				}
 			}
 		}
+		if has {
+			for _, p := range cfg.Include {
+				if (fam == 4) == p.Addr().Is4() {
+					add(Rule{Priority: P + 2, Table: cfg.Table, Dst: p.Masked(), SuppressPrefixLen: -1})
+				}
+			}
+		}
 		for _, p := range exclusions(cfg, fam) {
 			add(Rule{Priority: P + 3, Table: tableMain, Dst: p, SuppressPrefixLen: -1})
 		}

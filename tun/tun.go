@@ -65,6 +65,9 @@ type Config struct {
 	// ExcludePrivate keeps the private, CGNAT, link-local and multicast
 	// ranges out of the device, so the LAN stays reachable.
 	ExcludePrivate bool
+	// Include are ranges routed into the device even inside an excluded
+	// range: the fake-IP pool's (its IPv6 range is a ULA, inside fc00::/7).
+	Include []netip.Prefix
 
 	Mark         uint32 // fwmark of Skiff's sockets (Linux); DefaultMark when 0
 	Table        int    // routing table (Linux); DefaultTable when 0
