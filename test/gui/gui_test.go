@@ -50,16 +50,36 @@ func startXvfb(t *testing.T, xvfb string, w, h int) string {
 			continue
 		}
 		display := ":" + strconv.Itoa(n)
-		harness.Start(t, "xvfb", xvfb, display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp")
+		p := harness.Start(t, "xvfb", xvfb, display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp")
 		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
 		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		taken := false
+		for !taken && time.Now().Before(deadline) {
+			select {
+			case <-p.Done():
+				// Our Xvfb gave up: another server holds this display
+				// (its socket answered, or is about to). Try the next.
+				taken = true
+				continue
+			default:
+			}
 			// Dial, not stat: an earlier server's socket file can outlive it.
 			if c, err := net.Dial("unix", sock); err == nil {
 				c.Close()
+				// The socket may be another server's: it is ours only if
+				// our Xvfb is still running a moment later.
+				select {
+				case <-p.Done():
+					taken = true
+					continue
+				case <-time.After(200 * time.Millisecond):
+				}
 				return display
 			}
 			time.Sleep(50 * time.Millisecond)
+		}
+		if taken {
+			continue
 		}
 		t.Fatalf("Xvfb %s did not come up", display)
 	}
