@@ -34,11 +34,12 @@ func AddrFromAddrPort(ap netip.AddrPort) Addr {
 }
 
 // NameAddr returns the Addr of a host, which may be a domain name or an IP
-// literal, and a port.
+// literal, and a port. Trailing dots are dropped, and so is an IPv6 zone,
+// which means nothing beyond this machine.
 func NameAddr(host string, port uint16) Addr {
-	host = strings.TrimSuffix(host, ".")
+	host = strings.TrimRight(host, ".")
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		return Addr{IP: ip.Unmap(), Port: port}
+		return Addr{IP: ip.Unmap().WithZone(""), Port: port}
 	}
 	return Addr{Name: host, Port: port}
 }
@@ -54,10 +55,11 @@ func ParseAddr(hostport string) (Addr, error) {
 	if err != nil {
 		return Addr{}, fmt.Errorf("flow: address %q: bad port", hostport)
 	}
-	if host == "" {
+	a := NameAddr(host, uint16(p))
+	if !a.IsValid() {
 		return Addr{}, fmt.Errorf("flow: address %q: empty host", hostport)
 	}
-	return NameAddr(host, uint16(p)), nil
+	return a, nil
 }
 
 // AddrFromNet converts a net.Addr (*net.TCPAddr, *net.UDPAddr or Addr) into

@@ -186,7 +186,11 @@ func parseSOCKSAddr(b []byte) (flow.Addr, int, error) {
 			return flow.Addr{}, 0, io.ErrUnexpectedEOF
 		}
 		port := binary.BigEndian.Uint16(b[2+n:])
-		return flow.NameAddr(string(b[2:2+n]), port), 2 + n + 2, nil
+		a := flow.NameAddr(string(b[2:2+n]), port)
+		if !a.IsValid() {
+			return flow.Addr{}, 0, errors.New("empty domain name")
+		}
+		return a, 2 + n + 2, nil
 	}
 	return flow.Addr{}, 0, errAtyp
 }
