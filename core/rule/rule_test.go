@@ -165,3 +165,27 @@ func BenchmarkMatch(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParsePorts: whatever ParsePorts accepts is a list of proper ranges.
+func FuzzParsePorts(f *testing.F) {
+	for _, s := range []string{"80", "80,443", "8000-9000", " 1 - 2 ", "0", "9-1", "65535", "-", ","} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		ps, err := ParsePorts(s)
+		if err != nil {
+			return
+		}
+		if len(ps) == 0 {
+			t.Fatalf("ParsePorts(%q) accepted nothing", s)
+		}
+		for _, p := range ps {
+			if p.From == 0 || p.From > p.To {
+				t.Fatalf("ParsePorts(%q) gave range %d-%d", s, p.From, p.To)
+			}
+		}
+		if _, err := Compile([]Rule{{Ports: ps, Target: "x"}}, "y"); err != nil {
+			t.Fatalf("ParsePorts(%q) gave ports Compile refuses: %v", s, err)
+		}
+	})
+}
