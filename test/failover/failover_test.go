@@ -40,7 +40,7 @@ func TestFailover(t *testing.T) {
 				if err := b.fw.Clear(); err != nil {
 					t.Fatal(err)
 				}
-			}, d.ReturnMax)
+			}, d.ReturnMax, true)
 			checkOutage(t, o)
 		})
 	}
@@ -52,7 +52,7 @@ func TestFailover(t *testing.T) {
 			if err := b.srv.Start(b.srv.Hy2); err != nil {
 				t.Fatal(err)
 			}
-		}, d.ReturnMax)
+		}, d.ReturnMax, true)
 		checkOutage(t, o)
 	})
 

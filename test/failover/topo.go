@@ -73,6 +73,14 @@ func NewTopology(t testing.TB) *Topology {
 		{"ip", "-n", topo.Server, "addr", "add", topo.OriginIP.String() + "/24", "dev", "lo"},
 		{"ip", "-n", topo.Server, "addr", "add", topo.EgressHy2.String() + "/24", "dev", "lo"},
 		{"ip", "-n", topo.Server, "addr", "add", topo.EgressVLESS.String() + "/24", "dev", "lo"},
+		// A default route into a veth whose peer is a dead end: clients
+		// that watch for a default interface (sing-box pauses its urltest
+		// checks without one) see a normal network, and the origin stays
+		// reachable only through the proxy.
+		{"ip", "-n", topo.Client, "link", "add", "dflt", "type", "veth", "peer", "name", "dflt-end"},
+		{"ip", "-n", topo.Client, "link", "set", "dflt", "up"},
+		{"ip", "-n", topo.Client, "link", "set", "dflt-end", "up"},
+		{"ip", "-n", topo.Client, "route", "add", "default", "dev", "dflt"},
 	}
 	for _, s := range steps {
 		if err := run(s[0], s[1:]...); err != nil {
