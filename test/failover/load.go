@@ -110,13 +110,18 @@ func (l *Load) Stop() {
 
 func (l *Load) loop(ctx context.Context) {
 	defer l.wg.Done()
-	tick := time.NewTicker(time.Second / time.Duration(l.Rate))
-	defer tick.Stop()
+	// Requests go out on a fixed schedule, not a ticker: a ticker drops
+	// ticks when the process is starved of CPU, and the rate is part of
+	// the test.
+	every := time.Second / time.Duration(l.Rate)
+	next := time.Now()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
 		}
 		start := time.Now()
 		l.mu.Lock()
@@ -130,6 +135,8 @@ func (l *Load) loop(ctx context.Context) {
 			l.res = append(l.res, r)
 			l.mu.Unlock()
 		}()
+		next = next.Add(every)
+		timer.Reset(max(time.Until(next), 0))
 	}
 }
 
