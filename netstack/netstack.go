@@ -41,10 +41,10 @@ import (
 const (
 	DefaultUDPTimeout     = 60 * time.Second
 	DefaultMaxInFlight    = 1024
-	defaultTCPRecvBufMax  = 8 << 20
-	defaultTCPSendBufMax  = 6 << 20
-	defaultTCPRecvBufInit = 1 << 20
-	defaultTCPSendBufInit = 1 << 20
+	defaultTCPRecvBufMax  = 1 << 20
+	defaultTCPSendBufMax  = 512 << 10
+	defaultTCPRecvBufInit = 128 << 10
+	defaultTCPSendBufInit = 128 << 10
 	nicID                 = tcpip.NICID(1)
 )
 
@@ -145,8 +145,16 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	return n, nil
 }
 
-// tune sets the TCP options for throughput: large, auto-tuned buffers, SACK,
-// and no Nagle delay (the apps' own stacks already batch).
+// tune sets the TCP options: auto-tuned buffers, SACK, and no Nagle delay
+// (the apps' own stacks already batch).
+//
+// The buffers are small on purpose. Their peer is an app on this machine,
+// a round trip of well under a millisecond even under load, so 1 MiB of
+// receive window and 512 KiB of send buffer per connection already carry
+// several Gbps each; the long-haul window is the upstream socket's concern.
+// Larger limits (8 and 6 MiB, as gVisor's users often set) only let the
+// auto-tuning park megabytes per connection in the stack whenever the
+// upstream is the bottleneck, i.e. always.
 func (n *Stack) tune() error {
 	opts := []tcpip.SettableTransportProtocolOption{
 		new(tcpip.TCPSACKEnabled),
