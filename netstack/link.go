@@ -35,8 +35,10 @@ const outQueueLen = 2048
 // moves packets in batches both ways: a reader fills BatchSize buffers per
 // read (the device splits the kernel's GSO super-packets into them) and
 // hands them to gVisor through GRO, so that the TCP stack sees few large
-// segments; a writer drains the queue gVisor fills into one batch per device
-// write, which the device coalesces back into GSO packets for the kernel.
+// segments. A writer goroutine drains the queue gVisor fills: on a Linux TUN
+// with a virtio header (vnet_linux.go) it writes each packet itself, TCP as
+// 64 KiB host-GSO segments; on other devices it hands the device batches,
+// which the device may coalesce into GSO packets for the kernel.
 type linkEndpoint struct {
 	dev   tun.Device
 	mtu   uint32
@@ -50,9 +52,9 @@ type linkEndpoint struct {
 	closeMu sync.Once
 	wg      sync.WaitGroup
 
-	// vnet, when the device is a Linux TUN with a virtio header, takes
-	// every write: packets go to the kernel from the caller's goroutine,
-	// TCP in 64 KiB host-GSO segments, and there is no writer goroutine.
+	// vnet, when the device is a Linux TUN with a virtio header, writes
+	// the queued packets instead of the device's Write: TCP in 64 KiB
+	// host-GSO segments, without copies or write buffers.
 	vnet *vnetWriter
 
 	// onError reports the error that stopped the reader or writer.
@@ -87,6 +89,9 @@ func (e *linkEndpoint) start() {
 	if e.vnet == nil {
 		e.wg.Add(1)
 		go e.writeLoop()
+	} else {
+		e.wg.Add(1)
+		go e.vnetLoop()
 	}
 }
 
@@ -196,6 +201,26 @@ func (e *linkEndpoint) writeLoop() {
 	}
 }
 
+// vnetLoop is the writer on a virtio-header device: one writev per packet,
+// straight from the packet's own memory.
+func (e *linkEndpoint) vnetLoop() {
+	defer e.wg.Done()
+	for {
+		var pkt *stack.PacketBuffer
+		select {
+		case pkt = <-e.out:
+		case <-e.done:
+			return
+		}
+		err := e.vnet.writePacket(pkt)
+		pkt.DecRef()
+		if err != nil && errors.Is(err, os.ErrClosed) {
+			e.fail(err)
+			return
+		}
+	}
+}
+
 func (e *linkEndpoint) fail(err error) {
 	select {
 	case <-e.done:
@@ -226,12 +251,10 @@ func (e *linkEndpoint) close() error {
 	return err
 }
 
-// WritePackets writes packets to the virtio-header device, or queues them
-// for the writer goroutine.
+// WritePackets queues packets for the writer goroutine. It runs with the
+// TCP endpoint's lock held, so it does not write itself: a writev of 64 KiB
+// into the kernel held there would stall the endpoint's ACK processing.
 func (e *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
-	if e.vnet != nil {
-		return e.writeVnet(pkts)
-	}
 	n := 0
 	for _, pkt := range pkts.AsSlice() {
 		if pkt.Size() > maxSegment {
@@ -248,20 +271,6 @@ func (e *linkEndpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Err
 			pkt.DecRef() // queue full: drop, as a full NIC ring does
 			n++
 		}
-	}
-	return n, nil
-}
-
-// writeVnet writes packets straight to the device. A packet the kernel
-// refuses is dropped, as a NIC would drop it; a closed device ends the
-// sending.
-func (e *linkEndpoint) writeVnet(pkts stack.PacketBufferList) (int, tcpip.Error) {
-	n := 0
-	for _, pkt := range pkts.AsSlice() {
-		if err := e.vnet.writePacket(pkt); err != nil && errors.Is(err, os.ErrClosed) {
-			return n, &tcpip.ErrClosedForSend{}
-		}
-		n++
 	}
 	return n, nil
 }
