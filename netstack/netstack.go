@@ -41,8 +41,8 @@ import (
 const (
 	DefaultUDPTimeout     = 60 * time.Second
 	DefaultMaxInFlight    = 1024
-	defaultTCPRecvBufMax  = 1 << 20
-	defaultTCPSendBufMax  = 512 << 10
+	defaultTCPRecvBufMax  = 512 << 10
+	defaultTCPSendBufMax  = 256 << 10
 	defaultTCPRecvBufInit = 128 << 10
 	defaultTCPSendBufInit = 128 << 10
 	nicID                 = tcpip.NICID(1)
@@ -149,8 +149,8 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 // (the apps' own stacks already batch).
 //
 // The buffers are small on purpose. Their peer is an app on this machine,
-// a round trip of well under a millisecond even under load, so 1 MiB of
-// receive window and 512 KiB of send buffer per connection already carry
+// a round trip of well under a millisecond even under load, so 512 KiB of
+// receive window and 256 KiB of send buffer per connection already carry
 // several Gbps each; the long-haul window is the upstream socket's concern.
 // Larger limits (8 and 6 MiB, as gVisor's users often set) only let the
 // auto-tuning park megabytes per connection in the stack whenever the
