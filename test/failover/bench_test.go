@@ -179,7 +179,7 @@ func (b *bench) runOutageUntil(t *testing.T, name string, apply func(), hold, af
 	}
 	end := time.Now()
 	b.load.WaitResults(end, 30*time.Second)
-	o := &outage{Name: name, Hold: hold, Requests: b.load.Results(at, end), InFlight: b.load.InFlight(at), SwitchLine: -1, Served: -1}
+	o := &outage{Name: name, Hold: end.Sub(at), Requests: b.load.Results(at, end), InFlight: b.load.InFlight(at), SwitchLine: -1, Served: -1}
 	if len(o.Requests) > 0 {
 		o.FirstTook, o.FirstVia = o.Requests[0].Took(), o.Requests[0].Member
 	}

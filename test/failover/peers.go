@@ -178,11 +178,12 @@ type Skiff struct {
 var listeningRE = regexp.MustCompile(`skiff: listening on (\S+)`)
 
 // StartSkiff starts skiff for t with the servers' links in failover order
-// and probeURL, at debug level (one line per flow).
+// and probeURL, at the default level (switches and failed dials are WARN
+// lines; per-flow debug lines would fill the captured output in long runs).
 func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string) *Skiff {
 	t.Helper()
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(SkiffPort))
-	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL, "--log-level", "debug")
+	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL)
 	p := harness.Start(t, "skiff", "ip", Exec(topo.Client, harness.NeedSkiff(t), args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
