@@ -23,6 +23,13 @@ const tunOffset = 16
 // 64 KiB GSO packet, in place, so write buffers need that much room.
 const maxSegment = 65535
 
+// GSO types of a virtio-net header (linux/virtio_net.h), for vnet_linux.go.
+const (
+	vnetHdrGSONone  = 0
+	vnetHdrGSOTCPv4 = 1
+	vnetHdrGSOTCPv6 = 4
+)
+
 // maxReadFailures is how many device reads in a row may fail before the
 // reader gives up on the device.
 const maxReadFailures = 100
@@ -97,6 +104,15 @@ func (e *linkEndpoint) start() {
 
 func (e *linkEndpoint) readLoop() {
 	defer e.wg.Done()
+	if e.vnet != nil {
+		r, err := e.vnet.newReader()
+		if err == nil {
+			e.vnetReadLoop(r)
+			return
+		}
+		// The offloads could not be narrowed: read through the device,
+		// which splits everything it gets.
+	}
 	// The device splits what it reads into packets of at most the MTU.
 	bufs := make([][]byte, e.batch)
 	for i := range bufs {
@@ -155,6 +171,106 @@ func (e *linkEndpoint) readLoop() {
 			pkt.DecRef()
 		}
 		g.Flush()
+	}
+}
+
+// vnetCopyBelow is the size under which a packet read whole is copied into
+// a buffer of its own size rather than keeping the 64 KiB one it was read
+// into: gVisor may hold a received packet for as long as the app's data
+// waits to be read, and the memory held must stay close to the data.
+const vnetCopyBelow = 16 << 10
+
+// vnetHeadLen is how much of a large packet read whole is copied out to sit
+// in its own chunk: the IP and TCP headers, mostly. It fills its chunk
+// exactly (a power of two), so the rest is appended, not copied.
+const vnetHeadLen = 128
+
+// vnetReadLoop reads packets whole from a virtio-header device and hands
+// them to gVisor. A TCP super-packet becomes one large segment, as GRO
+// would have made it; its checksum is the kernel's to vouch for (it left
+// it partial: the data never left this machine).
+func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
+	var v *buffer.View
+	defer func() {
+		if v != nil {
+			v.Release()
+		}
+	}()
+	failures := 0
+	for {
+		if v == nil {
+			// One more byte than any packet: a read that fills it
+			// was cut short.
+			v = buffer.NewViewSize(maxSegment + 1)
+		}
+		n, gsoType, err := r.readPacket(v.AsSlice())
+		if err != nil {
+			if failures++; !errors.Is(err, os.ErrClosed) && failures < maxReadFailures {
+				continue
+			}
+			e.fail(err)
+			return
+		}
+		failures = 0
+		e.mu.RLock()
+		d := e.dispatcher
+		e.mu.RUnlock()
+		if d == nil || n == 0 || n > maxSegment {
+			continue
+		}
+		data := v.AsSlice()[:n]
+		var proto tcpip.NetworkProtocolNumber
+		switch header.IPVersion(data) {
+		case header.IPv4Version:
+			if n < header.IPv4MinimumSize {
+				continue
+			}
+			proto = header.IPv4ProtocolNumber
+			if gsoType != vnetHdrGSONone {
+				// The length of a super-packet may be left for the
+				// segmentation to fill in.
+				if ip := header.IPv4(data); int(ip.TotalLength()) != n {
+					ip.SetTotalLength(uint16(n))
+					ip.SetChecksum(0)
+					ip.SetChecksum(^ip.CalculateChecksum())
+				}
+			}
+		case header.IPv6Version:
+			if n < header.IPv6MinimumSize {
+				continue
+			}
+			proto = header.IPv6ProtocolNumber
+			if gsoType != vnetHdrGSONone {
+				header.IPv6(data).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
+			}
+		default:
+			continue
+		}
+		switch gsoType {
+		case vnetHdrGSONone, vnetHdrGSOTCPv4, vnetHdrGSOTCPv6:
+		default:
+			continue // not asked for (UDP GSO is off): nothing to split it with
+		}
+		var payload buffer.Buffer
+		if n < vnetCopyBelow {
+			payload = buffer.MakeWithData(data)
+		} else {
+			// The headers go in a small chunk of their own: gVisor
+			// shares the packet's chunks when it delivers it and copies
+			// a shared chunk the first time it parses headers in it.
+			payload = buffer.MakeWithData(data[:vnetHeadLen])
+			v.CapLength(n)
+			v.TrimFront(vnetHeadLen)
+			if err := payload.Append(v); err != nil {
+				v.Release()
+			}
+			v = nil
+		}
+		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
+		pkt.NetworkProtocolNumber = proto
+		pkt.RXChecksumValidated = true
+		d.DeliverNetworkPacket(proto, pkt)
+		pkt.DecRef()
 	}
 }
 

@@ -18,9 +18,7 @@ import (
 const (
 	vnetHdrLen         = 10
 	vnetHdrFNeedsCsum  = 1
-	vnetHdrGSONone     = 0
-	vnetHdrGSOTCPv4    = 1
-	vnetHdrGSOTCPv6    = 4
+	vnetHdrGSOECN      = 0x80
 	maxIovecsPerPacket = 64
 )
 
@@ -159,4 +157,77 @@ func iovec(b []byte) unix.Iovec {
 	v := unix.Iovec{Base: &b[0]}
 	v.SetLen(len(b))
 	return v
+}
+
+// vnetReader reads the device's packets whole: the kernel's TCP super-
+// packets (up to 64 KiB, GSO requested) go to gVisor as one segment each,
+// as gVisor's own GRO would have merged them, instead of being split into
+// MTU-sized packets, checksummed and merged again.
+type vnetReader struct {
+	rc  syscall.RawConn
+	hdr [vnetHdrLen]byte
+	iov [2]unix.Iovec
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
+
+// newReader returns the reader for the writer's device. It limits the
+// kernel's offloads to checksums and TCP segmentation (no UDP GSO, which
+// would need splitting here).
+func (w *vnetWriter) newReader() (*vnetReader, error) {
+	var cerr error
+	if err := w.rc.Control(func(fd uintptr) {
+		cerr = unix.IoctlSetInt(int(fd), unix.TUNSETOFFLOAD, unix.TUN_F_CSUM|unix.TUN_F_TSO4|unix.TUN_F_TSO6)
+	}); err != nil {
+		return nil, err
+	}
+	if cerr != nil {
+		return nil, fmt.Errorf("netstack: set TUN offloads: %w", cerr)
+	}
+	r := &vnetReader{rc: w.rc}
+	r.fn = r.read
+	return r, nil
+}
+
+// readPacket reads one packet into b (whose length is the largest packet
+// taken) and returns its length, its virtio GSO type and whether the
+// kernel left its transport checksum for us to complete.
+func (r *vnetReader) readPacket(b []byte) (n int, gsoType uint8, err error) {
+	r.iov[0] = iovec(r.hdr[:])
+	r.iov[1] = iovec(b)
+	r.n, r.err = 0, nil
+	err = r.rc.Read(r.fn)
+	r.iov[1] = unix.Iovec{}
+	if err != nil {
+		return 0, 0, err
+	}
+	if r.err != nil {
+		return 0, 0, r.err
+	}
+	if r.n < vnetHdrLen {
+		return 0, 0, fmt.Errorf("netstack: short read from the device (%d bytes)", r.n)
+	}
+	return r.n - vnetHdrLen, r.hdr[1] &^ vnetHdrGSOECN, nil
+}
+
+func (r *vnetReader) read(fd uintptr) bool {
+	for {
+		n, _, errno := unix.Syscall(unix.SYS_READV, fd, uintptr(unsafe.Pointer(&r.iov[0])), uintptr(len(r.iov)))
+		switch errno {
+		case 0:
+			r.n = int(n)
+			return true
+		case unix.EAGAIN:
+			return false
+		case unix.EINTR:
+			continue
+		case unix.EBADFD:
+			r.err = os.ErrClosed
+			return true
+		default:
+			r.err = errno
+			return true
+		}
+	}
 }
