@@ -65,10 +65,11 @@ type Policy struct {
 }
 
 // DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
-// time out after 5 s; healthy members are probed every 60 s, failed ones after
-// 1 s doubling up to 30 s; a failed member returns after 3 good probes over at
-// least 10 s; the next member is tried after 4 smoothed RTTs + 100 ms of the
-// current one, bounded to 300 ms-1.5 s; a dial fails after 5 s; a UDP
+// time out after 5 s; healthy members are probed every 60 s, failed ones at
+// once, then after 1 s doubling up to 10 s; a failed member returns after 3
+// good probes over at least 10 s; the next member is tried after 4 smoothed
+// RTTs + 100 ms of the current one, bounded to 300 ms-1.5 s; a dial fails
+// after 8 RTTs + 1 s, within 2.5-5 s; a UDP
 // session moves on after 2 s without replies; probing stops after 5 minutes
 // without flows; urltest switches for 50 ms.
 func DefaultPolicy() Policy {
@@ -77,7 +78,7 @@ func DefaultPolicy() Policy {
 		ProbeTimeout:  5 * time.Second,
 		Interval:      60 * time.Second,
 		RetryMin:      time.Second,
-		RetryMax:      30 * time.Second,
+		RetryMax:      10 * time.Second,
 		RecoverProbes: 3,
 		RecoverHold:   10 * time.Second,
 		HedgeMin:      300 * time.Millisecond,
@@ -329,13 +330,16 @@ func (g *Group) hedgeDelay(i int) time.Duration {
 }
 
 // dialTimeout is how long member i's dial may take before it has failed:
-// eight of its round trips and a second, at most the policy's DialTimeout.
+// eight of its round trips and a second, but at least half the policy's
+// DialTimeout (a lossy link needs a retransmission or two, and losing the
+// primary over one slow dial is worse than a late switch: the hedge serves
+// the flow meanwhile), and at most DialTimeout.
 func (g *Group) dialTimeout(i int) time.Duration {
 	rtt := g.health[i].rtt()
 	if rtt == 0 {
 		return g.policy.DialTimeout
 	}
-	return min(8*rtt+time.Second, g.policy.DialTimeout)
+	return min(max(8*rtt+time.Second, g.policy.DialTimeout/2), g.policy.DialTimeout)
 }
 
 // touch records activity and makes sure the prober runs.
@@ -379,10 +383,16 @@ func (g *Group) emit(from, to, reason string) {
 	}
 }
 
-// failed records a failure of member i seen by a live flow or a probe.
-func (g *Group) failed(i int, err error) {
-	if g.health[i].fail(time.Now(), err) {
+// failed records a failure of member i seen by a live flow or (probe) by
+// the prober. A member that live flows find down is probed at once, so
+// that its back-off, and so its return, starts from the fault and not from
+// its next slow health check.
+func (g *Group) failed(i int, err error, probe bool) {
+	if g.health[i].fail(time.Now(), err, probe) {
 		g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err))
+		if !probe {
+			g.requestProbe(i)
+		}
 	}
 }
 
@@ -435,7 +445,7 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 				if timedOut {
 					err = fmt.Errorf("%s: no answer within %v", what, limit)
 				}
-				g.failed(i, err)
+				g.failed(i, err, false)
 			}
 			results <- attempt[T]{i: i, v: v, err: err}
 		}()

@@ -428,3 +428,40 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		t.Error("unknown mode: want error")
 	}
 }
+
+// TestFailoverReturnsAfterLiveFailure: a primary that was healthy (its
+// next health probe an hour away) and then failed live flows is probed at
+// once, so it comes back soon after it recovers, not at its next health
+// check.
+func TestFailoverReturnsAfterLiveFailure(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, _ := newTestGroup(t, Failover, probe, p, f)
+	echo(t, g, tcp)
+	waitFor(t, "first health probes", func() bool { return !g.Members()[0].LastCheck.IsZero() && g.Members()[0].Health == Healthy })
+	p.mode.Store(refuse)
+	echo(t, g, tcp)
+	if g.Current() != "fallback" {
+		t.Fatalf("current = %q, want fallback", g.Current())
+	}
+	p.mode.Store(up)
+	waitFor(t, "return to the primary", func() bool { return g.Current() == "primary" })
+}
+
+// TestLiveFailuresDoNotInflateBackoff: many flows failing at once count as
+// one failure for the probe back-off.
+func TestLiveFailuresDoNotInflateBackoff(t *testing.T) {
+	h := &health{}
+	pol := fastPolicy("")
+	for range 20 {
+		h.fail(time.Now(), errors.New("refused"), false)
+	}
+	if d := h.nextProbe(&pol); d != pol.RetryMin {
+		t.Errorf("next probe after 20 live failures in %v, want RetryMin %v", d, pol.RetryMin)
+	}
+	h.fail(time.Now(), errors.New("probe"), true)
+	h.fail(time.Now(), errors.New("probe"), true)
+	if d := h.nextProbe(&pol); d != 2*pol.RetryMin {
+		t.Errorf("after two failed probes: %v, want %v", d, 2*pol.RetryMin)
+	}
+}

@@ -88,8 +88,10 @@ func (h *health) dialOK(now time.Time, rtt time.Duration) {
 }
 
 // fail records a failed dial or probe and reports whether the member went
-// from usable to Failing.
-func (h *health) fail(now time.Time, err error) (wentDown bool) {
+// from usable to Failing. Only failed probes lengthen the probe back-off: a
+// fault makes many live dials fail at once, and counting each would push
+// the next probe, and so the return, far out.
+func (h *health) fail(now time.Time, err error, probe bool) (wentDown bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	wentDown = h.state.usable()
@@ -100,7 +102,9 @@ func (h *health) fail(now time.Time, err error) (wentDown bool) {
 	h.lastErr = err.Error()
 	h.lastCheck = now
 	h.successes = 0
-	h.failures++
+	if probe {
+		h.failures++
+	}
 	return wentDown
 }
 
@@ -161,7 +165,7 @@ func (h *health) nextProbe(p *Policy) time.Duration {
 	defer h.mu.Unlock()
 	switch h.state {
 	case Failing:
-		d := p.RetryMin << min(h.failures-1, 16)
+		d := p.RetryMin << min(max(h.failures-1, 0), 16)
 		return min(max(d, p.RetryMin), p.RetryMax)
 	case Recovering:
 		return p.RetryMin

@@ -101,7 +101,7 @@ func (p *packetConn) move() {
 		pc, err := p.g.members[i].Outbound.ListenPacket(ctx, p.dst)
 		cancel()
 		if err != nil {
-			p.g.failed(i, fmt.Errorf("udp session to %s: %w", p.dst, err))
+			p.g.failed(i, fmt.Errorf("udp session to %s: %w", p.dst, err), false)
 			continue
 		}
 		p.mu.Lock()

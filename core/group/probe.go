@@ -65,7 +65,7 @@ func (g *Group) probeLoop() {
 				return
 			}
 			if r.err != nil {
-				g.failed(r.i, fmt.Errorf("probe: %w", r.err))
+				g.failed(r.i, fmt.Errorf("probe: %w", r.err), true)
 			} else {
 				before := g.health[r.i].get()
 				if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
