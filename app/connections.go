@@ -31,7 +31,6 @@ type connectionsView struct {
 	rows   []stats.ConnInfo
 	now    time.Time
 	route  string // the route's name, shown for the core's proxy target
-	member string // the failover group's current member
 }
 
 func newConnectionsView(u *UI) *connectionsView {
@@ -110,10 +109,8 @@ func (v *connectionsView) cell(c stats.ConnInfo, col int) string {
 		}
 		return c.Outbound
 	case 3:
-		// The core does not record which member carried a connection: show
-		// the group's current member, marked as such.
-		if c.Outbound == core.TargetProxy && v.member != "" {
-			return v.member + " (now)"
+		if c.Member != "" {
+			return c.Member
 		}
 		if c.Outbound == core.TargetDirect || c.Outbound == core.TargetBlock {
 			return "—"
@@ -135,7 +132,7 @@ func (v *connectionsView) update() {
 	v.rows = v.u.ctrl.Connections()
 	v.now = time.Now()
 	st := v.u.ctrl.Status()
-	v.route, v.member = v.u.currentRoute().name, st.Member
+	v.route = v.u.currentRoute().name
 	switch {
 	case st.Listen == "":
 		v.count.SetText("Not connected.")

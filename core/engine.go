@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/relay"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/stats"
@@ -87,7 +89,8 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	dctx, dcancel := context.WithTimeout(ctx, DialTimeout)
+	var member string
+	dctx, dcancel := context.WithTimeout(group.WithPick(ctx, func(s string) { member = cmp.Or(member, s) }), DialTimeout)
 	up, err := out.DialContext(dctx, flow.TCP, m.Destination)
 	dcancel()
 	if err != nil {
@@ -103,6 +106,9 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	}
 	c := e.stats.Track(&m, name, cancel)
 	defer c.Done()
+	if member != "" {
+		c.SetMember(member)
+	}
 	if _, halfClose := app.(interface{ CloseWrite() error }); halfClose && m.Host == "" && m.Destination.IP.IsValid() && m.Inbound == "tun" {
 		app = &sniffConn{Conn: app, c: c}
 	}
@@ -124,7 +130,8 @@ func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	dctx, dcancel := context.WithTimeout(ctx, DialTimeout)
+	var member string
+	dctx, dcancel := context.WithTimeout(group.WithPick(ctx, func(s string) { member = cmp.Or(member, s) }), DialTimeout)
 	up, err := out.ListenPacket(dctx, m.Destination)
 	dcancel()
 	if err != nil {
@@ -135,6 +142,9 @@ func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 	}
 	c := e.stats.Track(&m, name, cancel)
 	defer c.Done()
+	if member != "" {
+		c.SetMember(member)
+	}
 	err = relay.Packet(ctx, conn, up, relay.IdleTimeout(m.Destination.Port), &c.Up, &c.Down)
 	if errors.Is(err, context.Canceled) || errors.Is(err, relay.ErrIdle) {
 		err = nil

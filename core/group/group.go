@@ -396,6 +396,23 @@ func (g *Group) failed(i int, err error, probe bool) {
 	}
 }
 
+// pickKey is the context key of WithPick's callback.
+type pickKey struct{}
+
+// WithPick returns a context under which a group that carries a dial or a
+// UDP session reports the member it used to pick. With nested groups the
+// innermost reports first; pick sees every level, outermost last, so a
+// caller wanting the server keeps the first name.
+func WithPick(ctx context.Context, pick func(member string)) context.Context {
+	return context.WithValue(ctx, pickKey{}, pick)
+}
+
+func reportPick(ctx context.Context, member string) {
+	if pick, ok := ctx.Value(pickKey{}).(func(string)); ok {
+		pick(member)
+	}
+}
+
 // attempt is one member's dial result.
 type attempt[T any] struct {
 	i   int
@@ -461,6 +478,7 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			if r.err == nil {
 				stopFollowing()
 				go closeLosers(results, pending, abort)
+				reportPick(ctx, g.members[r.i].Name)
 				return r.v, r.i, nil
 			}
 			errs = append(errs, fmt.Errorf("%s: %w", g.members[r.i].Name, r.err))

@@ -465,3 +465,27 @@ func TestLiveFailuresDoNotInflateBackoff(t *testing.T) {
 		t.Errorf("after two failed probes: %v, want %v", d, 2*pol.RetryMin)
 	}
 }
+
+// TestWithPick: the member that carried a flow is reported to the caller,
+// innermost group first.
+func TestWithPick(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	p.mode.Store(refuse)
+	inner, _ := newTestGroup(t, Failover, probe, p, f)
+	outer, err := New("outer", Failover, []Member{{Name: "inner", Outbound: inner}}, Options{Policy: fastPolicy(probe)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outer.Close()
+	var picks []string
+	ctx := WithPick(context.Background(), func(m string) { picks = append(picks, m) })
+	c, err := outer.DialContext(ctx, "tcp", tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if strings.Join(picks, ",") != "fallback,inner" {
+		t.Errorf("picks = %v, want [fallback inner]", picks)
+	}
+}

@@ -80,6 +80,7 @@ type ConnInfo struct {
 	Destination string
 	Host        string
 	Outbound    string
+	Member      string // the server that carried it when Outbound is a group; "" otherwise
 	Up, Down    int64
 	Start       time.Time
 }
@@ -195,6 +196,13 @@ func (s *Stats) OutboundTotals() map[string][2]int64 {
 		m[name] = [2]int64{p.Up.Load(), p.Down.Load()}
 	}
 	return m
+}
+
+// SetMember records which member of a group carried the connection.
+func (c *Conn) SetMember(member string) {
+	c.s.mu.Lock()
+	c.info.Member = member
+	c.s.mu.Unlock()
 }
 
 // SetHost records a host name learned after Track (sniffed from the
