@@ -24,13 +24,13 @@ var connColumns = []struct {
 
 // connectionsView is the live connection table.
 type connectionsView struct {
-	u      *UI
-	obj    fyne.CanvasObject
-	table  *widget.Table
-	count  *widget.Label
-	rows   []stats.ConnInfo
-	now    time.Time
-	route  string // the route's name, shown for the core's proxy target
+	u     *UI
+	obj   fyne.CanvasObject
+	table *widget.Table
+	count *widget.Label
+	rows  []stats.ConnInfo
+	now   time.Time
+	route string // the route's name, shown for the core's proxy target
 }
 
 func newConnectionsView(u *UI) *connectionsView {
