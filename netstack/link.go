@@ -219,37 +219,9 @@ func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
 			continue
 		}
 		data := v.AsSlice()[:n]
-		var proto tcpip.NetworkProtocolNumber
-		switch header.IPVersion(data) {
-		case header.IPv4Version:
-			if n < header.IPv4MinimumSize {
-				continue
-			}
-			proto = header.IPv4ProtocolNumber
-			if gsoType != vnetHdrGSONone {
-				// The length of a super-packet may be left for the
-				// segmentation to fill in.
-				if ip := header.IPv4(data); int(ip.TotalLength()) != n {
-					ip.SetTotalLength(uint16(n))
-					ip.SetChecksum(0)
-					ip.SetChecksum(^ip.CalculateChecksum())
-				}
-			}
-		case header.IPv6Version:
-			if n < header.IPv6MinimumSize {
-				continue
-			}
-			proto = header.IPv6ProtocolNumber
-			if gsoType != vnetHdrGSONone {
-				header.IPv6(data).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
-			}
-		default:
+		proto, ok := superPacket(data, gsoType)
+		if !ok {
 			continue
-		}
-		switch gsoType {
-		case vnetHdrGSONone, vnetHdrGSOTCPv4, vnetHdrGSOTCPv6:
-		default:
-			continue // not asked for (UDP GSO is off): nothing to split it with
 		}
 		var payload buffer.Buffer
 		if n < vnetCopyBelow {
@@ -272,6 +244,44 @@ func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
 		d.DeliverNetworkPacket(proto, pkt)
 		pkt.DecRef()
 	}
+}
+
+// superPacket checks a packet read whole from a virtio-header device and
+// returns its network protocol. For a TCP super-packet it sets the IP
+// length, which the kernel may leave to the segmentation. It reports false
+// for what cannot be delivered: not IP, too short, or a GSO type that was
+// not asked for (UDP GSO is off: there is nothing to split it with).
+func superPacket(data []byte, gsoType uint8) (tcpip.NetworkProtocolNumber, bool) {
+	switch gsoType {
+	case vnetHdrGSONone, vnetHdrGSOTCPv4, vnetHdrGSOTCPv6:
+	default:
+		return 0, false
+	}
+	n := len(data)
+	if n == 0 {
+		return 0, false
+	}
+	switch header.IPVersion(data) {
+	case header.IPv4Version:
+		if n < header.IPv4MinimumSize {
+			return 0, false
+		}
+		if ip := header.IPv4(data); gsoType != vnetHdrGSONone && int(ip.TotalLength()) != n {
+			ip.SetTotalLength(uint16(n))
+			ip.SetChecksum(0)
+			ip.SetChecksum(^ip.CalculateChecksum())
+		}
+		return header.IPv4ProtocolNumber, true
+	case header.IPv6Version:
+		if n < header.IPv6MinimumSize {
+			return 0, false
+		}
+		if gsoType != vnetHdrGSONone {
+			header.IPv6(data).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
+		}
+		return header.IPv6ProtocolNumber, true
+	}
+	return 0, false
 }
 
 func (e *linkEndpoint) writeLoop() {

@@ -1,6 +1,7 @@
 package netstack
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -89,28 +90,8 @@ func newVnetWriter(dev tun.Device) *vnetWriter {
 func (w *vnetWriter) writePacket(pkt *stack.PacketBuffer) error {
 	s := w.pool.Get().(*vnetWrite)
 	defer w.pool.Put(s)
-	s.hdr = [vnetHdrLen]byte{}
-	if gso := pkt.GSOOptions; gso.Type != stack.GSONone {
-		l3 := len(pkt.NetworkHeader().Slice())
-		if gso.NeedsCsum {
-			s.hdr[0] = vnetHdrFNeedsCsum
-			// csum_start, csum_offset (host byte order, as the
-			// kernel reads them for a little-endian virtio header)
-			*(*uint16)(unsafe.Pointer(&s.hdr[6])) = uint16(l3)
-			*(*uint16)(unsafe.Pointer(&s.hdr[8])) = gso.CsumOffset
-		}
-		if pkt.Data().Size() > int(gso.MSS) {
-			switch gso.Type {
-			case stack.GSOTCPv4:
-				s.hdr[1] = vnetHdrGSOTCPv4
-			case stack.GSOTCPv6:
-				s.hdr[1] = vnetHdrGSOTCPv6
-			default:
-				return fmt.Errorf("netstack: unknown GSO type %v", gso.Type)
-			}
-			*(*uint16)(unsafe.Pointer(&s.hdr[2])) = uint16(pkt.HeaderSize()) // hdr_len
-			*(*uint16)(unsafe.Pointer(&s.hdr[4])) = gso.MSS                  // gso_size
-		}
+	if err := vnetHeader(&s.hdr, pkt); err != nil {
+		return err
 	}
 	s.iov = append(s.iov[:0], iovec(s.hdr[:]))
 	vl, off := pkt.AsViewList()
@@ -134,6 +115,36 @@ func (w *vnetWriter) writePacket(pkt *stack.PacketBuffer) error {
 		return err
 	}
 	return s.err
+}
+
+// vnetHeader fills hdr for pkt: a request to complete the TCP checksum
+// when gVisor left it partial, and to segment when the packet carries more
+// than one MSS. The fields are in host byte order (a little-endian virtio
+// header, as the kernel reads it on the machines Skiff runs on).
+func vnetHeader(hdr *[vnetHdrLen]byte, pkt *stack.PacketBuffer) error {
+	*hdr = [vnetHdrLen]byte{}
+	gso := pkt.GSOOptions
+	if gso.Type == stack.GSONone {
+		return nil
+	}
+	if gso.NeedsCsum {
+		hdr[0] = vnetHdrFNeedsCsum
+		binary.NativeEndian.PutUint16(hdr[6:], uint16(len(pkt.NetworkHeader().Slice()))) // csum_start
+		binary.NativeEndian.PutUint16(hdr[8:], gso.CsumOffset)                           // csum_offset
+	}
+	if pkt.Data().Size() > int(gso.MSS) {
+		switch gso.Type {
+		case stack.GSOTCPv4:
+			hdr[1] = vnetHdrGSOTCPv4
+		case stack.GSOTCPv6:
+			hdr[1] = vnetHdrGSOTCPv6
+		default:
+			return fmt.Errorf("netstack: unknown GSO type %v", gso.Type)
+		}
+		binary.NativeEndian.PutUint16(hdr[2:], uint16(pkt.HeaderSize())) // hdr_len
+		binary.NativeEndian.PutUint16(hdr[4:], gso.MSS)                  // gso_size
+	}
+	return nil
 }
 
 // write is the RawConn.Write callback: false asks to wait until the device
