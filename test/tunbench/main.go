@@ -40,23 +40,18 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/test/harness"
+	"github.com/skiffvpn/skiff/test/internal/measure"
 )
 
 // options are the command-line settings.
 type options struct {
-	duration   time.Duration
-	warmup     time.Duration
-	runs       int
-	streams    int
-	protocols  []string
-	clients    []string
-	cpuprofile string
-	conns      int
-	connsOnly  bool
-	idleWait   time.Duration
-	ipv6       bool
-	diag       bool
-	timeout    time.Duration
+	measure.Settings
+	conns     int
+	connsOnly bool
+	idleWait  time.Duration
+	ipv6      bool
+	diag      bool
+	timeout   time.Duration
 }
 
 func main() {
@@ -67,20 +62,9 @@ func main() {
 		}
 		return
 	}
-	var (
-		o         options
-		quick     bool
-		protocols string
-		clients   string
-	)
-	flag.DurationVar(&o.duration, "duration", 30*time.Second, "measured time per direction per run")
-	flag.DurationVar(&o.warmup, "warmup", 5*time.Second, "warm-up transfer before the runs of each client")
-	flag.IntVar(&o.runs, "runs", 3, "runs per direction; the median is reported")
-	flag.IntVar(&o.streams, "streams", 16, "concurrent TCP streams")
-	flag.BoolVar(&quick, "quick", false, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)")
-	flag.StringVar(&protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, vless-ws, vless-tcp")
-	flag.StringVar(&clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
-	flag.StringVar(&o.cpuprofile, "cpuprofile", "", "write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top")
+	var o options
+	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)",
+		"write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
 	flag.IntVar(&o.conns, "conns", 0, "also open this many concurrent TCP connections through the TUN (with a fresh client) and report RSS open, peak and idle")
 	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
 	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
@@ -88,21 +72,7 @@ func main() {
 	flag.BoolVar(&o.diag, "diag", false, "with -conns: print skiff's goroutines and Go heap before, during and after (forces GCs in skiff, so its figures are no longer like for like) and its live heap after")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
 	flag.Parse()
-	if quick {
-		set := map[string]bool{}
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["duration"] {
-			o.duration = 5 * time.Second
-		}
-		if !set["warmup"] {
-			o.warmup = 2 * time.Second
-		}
-		if !set["runs"] {
-			o.runs = 1
-		}
-	}
-	o.protocols = strings.Split(protocols, ",")
-	o.clients = strings.Split(clients, ",")
+	o.Resolve(flag.CommandLine)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -147,15 +117,15 @@ func run(ctx context.Context, o options) error {
 	skiffTUN := skiffHasTUN(b.skiffBin)
 	if !skiffTUN {
 		var kept []string
-		for _, c := range o.clients {
+		for _, c := range o.Clients {
 			if c != "skiff" {
 				kept = append(kept, c)
 			}
 		}
-		if len(kept) != len(o.clients) {
+		if len(kept) != len(o.Clients) {
 			fmt.Fprintln(os.Stderr, "tunbench: skiff's TUN mode is not available in this build (`skiff run -h` has no --tun): measuring sing-box only")
 		}
-		b.o.clients = kept
+		b.o.Clients = kept
 	}
 	if b.dir, err = os.MkdirTemp("", "skiff-tunbench-"); err != nil {
 		return err
@@ -181,7 +151,7 @@ func run(ctx context.Context, o options) error {
 	printHeader(b.o, b.skiffBin, skiffTUN)
 	var results []result
 	var connResults []connResult
-	for _, proto := range o.protocols {
+	for _, proto := range o.Protocols {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -199,17 +169,9 @@ func run(ctx context.Context, o options) error {
 // benchProtocol starts the server for proto in the server namespace and
 // measures each client against it.
 func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []connResult, error) {
-	port := 8443
-	s := &harness.Server{Port: port, Cert: b.cert, Password: "bench-password", UUID: "6f1c3e0a-9d2b-4c7e-8f5a-1b2c3d4e5f60", Path: "/ws"}
-	switch proto {
-	case "hysteria2":
-		s.Kind = harness.Hysteria2
-	case "vless-ws":
-		s.Kind = harness.VLESSWS
-	case "vless-tcp":
-		s.Kind = harness.VLESSTCP
-	default:
-		return nil, nil, fmt.Errorf("unknown protocol %q", proto)
+	s, err := measure.Server(proto, 8443, b.cert)
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg, err := serverConfig(s)
 	if err != nil {
@@ -230,22 +192,22 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 	// The clients take turns run by run (a fresh client process each
 	// time), so that a change in the machine's load, shared with other
 	// work, falls on both rather than on one.
-	rs := make([]result, len(b.o.clients))
-	for k, name := range b.o.clients {
-		rs[k] = result{protocol: proto, client: name}
+	rs := make([]result, len(b.o.Clients))
+	for k, name := range b.o.Clients {
+		rs[k] = result{Result: measure.Result{Protocol: proto, Client: name}}
 	}
-	for i := 0; i < b.o.runs && !b.o.connsOnly; i++ {
+	for i := 0; i < b.o.Runs && !b.o.connsOnly; i++ {
 		for k := range rs {
 			r := &rs[k]
-			if r.err != nil {
+			if r.Err != nil {
 				continue
 			}
 			if err := b.throughputRun(ctx, r, i, s, server.Pid()); err != nil {
 				if ctx.Err() != nil {
 					return nil, nil, err
 				}
-				r.err = err
-				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, r.client, err)
+				r.Err = err
+				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, r.Client, err)
 			}
 		}
 	}
@@ -253,7 +215,7 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 		rs = nil
 	}
 	var cs []connResult
-	for _, name := range b.o.clients {
+	for _, name := range b.o.Clients {
 		if b.o.conns <= 0 {
 			break
 		}
@@ -439,22 +401,22 @@ func (b *bench) checkRoute(dev string) error {
 // up, measures download then upload, adds the figures to r, raises r's
 // peak RSS to the client's and stops the client.
 func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.Server, serverPid int) error {
-	proto, name := r.protocol, r.client
-	c, err := b.startClient(ctx, name, proto, s, b.o.cpuprofile != "" || b.o.diag)
+	proto, name := r.Protocol, r.Client
+	c, err := b.startClient(ctx, name, proto, s, b.o.CPUProfile != "" || b.o.diag)
 	if err != nil {
 		return err
 	}
 	defer c.p.Stop()
 
-	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): run %d, warm-up %v\n", proto, name, c.tunDev, i+1, b.o.warmup)
-	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.warmup, serverPid, "", ""); err != nil {
+	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): run %d, warm-up %v\n", proto, name, c.tunDev, i+1, b.o.Warmup)
+	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.Warmup, serverPid, "", ""); err != nil {
 		return fmt.Errorf("warm-up: %w\n%s", err, tail(c.p.Output(), 30))
 	}
 	for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
 		var profOut, heapOut string
 		if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
-			if b.o.cpuprofile != "" {
-				if profOut, err = filepath.Abs(b.o.cpuprofile + "-" + proto + ".pprof"); err != nil {
+			if b.o.CPUProfile != "" {
+				if profOut, err = filepath.Abs(b.o.CPUProfile + "-" + proto + ".pprof"); err != nil {
 					return err
 				}
 			}
@@ -462,7 +424,7 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 				heapOut = filepath.Join(b.dir, "heap-download-"+proto+".pprof")
 			}
 		}
-		m, err := b.load(ctx, c, dirn, b.o.duration, serverPid, profOut, heapOut)
+		m, err := b.load(ctx, c, dirn, b.o.Duration, serverPid, profOut, heapOut)
 		if heapOut != "" {
 			b.printHeap(c, "during the download", heapOut)
 		}
@@ -472,12 +434,12 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 		if profOut != "" {
 			r.profile = profOut
 		}
-		f := &r.down
+		f := &r.Down
 		dname := "download"
 		if dirn == harness.SinkUpload {
-			f, dname = &r.up, "upload"
+			f, dname = &r.Up, "upload"
 		}
-		f.add(m)
+		f.Add(m.Sample)
 		fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores, TUN carried %.0f MB for %.0f MB of payload\n",
 			proto, name, i+1, dname, m.Mbps, m.ClientCores, m.ServerCores, float64(m.TUNBytes)/1e6, float64(m.Bytes)/1e6)
 		// The TUN's counters include headers and ACKs; the payload
@@ -487,8 +449,8 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 			return fmt.Errorf("run %d: the TUN %s carried %d bytes for %d bytes of payload: the traffic did not go through it", i+1, c.tunDev, m.TUNBytes, m.Bytes)
 		}
 	}
-	peak, err := memMiB(c.p.Pid(), "VmHWM")
-	r.peakRSSMiB = max(r.peakRSSMiB, peak)
+	peak, err := measure.MemMiB(c.p.Pid(), "VmHWM")
+	r.PeakRSSMiB = max(r.PeakRSSMiB, peak)
 	return err
 }
 
@@ -496,7 +458,7 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duration, serverPid int, profOut, heapOut string) (loadResult, error) {
 	var m loadResult
 	args := []string{b.self, "role", "load",
-		"-sink", b.sinkAddr(sinkPort), "-dir", string(dirn), "-streams", strconv.Itoa(b.o.streams),
+		"-sink", b.sinkAddr(sinkPort), "-dir", string(dirn), "-streams", strconv.Itoa(b.o.Streams),
 		"-duration", dur.String(), "-client-pid", strconv.Itoa(c.p.Pid()), "-server-pid", strconv.Itoa(serverPid),
 		"-tun", c.tunDev}
 	if profOut != "" || heapOut != "" {
@@ -528,7 +490,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	if err := sleep(ctx, time.Second); err != nil {
 		return r, err
 	}
-	r.baseMiB, _ = memMiB(pid, "VmRSS")
+	r.baseMiB, _ = measure.MemMiB(pid, "VmRSS")
 	b.goStats(c, "before")
 	fmt.Fprintf(os.Stderr, "%s via %s: opening %d connections through TUN %s\n", proto, name, b.o.conns, c.tunDev)
 	p, err := harness.StartProcess("conns", "ip", b.topo.inClient(b.self, "role", "conns",
@@ -546,7 +508,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		return r, err
 	}
 	r.open = open
-	r.openMiB, _ = memMiB(pid, "VmRSS")
+	r.openMiB, _ = measure.MemMiB(pid, "VmRSS")
 	b.goStats(c, "open")
 	m, err = waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`\{"alive_after_hold":(\d+)\}`), 60*time.Second)
 	if err != nil {
@@ -556,7 +518,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	if err := p.Wait(ctx); err != nil {
 		return r, err
 	}
-	r.peakMiB, _ = memMiB(pid, "VmHWM")
+	r.peakMiB, _ = measure.MemMiB(pid, "VmHWM")
 	// Follow the RSS as it falls (the Go runtime hands freed memory back
 	// to the OS gradually).
 	closed := time.Now()
@@ -568,13 +530,13 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		if err := sleep(ctx, time.Until(closed.Add(at))); err != nil {
 			return r, err
 		}
-		v, _ := memMiB(pid, "VmRSS")
+		v, _ := measure.MemMiB(pid, "VmRSS")
 		trace = append(trace, fmt.Sprintf("%v %.1f", at, v))
 	}
 	if err := sleep(ctx, time.Until(closed.Add(b.o.idleWait))); err != nil {
 		return r, err
 	}
-	r.idleMiB, err = memMiB(pid, "VmRSS")
+	r.idleMiB, err = measure.MemMiB(pid, "VmRSS")
 	fmt.Fprintf(os.Stderr, "%s via %s: RSS after the connections closed (MiB): %s, %v %.1f\n", proto, name, strings.Join(trace, ", "), b.o.idleWait, r.idleMiB)
 	b.goStats(c, fmt.Sprintf("%v after close", b.o.idleWait))
 	b.heapTop(c, proto)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/skiffvpn/skiff/test/harness"
 )
@@ -130,47 +129,3 @@ func TestSkiffHasTUN(t *testing.T) {
 		})
 	}
 }
-
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		in   []float64
-		want float64
-	}{
-		{nil, 0},
-		{[]float64{3}, 3},
-		{[]float64{5, 1, 3}, 3},
-		{[]float64{4, 1, 3, 2}, 2.5},
-	}
-	for _, tt := range tests {
-		if got := median(tt.in); got != tt.want {
-			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestProcFigures(t *testing.T) {
-	// Burn CPU until a clock tick has been charged to this process.
-	deadline := time.Now().Add(5 * time.Second)
-	for cpuSeconds(os.Getpid()) <= 0 && time.Now().Before(deadline) {
-		x := 0
-		for i := range 1_000_000 {
-			x += i * i
-		}
-		burnSink = x
-	}
-	if cpuSeconds(os.Getpid()) <= 0 {
-		t.Error("cpuSeconds of this process stays 0")
-	}
-	if cpuSeconds(0) != 0 {
-		t.Error("cpuSeconds(0) is not 0")
-	}
-	for _, field := range []string{"VmRSS", "VmHWM"} {
-		v, err := memMiB(os.Getpid(), field)
-		if err != nil || v <= 0 {
-			t.Errorf("memMiB(%s) = %v, %v", field, v, err)
-		}
-	}
-}
-
-// burnSink keeps the CPU-burning loop from being optimised away.
-var burnSink int

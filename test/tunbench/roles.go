@@ -14,11 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/skiffvpn/skiff/test/harness"
+	"github.com/skiffvpn/skiff/test/internal/measure"
 )
 
 // The program re-executes itself inside the namespaces (`ip netns exec NS
@@ -140,12 +140,8 @@ func echoCheck(c net.Conn, timeout time.Duration) error {
 
 // loadResult is what the load role reports.
 type loadResult struct {
-	Mbps        float64 `json:"mbps"`
-	ClientCores float64 `json:"client_cores"`
-	ServerCores float64 `json:"server_cores"`
-	Bytes       int64   `json:"bytes"`
-	TUNBytes    int64   `json:"tun_bytes"` // bytes through the client's TUN device in the window (rx+tx)
-	Seconds     float64 `json:"seconds"`
+	measure.Sample
+	TUNBytes int64 `json:"tun_bytes"` // bytes through the client's TUN device in the window (rx+tx)
 }
 
 // roleLoad opens streams TCP connections to the sink/source (through the
@@ -172,80 +168,45 @@ func roleLoad(args []string) error {
 	}
 	cmd := (*dirn)[0]
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var d net.Dialer
-	conns := make([]net.Conn, 0, *streams)
-	defer func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	}()
-	for range *streams {
-		c, err := d.DialContext(ctx, "tcp", *sink)
-		if err != nil {
-			return fmt.Errorf("dial sink %s: %w", *sink, err)
-		}
-		conns = append(conns, c)
-		if _, err := c.Write([]byte{cmd}); err != nil {
-			return err
-		}
-	}
 	var (
-		total atomic.Int64
-		wg    sync.WaitGroup
-		stop  atomic.Bool
+		d    net.Dialer
+		prof chan error
+		heap chan error
 	)
-	for _, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 64<<10)
-			if cmd == harness.SinkUpload {
-				copy(buf, strings.Repeat("skiff bench data", len(buf)/16))
+	l := measure.Load{
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			c, err := d.DialContext(ctx, "tcp", *sink)
+			if err != nil {
+				return nil, fmt.Errorf("dial sink %s: %w", *sink, err)
 			}
-			for !stop.Load() {
-				var n int
-				var err error
-				if cmd == harness.SinkDownload {
-					n, err = c.Read(buf)
-				} else {
-					n, err = c.Write(buf)
-				}
-				total.Add(int64(n))
-				if err != nil {
-					return
-				}
+			return c, nil
+		},
+		Dir:       cmd,
+		Streams:   *streams,
+		Duration:  *dur,
+		ClientPid: *clientPid,
+		ServerPid: *serverPid,
+		Counter:   func() int64 { return devBytes(*tunDev) },
+		Started: func() {
+			if *pprofURL != "" && *pprofOut != "" {
+				prof = make(chan error, 1)
+				go func() { prof <- measure.FetchProfile(*pprofURL, *dur, *pprofOut) }()
 			}
-		}()
-	}
-	time.Sleep(500 * time.Millisecond) // ramp-up, not counted
-	var prof chan error
-	if *pprofURL != "" && *pprofOut != "" {
-		prof = make(chan error, 1)
-		go func() { prof <- fetchProfile(*pprofURL, *dur, *pprofOut) }()
-	}
-	var heap chan error
-	if *pprofURL != "" && *heapOut != "" {
-		heap = make(chan error, 1)
-		go func() {
-			time.Sleep(*dur / 2)
-			base := strings.TrimSuffix(*pprofURL, "profile")
-			err := fetchTo(base+"heap", *heapOut)
-			if err == nil {
-				err = fetchTo(base+"heap?debug=1", *heapOut+".txt")
+			if *pprofURL != "" && *heapOut != "" {
+				heap = make(chan error, 1)
+				go func() {
+					time.Sleep(*dur / 2)
+					base := strings.TrimSuffix(*pprofURL, "profile")
+					err := measure.Fetch(base+"heap", *heapOut, 30*time.Second)
+					if err == nil {
+						err = measure.Fetch(base+"heap?debug=1", *heapOut+".txt", 30*time.Second)
+					}
+					heap <- err
+				}()
 			}
-			heap <- err
-		}()
+		},
 	}
-	b0, c0, s0, n0, t0 := total.Load(), cpuSeconds(*clientPid), cpuSeconds(*serverPid), devBytes(*tunDev), time.Now()
-	time.Sleep(*dur)
-	b1, c1, s1, n1, t1 := total.Load(), cpuSeconds(*clientPid), cpuSeconds(*serverPid), devBytes(*tunDev), time.Now()
-	stop.Store(true)
-	for _, c := range conns {
-		c.Close()
-	}
-	wg.Wait()
+	m, err := l.Run()
 	if prof != nil {
 		if err := <-prof; err != nil {
 			fmt.Fprintln(os.Stderr, "cpuprofile:", err)
@@ -256,18 +217,10 @@ func roleLoad(args []string) error {
 			fmt.Fprintln(os.Stderr, "heap profile:", err)
 		}
 	}
-	el := t1.Sub(t0).Seconds()
-	r := loadResult{
-		Mbps:        float64(b1-b0) * 8 / el / 1e6,
-		ClientCores: (c1 - c0) / el,
-		ServerCores: (s1 - s0) / el,
-		Bytes:       b1 - b0,
-		TUNBytes:    n1 - n0,
-		Seconds:     el,
+	if err != nil {
+		return err
 	}
-	if r.Bytes == 0 {
-		return fmt.Errorf("no data moved in %v", *dur)
-	}
+	r := loadResult{Sample: m, TUNBytes: m.Counted}
 	b, _ := json.Marshal(r)
 	fmt.Println(resultPrefix + string(b))
 	return nil
@@ -356,36 +309,6 @@ func devBytes(dev string) int64 {
 		sum += v
 	}
 	return sum
-}
-
-// fetchProfile saves a CPU profile over d from url to path.
-func fetchProfile(url string, d time.Duration, path string) error {
-	secs := max(1, int(d.Seconds()))
-	return fetchWithin(fmt.Sprintf("%s?seconds=%d", url, secs), path, d+30*time.Second)
-}
-
-// fetchTo saves what a GET of url returns to path.
-func fetchTo(url, path string) error { return fetchWithin(url, path, 30*time.Second) }
-
-func fetchWithin(url, path string, timeout time.Duration) error {
-	client := &http.Client{Timeout: timeout}
-	resp, err := client.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("pprof: %s", resp.Status)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
 
 // roleGet prints the body of an HTTP GET (skiff's pprof endpoints, which

@@ -1,0 +1,78 @@
+package measure
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := Median(tt.in); got != tt.want {
+			t.Errorf("Median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestProcFigures(t *testing.T) {
+	// Burn CPU until a clock tick has been charged to this process.
+	deadline := time.Now().Add(5 * time.Second)
+	for CPUSeconds(os.Getpid()) <= 0 && time.Now().Before(deadline) {
+		x := 0
+		for i := range 1_000_000 {
+			x += i * i
+		}
+		burnSink = x
+	}
+	if CPUSeconds(os.Getpid()) <= 0 {
+		t.Error("CPUSeconds of this process stays 0")
+	}
+	if CPUSeconds(0) != 0 {
+		t.Error("CPUSeconds(0) is not 0")
+	}
+	for _, field := range []string{"VmRSS", "VmHWM"} {
+		v, err := MemMiB(os.Getpid(), field)
+		if err != nil || v <= 0 {
+			t.Errorf("MemMiB(%s) = %v, %v", field, v, err)
+		}
+	}
+}
+
+// burnSink keeps the CPU-burning loop from being optimised away.
+var burnSink int
+
+func TestRatio(t *testing.T) {
+	tests := []struct{ a, b, want float64 }{
+		{3, 2, 1.5},
+		{3, 0, 0},
+		{0, 2, 0},
+	}
+	for _, tt := range tests {
+		if got := Ratio(tt.a, tt.b); got != tt.want {
+			t.Errorf("Ratio(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestEfficiency(t *testing.T) {
+	var f Figures
+	for _, s := range []Sample{{Mbps: 100, ClientCores: 0.5}, {Mbps: 300, ClientCores: 1}, {Mbps: 50, ClientCores: 0}} {
+		f.Add(s)
+	}
+	if got := f.MedianMbps(); got != 100 {
+		t.Errorf("MedianMbps = %v, want 100", got)
+	}
+	// The run with no client CPU counted is left out: median of 200 and 300.
+	if got := f.Efficiency(); got != 250 {
+		t.Errorf("Efficiency = %v, want 250", got)
+	}
+}
