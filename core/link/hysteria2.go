@@ -51,10 +51,7 @@ func parseHysteria2(rest string) (*node.Node, error) {
 			return nil, errf(s, "obfs-password", "empty with obfs=salamander")
 		}
 	default:
-		if isToken(obfs) && len(obfs) <= 32 {
-			return nil, errf(s, "obfs", "unknown type %q", obfs)
-		}
-		return nil, errf(s, "obfs", "unknown type")
+		return nil, refuse(s, "obfs", "unknown type", obfs)
 	}
 	if o.UpMbps, err = q.number(s, "upmbps", 1<<20); err != nil {
 		return nil, err
@@ -75,20 +72,9 @@ func parseHysteria2(rest string) (*node.Node, error) {
 // (Hysteria2, TUIC, AnyTLS): sni (peer), insecure (allowInsecure,
 // allow_insecure), pinSHA256, alpn, fp. Nil when none is given.
 func quicTLS(scheme string, q params) (*node.TLS, error) {
-	ins, err := q.boolean(scheme, "insecure", "allowInsecure", "allow_insecure")
+	t, err := tlsParams(scheme, q, "insecure", "allowInsecure", "allow_insecure")
 	if err != nil {
 		return nil, err
-	}
-	p, err := pinParam(scheme, q)
-	if err != nil {
-		return nil, err
-	}
-	t := &node.TLS{
-		SNI:         q.get("sni", "peer"),
-		ALPN:        splitList(q.get("alpn")),
-		Insecure:    ins,
-		PinSHA256:   p,
-		Fingerprint: fingerprint(q.get("fp")),
 	}
 	if t.SNI == "" && t.ALPN == nil && !t.Insecure && t.PinSHA256 == "" && t.Fingerprint == "" {
 		return nil, nil
@@ -107,21 +93,14 @@ func addQUICTLS(scheme string, q *query, t *node.TLS, insecureKey string) error 
 		return errf(scheme, "reality", "not supported by this protocol")
 	}
 	q.addNonEmpty("sni", t.SNI)
-	if len(t.ALPN) > 0 {
-		if err := checkALPN(scheme, t.ALPN); err != nil {
-			return err
-		}
-		q.add("alpn", strings.Join(t.ALPN, ","))
+	if err := addALPN(scheme, q, t.ALPN); err != nil {
+		return err
 	}
 	if t.Insecure {
 		q.add(insecureKey, "1")
 	}
-	if t.PinSHA256 != "" {
-		p, err := pin(scheme, t.PinSHA256)
-		if err != nil {
-			return err
-		}
-		q.add("pinSHA256", p)
+	if err := addPin(scheme, q, "pinSHA256", t.PinSHA256); err != nil {
+		return err
 	}
 	q.addNonEmpty("fp", t.Fingerprint)
 	return nil

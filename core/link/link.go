@@ -59,6 +59,16 @@ func errf(scheme, field, format string, args ...any) error {
 	return &Error{Scheme: scheme, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
+// refuse is the error for a value v of field that is not accepted: v is
+// quoted after reason only when it is a short token, so that a secret
+// pasted into the wrong field is never echoed.
+func refuse(scheme, field, reason, v string) error {
+	if isToken(v) && len(v) <= 32 {
+		return errf(scheme, field, "%s %q", reason, v)
+	}
+	return errf(scheme, field, "%s", reason)
+}
+
 // Parse reads one share link into a validated node. Leading and trailing
 // white space and a byte-order mark are ignored. The name is the link's
 // fragment, percent-decoded (invalid UTF-8 replaced by U+FFFD); an empty

@@ -30,25 +30,11 @@ func streamTLS(scheme string, q params, def string) (*node.TLS, error) {
 	case "xtls":
 		return nil, errf(scheme, "security", "xtls is obsolete (use tls with flow=xtls-rprx-vision)")
 	default:
-		if isToken(sec) && len(sec) <= 32 {
-			return nil, errf(scheme, "security", "unsupported %q", sec)
-		}
-		return nil, errf(scheme, "security", "unsupported")
+		return nil, refuse(scheme, "security", "unsupported", sec)
 	}
-	ins, err := q.boolean(scheme, "allowInsecure", "insecure", "allow_insecure")
+	t, err := tlsParams(scheme, q, "allowInsecure", "insecure", "allow_insecure")
 	if err != nil {
 		return nil, err
-	}
-	p, err := pinParam(scheme, q)
-	if err != nil {
-		return nil, err
-	}
-	t := &node.TLS{
-		SNI:         q.get("sni", "peer"),
-		ALPN:        splitList(q.get("alpn")),
-		Insecure:    ins,
-		PinSHA256:   p,
-		Fingerprint: fingerprint(q.get("fp")),
 	}
 	if sec == "reality" {
 		r, err := reality(scheme, q)
@@ -58,6 +44,50 @@ func streamTLS(scheme string, q params, def string) (*node.TLS, error) {
 		t.Reality = r
 	}
 	return t, nil
+}
+
+// tlsParams reads the TLS parameters every share link spells alike: sni
+// (peer), alpn, fp, the pinned certificate (pinParam) and the skip-verify
+// flag under insecureKeys, the first given of which counts.
+func tlsParams(scheme string, q params, insecureKeys ...string) (*node.TLS, error) {
+	ins, err := q.boolean(scheme, insecureKeys...)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pinParam(scheme, q)
+	if err != nil {
+		return nil, err
+	}
+	return &node.TLS{
+		SNI:         q.get("sni", "peer"),
+		ALPN:        splitList(q.get("alpn")),
+		Insecure:    ins,
+		PinSHA256:   p,
+		Fingerprint: fingerprint(q.get("fp")),
+	}, nil
+}
+
+// readStream reads the security layer (streamTLS, def when security is
+// not given) and the transport (streamTransport) of a stream protocol's
+// link into n. REALITY is refused for VMess.
+func readStream(n *node.Node, scheme string, q params, def string) error {
+	var err error
+	if n.TLS, err = streamTLS(scheme, q, def); err != nil {
+		return err
+	}
+	if n.Protocol == node.VMess && n.TLS != nil && n.TLS.Reality != nil {
+		return errf(scheme, "security", "reality is for VLESS and Trojan")
+	}
+	n.Transport, err = streamTransport(scheme, q)
+	return err
+}
+
+// addStream writes what readStream reads.
+func addStream(scheme string, q *query, n *node.Node) error {
+	if err := addStreamTLS(scheme, q, n.TLS); err != nil {
+		return err
+	}
+	return addStreamTransport(scheme, q, n.Transport)
 }
 
 // reality reads pbk (X25519 public key, base64url), sid (short ID, hex)
@@ -98,27 +128,47 @@ func addStreamTLS(scheme string, q *query, t *node.TLS) error {
 	}
 	q.addNonEmpty("sni", t.SNI)
 	q.addNonEmpty("fp", t.Fingerprint)
-	if len(t.ALPN) > 0 {
-		if err := checkALPN(scheme, t.ALPN); err != nil {
-			return err
-		}
-		q.add("alpn", strings.Join(t.ALPN, ","))
+	if err := addALPN(scheme, q, t.ALPN); err != nil {
+		return err
 	}
 	if t.Insecure {
 		q.add("allowInsecure", "1")
 	}
-	if t.PinSHA256 != "" {
-		p, err := pin(scheme, t.PinSHA256)
-		if err != nil {
-			return err
-		}
-		q.add("pcs", p)
+	if err := addPin(scheme, q, "pcs", t.PinSHA256); err != nil {
+		return err
 	}
 	if r := t.Reality; r != nil {
 		q.add("pbk", r.PublicKey)
 		q.addNonEmpty("sid", r.ShortID)
 		q.addNonEmpty("spx", r.SpiderX)
 	}
+	return nil
+}
+
+// addALPN writes alpn, when there is any, after checking that a share
+// link can carry it.
+func addALPN(scheme string, q *query, alpn []string) error {
+	if len(alpn) == 0 {
+		return nil
+	}
+	if err := checkALPN(scheme, alpn); err != nil {
+		return err
+	}
+	q.add("alpn", strings.Join(alpn, ","))
+	return nil
+}
+
+// addPin writes the pinned certificate hash, when there is one, under key
+// in the form pinParam reads.
+func addPin(scheme string, q *query, key, pinned string) error {
+	if pinned == "" {
+		return nil
+	}
+	p, err := pin(scheme, pinned)
+	if err != nil {
+		return err
+	}
+	q.add(key, p)
 	return nil
 }
 
@@ -134,10 +184,7 @@ func streamTransport(scheme string, q params) (*node.Transport, error) {
 		case "http":
 			return &node.Transport{Type: node.TransportTCP, HeaderType: "http", Host: q.get("host"), Path: q.get("path")}, nil
 		default:
-			if isToken(h) && len(h) <= 32 {
-				return nil, errf(scheme, "headerType", "unsupported %q", h)
-			}
-			return nil, errf(scheme, "headerType", "unsupported")
+			return nil, refuse(scheme, "headerType", "unsupported", h)
 		}
 	case "ws", "websocket":
 		path, ed := splitEarlyData(q.get("path"))
@@ -149,10 +196,7 @@ func streamTransport(scheme string, q params) (*node.Transport, error) {
 	case "http", "h2":
 		return &node.Transport{Type: node.TransportH2, Host: q.get("host"), Path: q.get("path")}, nil
 	}
-	if isToken(typ) && len(typ) <= 32 {
-		return nil, errf(scheme, "type", "unsupported %q", typ)
-	}
-	return nil, errf(scheme, "type", "unsupported")
+	return nil, refuse(scheme, "type", "unsupported", typ)
 }
 
 // addStreamTransport writes what streamTransport reads.

@@ -40,19 +40,13 @@ func parseTUIC(rest string) (*node.Node, error) {
 	case "", "cubic", "new_reno", "bbr":
 		o.CongestionControl = cc
 	default:
-		if isToken(cc) && len(cc) <= 32 {
-			return nil, errf(s, "congestion_control", "unsupported %q", cc)
-		}
-		return nil, errf(s, "congestion_control", "unsupported")
+		return nil, refuse(s, "congestion_control", "unsupported", cc)
 	}
 	switch m := q.get("udp_relay_mode", "udp-relay-mode"); m {
 	case "", "native", "quic":
 		o.UDPRelayMode = m
 	default:
-		if isToken(m) && len(m) <= 32 {
-			return nil, errf(s, "udp_relay_mode", "unsupported %q", m)
-		}
-		return nil, errf(s, "udp_relay_mode", "unsupported")
+		return nil, refuse(s, "udp_relay_mode", "unsupported", m)
 	}
 	t, err := quicTLS(s, q)
 	if err != nil {

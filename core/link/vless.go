@@ -40,19 +40,13 @@ func parseVLESS(rest string) (*node.Node, error) {
 	}
 	flow := q.get("flow")
 	if !vlessFlows[flow] {
-		if isToken(flow) && len(flow) <= 32 {
-			return nil, errf(s, "flow", "unsupported %q", flow)
-		}
-		return nil, errf(s, "flow", "unsupported")
+		return nil, refuse(s, "flow", "unsupported", flow)
 	}
 	n := &node.Node{
 		Name: u.name(), Protocol: node.VLESS, Server: u.host, Port: port,
 		VLESS: &node.VLESSOptions{UUID: id, Flow: flow, Encryption: "none"},
 	}
-	if n.TLS, err = streamTLS(s, q, "none"); err != nil {
-		return nil, err
-	}
-	if n.Transport, err = streamTransport(s, q); err != nil {
+	if err := readStream(n, s, q, "none"); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -74,10 +68,7 @@ func formatVLESS(n *node.Node) (string, error) {
 	var q query
 	q.add("encryption", "none")
 	q.addNonEmpty("flow", o.Flow)
-	if err := addStreamTLS(s, &q, n.TLS); err != nil {
-		return "", err
-	}
-	if err := addStreamTransport(s, &q, n.Transport); err != nil {
+	if err := addStream(s, &q, n); err != nil {
 		return "", err
 	}
 	return "vless://" + id + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
@@ -105,10 +96,7 @@ func parseTrojan(rest string) (*node.Node, error) {
 		Name: u.name(), Protocol: node.Trojan, Server: u.host, Port: port,
 		Trojan: &node.TrojanOptions{Password: u.user},
 	}
-	if n.TLS, err = streamTLS(s, q, "tls"); err != nil {
-		return nil, err
-	}
-	if n.Transport, err = streamTransport(s, q); err != nil {
+	if err := readStream(n, s, q, "tls"); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -121,10 +109,7 @@ func formatTrojan(n *node.Node) (string, error) {
 		return "", errf(s, "password", "empty")
 	}
 	var q query
-	if err := addStreamTLS(s, &q, n.TLS); err != nil {
-		return "", err
-	}
-	if err := addStreamTransport(s, &q, n.Transport); err != nil {
+	if err := addStream(s, &q, n); err != nil {
 		return "", err
 	}
 	var b strings.Builder

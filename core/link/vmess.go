@@ -104,10 +104,7 @@ func parseVMess(rest string) (*node.Node, error) {
 		scy = "auto"
 	}
 	if !vmessSecurities[scy] {
-		if isToken(scy) && len(scy) <= 32 {
-			return nil, errf(s, "scy", "unsupported %q", scy)
-		}
-		return nil, errf(s, "scy", "unsupported")
+		return nil, refuse(s, "scy", "unsupported", scy)
 	}
 
 	// The JSON's fields mapped to the URL form's names, so that the
@@ -143,10 +140,7 @@ func parseVMess(rest string) (*node.Node, error) {
 		}
 		t = &node.TLS{SNI: str("sni"), ALPN: splitList(str("alpn")), Insecure: ins, PinSHA256: p, Fingerprint: fingerprint(str("fp"))}
 	default:
-		if isToken(sec) && len(sec) <= 32 {
-			return nil, errf(s, "tls", "unsupported %q", sec)
-		}
-		return nil, errf(s, "tls", "unsupported")
+		return nil, refuse(s, "tls", "unsupported", sec)
 	}
 
 	name := str("ps")
@@ -182,20 +176,11 @@ func parseVMessURL(rest string) (*node.Node, error) {
 		scy = "auto"
 	}
 	if !vmessSecurities[scy] {
-		if isToken(scy) && len(scy) <= 32 {
-			return nil, errf(s, "encryption", "unsupported %q", scy)
-		}
-		return nil, errf(s, "encryption", "unsupported")
+		return nil, refuse(s, "encryption", "unsupported", scy)
 	}
 	n := &node.Node{Name: u.name(), Protocol: node.VMess, Server: u.host, Port: port,
 		VMess: &node.VMessOptions{UUID: id, Security: scy}}
-	if n.TLS, err = streamTLS(s, q, "none"); err != nil {
-		return nil, err
-	}
-	if n.TLS != nil && n.TLS.Reality != nil {
-		return nil, errf(s, "security", "reality is for VLESS and Trojan")
-	}
-	if n.Transport, err = streamTransport(s, q); err != nil {
+	if err := readStream(n, s, q, "none"); err != nil {
 		return nil, err
 	}
 	return n, nil
