@@ -112,7 +112,7 @@ func (w *vnetWriter) writePacket(pkt *stack.PacketBuffer) error {
 	err := w.rc.Write(s.fn)
 	clear(s.iov) // drop the references to the packet's memory
 	if err != nil {
-		return err
+		return closedErr(err)
 	}
 	return s.err
 }
@@ -164,6 +164,16 @@ func (s *vnetWrite) write(fd uintptr) bool {
 	}
 }
 
+// closedErr marks an error of RawConn.Read or Write as os.ErrClosed: they
+// fail only when the file is closed or closing, and say so with an error
+// of the poller's ("use of closed file") that is not os.ErrClosed.
+func closedErr(err error) error {
+	if errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", os.ErrClosed, err)
+}
+
 func iovec(b []byte) unix.Iovec {
 	v := unix.Iovec{Base: &b[0]}
 	v.SetLen(len(b))
@@ -211,7 +221,7 @@ func (r *vnetReader) readPacket(b []byte) (n int, gsoType uint8, err error) {
 	err = r.rc.Read(r.fn)
 	r.iov[1] = unix.Iovec{}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, closedErr(err)
 	}
 	if r.err != nil {
 		return 0, 0, r.err
