@@ -38,14 +38,15 @@ func phaseDurations() durations {
 
 // bench is one topology with servers, origin, a client and its load.
 type bench struct {
-	topo   *Topology
-	fw     Firewall
-	srv    *Servers
-	origin string
-	probe  string
-	load   *Load
-	skiff  *Skiff // nil when sing-box is the client
-	report *report
+	topo    *Topology
+	fw      Firewall
+	srv     *Servers
+	origin  string
+	probe   string
+	load    *Load
+	skiff   *Skiff  // nil when sing-box is the client
+	refusal refusal // how the client sees skiff give up (both members down)
+	report  *report
 }
 
 // newBench builds the topology and the servers; the caller starts a

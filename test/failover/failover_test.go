@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,9 +19,43 @@ import (
 func TestFailover(t *testing.T) {
 	b := newBench(t)
 	b.skiff = StartSkiff(t, b.topo, b.srv, b.probe)
+	b.refusal = socksRefusal
+	runFailover(t, b, "skiff failover figures, SOCKS5 inbound")
+}
+
+// TestFailoverTUN runs the same plan with `skiff run --tun` (strict) in the
+// client namespace and the load dialing the origin directly, as
+// applications that know no proxy do: their connections are captured by
+// the TUN. A flow is accepted from the application only once its upstream
+// is connected, so the assertions are TestFailover's; with both members
+// down, skiff refuses the connection with a reset.
+func TestFailoverTUN(t *testing.T) {
+	b := newBench(t)
+	b.skiff = StartSkiffTUN(t, b.topo, b.srv, b.probe, true)
+	b.refusal = tunRefusal
+	runFailover(t, b, "skiff failover figures, TUN (--tun-strict)")
+}
+
+// refusal is how a client sees that skiff could reach no member: a clear
+// error, not a hang.
+type refusal struct {
+	As string           // for the report
+	Is func(error) bool // whether err is that error
+}
+
+var (
+	socksRefusal = refusal{As: "a SOCKS failure reply", Is: isSOCKSReply}
+	tunRefusal   = refusal{As: "connection refused (skiff's RST)", Is: func(err error) bool {
+		return errors.Is(err, syscall.ECONNREFUSED)
+	}}
+)
+
+// runFailover runs the phases against b's skiff, whose Dial the load uses,
+// and logs the figures under title.
+func runFailover(t *testing.T, b *bench, title string) {
 	b.startLoad(t, b.skiff.Dial)
 	d := phaseDurations()
-	defer b.report.log(t, fmt.Sprintf("skiff failover figures (20 new connections/s; FAILOVER_LONG=%v)", long()))
+	defer b.report.log(t, fmt.Sprintf("%s (20 new connections/s; FAILOVER_LONG=%v)", title, long()))
 	time.Sleep(d.Warm)
 	b.waitPrimary(t, 10*time.Second)
 
@@ -97,7 +132,7 @@ func TestFailover(t *testing.T) {
 			if i == 5 {
 				break
 			}
-			t.Logf("loss: failed request at +%v: %v", r.Start.Sub(at).Round(time.Millisecond), r.Err)
+			t.Logf("loss: failed request at +%v, took %v (connect %v): %v", r.Start.Sub(at).Round(time.Millisecond), ms(r.Took()), ms(r.Connected), r.Err)
 		}
 		if flaps > 0 {
 			t.Errorf("%d switches came within %v of the previous one: the group flaps under loss", flaps, window)
@@ -128,7 +163,7 @@ func TestFailover(t *testing.T) {
 			switch {
 			case r.OK():
 				succeeded++
-			case isSOCKSReply(r.Err):
+			case b.refusal.Is(r.Err):
 				clear++
 				sample = r.Err
 			case errors.Is(r.Err, os.ErrDeadlineExceeded) || strings.Contains(r.Err.Error(), "deadline"):
@@ -141,7 +176,7 @@ func TestFailover(t *testing.T) {
 		}
 		p := "both-down"
 		b.report.add(p, "new connections started / succeeded", fmt.Sprintf("%d / %d", len(rs), succeeded), "0 succeed")
-		b.report.add(p, "refused with a SOCKS failure reply", fmt.Sprint(clear), "all")
+		b.report.add(p, "refused with "+b.refusal.As, fmt.Sprint(clear), "all")
 		b.report.add(p, "hung to the client's deadline ("+clientDeadline.String()+")", fmt.Sprint(hung), "0")
 		b.report.add(p, "time to the error p50/p90/max", errDist(rs), "≤ "+bound.String())
 		if sample != nil {
@@ -180,7 +215,7 @@ func TestFailover(t *testing.T) {
 			t.Errorf("with both members down %d requests hung to the client's deadline and %d took longer than %v (worst %v)", hung, slow, bound, worst)
 		}
 		if clear != len(rs) {
-			t.Errorf("%d of %d requests ended with a SOCKS failure reply; want all", clear, len(rs))
+			t.Errorf("%d of %d requests ended with %s; want all", clear, len(rs), b.refusal.As)
 		}
 		if line == "" {
 			t.Errorf("skiff did not log that every member failed")

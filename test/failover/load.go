@@ -36,6 +36,23 @@ func SOCKSDialer(ns, proxy string) Dialer {
 	}
 }
 
+// DirectDialer dials addr itself from namespace ns, as an application
+// that knows no proxy: with skiff's TUN up, the connection goes into the
+// TUN, and connect returns once skiff has connected upstream (or fails
+// with a reset when it could not).
+func DirectDialer(ns string) Dialer {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := InNS(ns, func() error {
+			var d net.Dialer
+			var err error
+			c, err = d.DialContext(ctx, "tcp", addr)
+			return err
+		})
+		return c, err
+	}
+}
+
 // Result is one request of the load: a new connection, GET /small, the
 // body read.
 type Result struct {

@@ -171,8 +171,8 @@ func MemberName(name string) string {
 // failover group.
 type Skiff struct {
 	*harness.Process
-	Proxy string // the SOCKS5 address inside the client namespace
-	Dial  Dialer
+	Proxy string // the SOCKS5 address inside the client namespace; "" with --tun
+	Dial  Dialer // how the load reaches the origin: SOCKS5, or directly into the TUN
 }
 
 var listeningRE = regexp.MustCompile(`skiff: listening on (\S+)`)
@@ -192,6 +192,44 @@ func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string) *Skif
 		t.Fatal(err)
 	}
 	return &Skiff{Process: p, Proxy: m[1], Dial: SOCKSDialer(topo.Client, m[1])}
+}
+
+// StartSkiffTUN starts `skiff run --tun` for t in the client namespace with
+// the servers' links in failover order and probeURL; applications in the
+// namespace reach the origin by dialing it (DirectDialer), through the TUN.
+//
+// The origin's address is private (10.202.0.1), so private ranges are not
+// kept out of the tunnel (--tun-exclude-private=false); skiff keeps the
+// servers' own addresses out of it itself. strict is --tun-strict.
+//
+// skiff writes its route state to /run/skiff/tun-state.json; it runs in a
+// mount namespace of its own with a private tmpfs there (unshare -m), so
+// that parallel runs, and the machine's own skiff, never share the file.
+// The namespace's routes and rules go with the namespace.
+func StartSkiffTUN(t testing.TB, topo *Topology, s *Servers, probeURL string, strict bool) *Skiff {
+	t.Helper()
+	bin := harness.NeedSkiff(t)
+	if err := os.MkdirAll("/run/skiff", 0o700); err != nil { // the mount point
+		t.Fatal(err)
+	}
+	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(SkiffPort))
+	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL,
+		"--tun", "--tun-exclude-private=false", "--tun-strict="+strconv.FormatBool(strict))
+	if lv := os.Getenv("FAILOVER_SKIFF_LOG"); lv != "" {
+		args = append(args, "--log-level", lv)
+	}
+	wrap := []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs -o mode=0700,size=1m skiff-failover /run/skiff && exec "$@"`, "sh", bin}
+	p := harness.Start(t, "skiff-tun", "ip", Exec(topo.Client, wrap[0], append(wrap[1:], args...)...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.WaitOutput(ctx, listeningRE); err != nil {
+		t.Fatalf("skiff run --tun did not come up: %v", err)
+	}
+	if !strings.Contains(p.Output(), "skiff: TUN ") {
+		t.Fatalf("skiff run --tun listens but reported no TUN:\n%s", p.Output())
+	}
+	return &Skiff{Process: p, Dial: DirectDialer(topo.Client)}
 }
 
 // Switch is one failover line of skiff's log.
