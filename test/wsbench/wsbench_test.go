@@ -336,3 +336,27 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// TestEveryClientCarriesBytes checks the benchmark's set-up before any
+// figure is trusted: every client, Skiff's included, upgrades over the
+// connection it is handed, writes messages the server takes, and reads the
+// server's frames back as a byte stream of the right length.
+func TestEveryClientCarriesBytes(t *testing.T) {
+	for _, l := range libs {
+		t.Run(l.name, func(t *testing.T) {
+			w := l.dial(t, startServer(t, discard, 0))
+			defer w.Close()
+			for _, size := range sizes {
+				if n, err := w.Write(make([]byte, size)); err != nil || n != size {
+					t.Fatalf("write %d: %d, %v", size, n, err)
+				}
+			}
+			r := l.dial(t, startServer(t, push, 1400))
+			defer r.Close()
+			got, err := io.ReadFull(r, make([]byte, 10*1400+700))
+			if err != nil || got != 10*1400+700 {
+				t.Fatalf("read %d bytes, %v", got, err)
+			}
+		})
+	}
+}
