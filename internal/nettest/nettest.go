@@ -1,0 +1,120 @@
+// Package nettest starts the small loopback peers that many of skiff's
+// tests need: a TCP echo, a UDP echo, and an address where nothing
+// listens. They are real sockets on 127.0.0.1, not mocks, so the code
+// under test dials and relays exactly as it would in use. Each peer is
+// stopped by tb.Cleanup: its socket is closed and its goroutines have
+// returned before the test ends.
+//
+// The package is for tests only; nothing outside _test.go files imports it.
+package nettest
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+)
+
+// TCPEcho starts a TCP server on 127.0.0.1 that echoes what each
+// connection sends until the peer closes or half-closes its side (EOF),
+// then closes the connection. It returns the server's address.
+//
+// At cleanup the listener and any connection still open are closed.
+func TCPEcho(tb testing.TB) netip.AddrPort {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("nettest: TCP echo: %v", err)
+	}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  = make(map[net.Conn]struct{})
+		closed bool
+	)
+	tb.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		closed = true
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				c.Close()
+				return
+			}
+			conns[c] = struct{}{}
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				io.Copy(c, c)
+				c.Close()
+				mu.Lock()
+				delete(conns, c)
+				mu.Unlock()
+			}()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// UDPEcho starts a UDP socket on 127.0.0.1 that sends every datagram it
+// receives (up to 65535 bytes) back to its source unchanged. It returns the
+// socket's address. The echo does not allocate per datagram, so tests that
+// count allocations around a round trip through it see only their own.
+//
+// At cleanup the socket is closed.
+func UDPEcho(tb testing.TB) netip.AddrPort {
+	tb.Helper()
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		tb.Fatalf("nettest: UDP echo: %v", err)
+	}
+	done := make(chan struct{})
+	tb.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		b := make([]byte, 65535)
+		for {
+			n, from, err := c.ReadFromUDPAddrPort(b)
+			if err != nil {
+				return
+			}
+			c.WriteToUDPAddrPort(b[:n], from)
+		}
+	}()
+	return c.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// ClosedPort returns a TCP address on 127.0.0.1 where nothing listens: it
+// was just bound and released, so a dial to it is refused (unless another
+// socket takes the port in between, which the kernel's allocation makes
+// unlikely within a test).
+func ClosedPort(tb testing.TB) netip.AddrPort {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("nettest: closed port: %v", err)
+	}
+	ap := ln.Addr().(*net.TCPAddr).AddrPort()
+	ln.Close()
+	return ap
+}
