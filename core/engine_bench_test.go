@@ -6,6 +6,8 @@ import (
 	"net"
 	"runtime"
 	"testing"
+
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // BenchmarkSOCKSConnect measures a download through the whole local path:
@@ -49,22 +51,7 @@ func BenchmarkSOCKSConnect(b *testing.B) {
 // association, the engine and the direct outbound to a loopback echo.
 func BenchmarkSOCKSUDP(b *testing.B) {
 	p := startProxy(b)
-	echo, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := echo.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			echo.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	echoAP := echo.LocalAddr().(*net.UDPAddr).AddrPort()
+	echoAP := nettest.UDPEcho(b)
 	_, rep, relayAP := socksRequest(b, p.addr, 3, "0.0.0.0", 0)
 	if rep != 0 {
 		b.Fatalf("reply %#x", rep)
@@ -100,7 +87,7 @@ func BenchmarkSOCKSUDP(b *testing.B) {
 func BenchmarkIdleConnections(b *testing.B) {
 	n := min(b.N, 500)
 	p := startProxy(b)
-	_, port := splitPort(b, echoServer(b))
+	_, port := splitPort(b, nettest.TCPEcho(b).String())
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -22,6 +22,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/direct"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // proxy runs the mixed inbound on loopback with the engine and the direct
@@ -45,40 +46,6 @@ func startProxy(t testing.TB) *proxy {
 	}
 	t.Cleanup(func() { srv.Close() })
 	return &proxy{addr: srv.Addr().String(), stats: st}
-}
-
-// echoServer accepts TCP connections and echoes until EOF, then closes.
-func echoServer(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				io.Copy(c, c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
-// closedPort returns a loopback address where nothing listens.
-func closedPort(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // socksRequest opens a SOCKS5 connection to proxy and sends cmd for
@@ -132,7 +99,7 @@ func splitPort(t testing.TB, addr string) (string, uint16) {
 
 func TestSOCKSConnect(t *testing.T) {
 	p := startProxy(t)
-	echo := echoServer(t)
+	echo := nettest.TCPEcho(t).String()
 	_, port := splitPort(t, echo)
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		t.Run(host, func(t *testing.T) {
@@ -165,7 +132,7 @@ func TestSOCKSConnect(t *testing.T) {
 
 func TestSOCKSConnectFailure(t *testing.T) {
 	p := startProxy(t)
-	_, port := splitPort(t, closedPort(t))
+	_, port := splitPort(t, nettest.ClosedPort(t).String())
 	for _, tc := range []struct {
 		host string
 		want byte
@@ -282,7 +249,7 @@ func httpConnect(t testing.TB, proxy, target string) (net.Conn, *bufio.Reader, *
 
 func TestHTTPConnect(t *testing.T) {
 	p := startProxy(t)
-	c, br, resp := httpConnect(t, p.addr, echoServer(t))
+	c, br, resp := httpConnect(t, p.addr, nettest.TCPEcho(t).String())
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -292,7 +259,7 @@ func TestHTTPConnect(t *testing.T) {
 		t.Fatalf("echo %q, %v", got, err)
 	}
 
-	_, _, resp = httpConnect(t, p.addr, closedPort(t))
+	_, _, resp = httpConnect(t, p.addr, nettest.ClosedPort(t).String())
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "refused") {
 		t.Errorf("CONNECT to a closed port: %d %q, want 502 saying why", resp.StatusCode, body)
@@ -371,7 +338,7 @@ func TestHTTPPlain(t *testing.T) {
 		t.Errorf("close-delimited response: %q after %v", body, time.Since(start))
 	}
 
-	resp, err = client.Get("http://" + closedPort(t) + "/")
+	resp, err = client.Get("http://" + nettest.ClosedPort(t).String() + "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +350,7 @@ func TestHTTPPlain(t *testing.T) {
 
 func TestCloseConnection(t *testing.T) {
 	p := startProxy(t)
-	_, port := splitPort(t, echoServer(t))
+	_, port := splitPort(t, nettest.TCPEcho(t).String())
 	c, rep, _ := socksRequest(t, p.addr, 1, "127.0.0.1", port)
 	if rep != 0 {
 		t.Fatalf("reply %#x", rep)

@@ -10,6 +10,7 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // TestControllerRules runs the core with no server: rules send one port
@@ -17,9 +18,9 @@ import (
 func TestControllerRules(t *testing.T) {
 	var logBuf bytes.Buffer
 	c := NewController(Options{LogOutput: &logBuf})
-	echo := echoServer(t)
+	echo := nettest.TCPEcho(t).String()
 	host, port := splitPort(t, echo)
-	blocked := closedPort(t)
+	blocked := nettest.ClosedPort(t).String()
 	_, bport := splitPort(t, blocked)
 	cfg := Config{
 		Listen: "127.0.0.1:0",
@@ -69,7 +70,7 @@ func TestControllerFailoverGroup(t *testing.T) {
 	if len(gs) != 1 || len(gs[0].Members) != 2 || gs[0].Members[1].Name != "fallback" {
 		t.Fatalf("Groups() = %+v", gs)
 	}
-	host, port := splitPort(t, closedPort(t))
+	host, port := splitPort(t, nettest.ClosedPort(t).String())
 	if _, rep, _ := socksRequest(t, st.Listen, 1, host, port); rep == 0 {
 		t.Fatal("SOCKS success through two dead servers")
 	}
@@ -100,7 +101,7 @@ func TestFlowFailedEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	host, port := splitPort(t, closedPort(t))
+	host, port := splitPort(t, nettest.ClosedPort(t).String())
 	if _, rep, _ := socksRequest(t, c.Status().Listen, 1, host, port); rep == 0 {
 		t.Fatal("SOCKS success to a closed port")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/direct"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // TestSniffedHostInConnections sends a TLS ClientHello on a TUN flow to an
@@ -20,7 +21,7 @@ import (
 func TestSniffedHostInConnections(t *testing.T) {
 	st := stats.New()
 	eng := NewEngine(&route.Final{Name: "direct", Outbound: direct.New(nil)}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	echo := echoServer(t)
+	echo := nettest.TCPEcho(t).String()
 	dst, _ := flow.ParseAddr(echo)
 
 	// The app's side is a real TCP connection, as gonet's is a TCP conn
