@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // mode of a testOutbound.
@@ -87,37 +88,8 @@ func servers(t *testing.T) (probeURL string, tcpEcho, udpEcho flow.Addr) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	t.Cleanup(hs.Close)
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		b := make([]byte, 2048)
-		for {
-			n, a, err := pc.ReadFrom(b)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(b[:n], a)
-		}
-	}()
-	tcp, _ := flow.AddrFromNet(ln.Addr())
-	udp, _ := flow.AddrFromNet(pc.LocalAddr())
+	tcp := flow.AddrFromAddrPort(nettest.TCPEcho(t))
+	udp := flow.AddrFromAddrPort(nettest.UDPEcho(t))
 	return hs.URL, tcp, udp
 }
 
