@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func TestDialContext(t *testing.T) {
@@ -48,22 +49,7 @@ func TestDialContext(t *testing.T) {
 // back with a flow.Addr source, and that the per-datagram path does not
 // allocate.
 func TestListenPacket(t *testing.T) {
-	echo, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := echo.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			echo.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
-	echoAP := echo.LocalAddr().(*net.UDPAddr).AddrPort()
+	echoAP := nettest.UDPEcho(t)
 	ipDst := flow.AddrFromAddrPort(echoAP)
 	pc, err := New(nil).ListenPacket(context.Background(), ipDst)
 	if err != nil {
