@@ -28,6 +28,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // testServer is a small Hysteria 2 server written from the specification,
@@ -326,46 +327,6 @@ func newClient(t *testing.T, n *node.Node) *Client {
 	return c
 }
 
-func tcpEchoServer(t *testing.T) flow.Addr {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
-	a, _ := flow.AddrFromNet(ln.Addr())
-	return a
-}
-
-func udpEchoServer(t *testing.T) flow.Addr {
-	t.Helper()
-	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	go func() {
-		b := make([]byte, 65535)
-		for {
-			n, a, err := c.ReadFromUDPAddrPort(b)
-			if err != nil {
-				return
-			}
-			c.WriteToUDPAddrPort(b[:n], a)
-		}
-	}()
-	return flow.AddrFromAddrPort(c.LocalAddr().(*net.UDPAddr).AddrPort())
-}
-
 func ctxT(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -430,7 +391,7 @@ func TestClientRelays(t *testing.T) {
 		{"salamander", "obfs-password", "127.0.0.1"},
 		{"IPv6 server", "", "::1"},
 	}
-	tcpEcho, udpEcho := tcpEchoServer(t), udpEchoServer(t)
+	tcpEcho, udpEcho := flow.AddrFromAddrPort(nettest.TCPEcho(t)), flow.AddrFromAddrPort(nettest.UDPEcho(t))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ip := net.ParseIP(tt.server)
@@ -475,10 +436,8 @@ func TestClientRelays(t *testing.T) {
 
 func TestClientErrors(t *testing.T) {
 	srv := newTestServer(t, "secret", "", false)
-	echo := tcpEchoServer(t)
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	closedPort, _ := flow.AddrFromNet(ln.Addr())
-	ln.Close()
+	echo := flow.AddrFromAddrPort(nettest.TCPEcho(t))
+	closedPort := flow.AddrFromAddrPort(nettest.ClosedPort(t))
 
 	tests := []struct {
 		name   string
@@ -549,7 +508,7 @@ func TestClientRespectsContext(t *testing.T) {
 
 func TestClientCoalescesDials(t *testing.T) {
 	srv := newTestServer(t, "secret", "", true)
-	echo := tcpEchoServer(t)
+	echo := flow.AddrFromAddrPort(nettest.TCPEcho(t))
 	c := newClient(t, testNode(srv.port(), "secret", ""))
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -574,7 +533,7 @@ func TestClientCoalescesDials(t *testing.T) {
 }
 
 func TestClientReconnects(t *testing.T) {
-	tcpEcho, udpEcho := tcpEchoServer(t), udpEchoServer(t)
+	tcpEcho, udpEcho := flow.AddrFromAddrPort(nettest.TCPEcho(t)), flow.AddrFromAddrPort(nettest.UDPEcho(t))
 	tests := []struct {
 		name   string
 		break_ func(*testServer)
@@ -613,7 +572,7 @@ func TestClientReconnects(t *testing.T) {
 
 func TestClientClose(t *testing.T) {
 	srv := newTestServer(t, "secret", "", true)
-	tcpEcho, udpEcho := tcpEchoServer(t), udpEchoServer(t)
+	tcpEcho, udpEcho := flow.AddrFromAddrPort(nettest.TCPEcho(t)), flow.AddrFromAddrPort(nettest.UDPEcho(t))
 	c, err := New(testNode(srv.port(), "secret", ""), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -800,7 +759,7 @@ func BenchmarkDialStream(b *testing.B) {
 func TestPortSetSpreadsConnections(t *testing.T) {
 	a := newTestServer(t, "secret", "", false)
 	b := newTestServer(t, "secret", "", false)
-	echo := tcpEchoServer(t)
+	echo := flow.AddrFromAddrPort(nettest.TCPEcho(t))
 	n := testNode(0, "secret", "")
 	n.Hysteria2.Ports = itoa(a.port()) + "," + itoa(b.port())
 	c := newClient(t, n)
