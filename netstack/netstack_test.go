@@ -14,6 +14,7 @@ import (
 	"golang.zx2c4.com/wireguard/tun/tuntest"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // The app side of these tests is a second, independent TCP/IP stack
@@ -89,21 +90,7 @@ func (h *testHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn ne
 
 func newTestStack(t *testing.T, h *testHandler, opts Options) *netstack.Net {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(c, c) }()
-		}
-	}()
-	h.upstream = ln.Addr().String()
+	h.upstream = nettest.TCPEcho(t).String()
 	h.metas = make(chan flow.Metadata, 16)
 
 	ch := tuntest.NewChannelTUN()
