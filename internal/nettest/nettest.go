@@ -1,6 +1,7 @@
 // Package nettest starts the small loopback peers that many of skiff's
 // tests need: a TCP echo, a UDP echo, and an address where nothing
-// listens. They are real sockets on 127.0.0.1, not mocks, so the code
+// listens, and a self-signed certificate for a loopback TLS server. They
+// are real sockets on 127.0.0.1, not mocks, so the code
 // under test dials and relays exactly as it would in use. Each peer is
 // stopped by tb.Cleanup: its socket is closed and its goroutines have
 // returned before the test ends.
@@ -9,11 +10,21 @@
 package nettest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
 	"io"
+	"math/big"
 	"net"
 	"net/netip"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TCPEcho starts a TCP server on 127.0.0.1 that echoes what each
@@ -117,4 +128,30 @@ func ClosedPort(tb testing.TB) netip.AddrPort {
 	ap := ln.Addr().(*net.TCPAddr).AddrPort()
 	ln.Close()
 	return ap
+}
+
+// SelfSigned returns a self-signed ECDSA P-256 certificate valid for
+// 127.0.0.1 and the DNS name name (also its common name), from an hour
+// ago to an hour from now, and the hex SHA-256 of its DER encoding: the
+// form a certificate pin takes in a node's TLS options.
+func SelfSigned(tb testing.TB, name string) (cert tls.Certificate, pin string) {
+	tb.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatalf("nettest: certificate for %s: %v", name, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: name},
+		DNSNames:     []string{name},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		tb.Fatalf("nettest: certificate for %s: %v", name, err)
+	}
+	sum := sha256.Sum256(der)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, hex.EncodeToString(sum[:])
 }

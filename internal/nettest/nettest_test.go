@@ -2,6 +2,10 @@ package nettest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
 	"io"
 	"net"
 	"testing"
@@ -86,5 +90,56 @@ func TestClosedPort(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second); err == nil {
 		c.Close()
 		t.Fatalf("dial to %v succeeded", addr)
+	}
+}
+
+// TestSelfSigned serves the certificate on loopback and checks that a
+// client trusting only it accepts both the name and the IP, refuses
+// another name, and that the pin is the SHA-256 of what the server sent.
+func TestSelfSigned(t *testing.T) {
+	cert, pin := SelfSigned(t, "peer.test")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { ln.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*tls.Conn).Handshake()
+			c.Close()
+		}
+	}()
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	for _, tt := range []struct {
+		serverName string
+		ok         bool
+	}{
+		{"peer.test", true},
+		{"127.0.0.1", true},
+		{"other.test", false},
+	} {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: roots, ServerName: tt.serverName})
+		if (err == nil) != tt.ok {
+			t.Errorf("handshake as %q: err %v, want ok=%v", tt.serverName, err, tt.ok)
+		}
+		if err != nil {
+			continue
+		}
+		sum := sha256.Sum256(c.ConnectionState().PeerCertificates[0].Raw)
+		if got := hex.EncodeToString(sum[:]); got != pin {
+			t.Errorf("pin %s, want the SHA-256 of the served certificate %s", pin, got)
+		}
+		c.Close()
 	}
 }
