@@ -3,17 +3,10 @@ package hysteria2
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"strconv"
@@ -62,7 +55,7 @@ func newTestServer(t testing.TB, auth, obfs string, udp bool) *testServer {
 func newTestServerOn(t testing.TB, ip net.IP, auth, obfs string, udp bool) *testServer {
 	t.Helper()
 	s := &testServer{t: t, auth: auth, obfs: obfs, udp: udp}
-	s.cert, s.certHash = selfSigned(t)
+	s.cert, s.certHash = nettest.SelfSigned(t, "hy2.test")
 	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 	if err != nil {
 		t.Fatal(err)
@@ -279,28 +272,6 @@ func (s *testServer) relayUDP(qc *quic.Conn) {
 		}
 		ss.sock.WriteTo(p, dst)
 	}
-}
-
-func selfSigned(t testing.TB) (tls.Certificate, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "hy2.test"},
-		DNSNames:     []string{"hy2.test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, hex.EncodeToString(sum[:])
 }
 
 func testNode(port uint16, auth, obfs string) *node.Node {
