@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // writeCounter counts the socket writes under TLS.
@@ -23,7 +25,7 @@ func (w *writeCounter) Write(p []byte) (int, error) {
 // TestTLSConnBatch checks that a Write of several records reaches the
 // socket in one write and arrives intact, and that small writes pass.
 func TestTLSConnBatch(t *testing.T) {
-	cert, _ := selfSigned(t)
+	cert, _ := nettest.SelfSigned(t, "vless.test")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)

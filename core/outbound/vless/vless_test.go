@@ -3,19 +3,13 @@ package vless
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +24,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 const testUUID = "b831381d-6324-4d53-ad4f-8cda48b30811"
@@ -41,26 +36,6 @@ const (
 	portSource  = 19   // the server writes zeros until the stream closes
 	portOnce    = 5    // UDP: the server echoes one datagram and closes
 )
-
-// selfSigned returns a certificate for 127.0.0.1 and "vless.test", and the
-// hex SHA-256 of it.
-func selfSigned(t testing.TB) (tls.Certificate, string) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		DNSNames:     []string{"vless.test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, hex.EncodeToString(sum[:])
-}
 
 // request is what the test server parsed from a VLESS request.
 type request struct {
@@ -87,7 +62,7 @@ type vlessServer struct {
 
 func (s *vlessServer) start() *vlessServer {
 	s.id, _ = ParseUUID(testUUID)
-	cert, pin := selfSigned(s.t)
+	cert, pin := nettest.SelfSigned(s.t, "vless.test")
 	s.pin = pin
 	tcfg := &tls.Config{Certificates: []tls.Certificate{cert}}
 	if s.ws {
