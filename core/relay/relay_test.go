@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 type counter struct{ n atomic.Int64 }
@@ -171,19 +173,9 @@ func TestPacketRelayAndIdle(t *testing.T) {
 	// app side: the relay reads the app's datagrams from appRelay; we fake
 	// the app's "destination" by writing from appPeer to appRelay and
 	// reading where to go from a fixed echo server address.
-	echo := udpConn(t)
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := echo.ReadFromUDPAddrPort(buf)
-			if err != nil {
-				return
-			}
-			echo.WriteToUDPAddrPort(buf[:n], from)
-		}
-	}()
+	echo := net.UDPAddrFromAddrPort(nettest.UDPEcho(t))
 	appPeer := udpConn(t)
-	appSide := &fixedDst{UDPConn: udpConn(t), dst: echo.LocalAddr(), peer: appPeer.LocalAddr()}
+	appSide := &fixedDst{UDPConn: udpConn(t), dst: echo, peer: appPeer.LocalAddr()}
 	up := udpConn(t)
 
 	var upN, downN counter
