@@ -23,6 +23,7 @@ import (
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // Links used by the tests. Nothing listens on port 9 of the loopback; the
@@ -345,20 +346,7 @@ func TestWindowFitsSmallScreens(t *testing.T) {
 }
 
 func TestConnectionsListAndClose(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
+	echo := nettest.TCPEcho(t)
 	// Everything goes direct: a real relay without a proxy server.
 	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, func(p *profile.Profile) {
 		addLinks(t, hy2Link)(p)
@@ -372,7 +360,7 @@ func TestConnectionsListAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	port := echo.Addr().(*net.TCPAddr).Port
+	port := int(echo.Port())
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	c.Write([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port)})
 	reply := make([]byte, 12)
