@@ -12,9 +12,10 @@
 // (see Topology). The tests report figures (failed connections, switch
 // times, switches per minute) with t.Logf; `go test -v` shows them.
 //
-// The client side is a Dialer: the SOCKS5 inbound today; a TUN variant is a
-// Dialer that dials the origin directly in the client namespace, whose
-// default route goes into Skiff's TUN.
+// The client side is a Dialer: TestFailover goes through Skiff's SOCKS5
+// inbound (SOCKSDialer); TestFailoverTUN runs `skiff run --tun`
+// (StartSkiffTUN) and dials the origin directly in the client namespace
+// (DirectDialer), so that the TUN captures the connections.
 //
 // Everything here needs root (namespaces, nftables); the tests skip without
 // it. FAILOVER_LONG=1 runs minute-long phases, repeated block trials and the
