@@ -161,9 +161,17 @@ func (n *Stack) tune() error {
 		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: defaultTCPRecvBufInit, Max: defaultTCPRecvBufMax},
 		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: defaultTCPSendBufInit, Max: defaultTCPSendBufMax},
 		new(tcpip.TCPModerateReceiveBufferOption),
+		// TIME-WAIT for one second, not gVisor's 60: the app's kernel keeps
+		// no TIME-WAIT for these connections (the stack is the far end), so
+		// at a few connections a second it soon reuses a source port. While
+		// gVisor still holds the old connection in TIME-WAIT, a new SYN on
+		// that 4-tuple reaches no listener (the forwarder is not one) and
+		// is dropped: the app sees its connect time out.
+		new(tcpip.TCPTimeWaitTimeoutOption),
 	}
 	*opts[0].(*tcpip.TCPSACKEnabled) = true
 	*opts[3].(*tcpip.TCPModerateReceiveBufferOption) = true
+	*opts[4].(*tcpip.TCPTimeWaitTimeoutOption) = tcpip.TCPTimeWaitTimeoutOption(time.Second)
 	for _, o := range opts {
 		if err := n.s.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {
 			return fmt.Errorf("netstack: set TCP option %T: %s", o, err)
