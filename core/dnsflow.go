@@ -141,7 +141,7 @@ func (h *dnsHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net
 		return err
 	}
 	if fake != m.Destination {
-		conn = &fakeAddrConn{PacketConn: conn, fake: fake, name: m.Destination}
+		conn = &fakeAddrConn{PacketConn: conn, fake: fake, fakeNet: fake, nameNet: m.Destination}
 	}
 	return h.next.HandlePacket(ctx, m, conn)
 }
@@ -152,21 +152,24 @@ func (h *dnsHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net
 // which an app's connected socket would drop).
 type fakeAddrConn struct {
 	net.PacketConn
-	fake, name flow.Addr
+	fake flow.Addr
+	// The two addresses as net.Addr, boxed once: per datagram, converting
+	// a flow.Addr to an interface would allocate.
+	fakeNet, nameNet net.Addr
 }
 
 func (c *fakeAddrConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	n, a, err := c.PacketConn.ReadFrom(p)
 	if err == nil {
 		if fa, ferr := flow.AddrFromNet(a); ferr == nil && fa == c.fake {
-			a = c.name
+			a = c.nameNet
 		}
 	}
 	return n, a, err
 }
 
 func (c *fakeAddrConn) WriteTo(p []byte, _ net.Addr) (int, error) {
-	return c.PacketConn.WriteTo(p, c.fake)
+	return c.PacketConn.WriteTo(p, c.fakeNet)
 }
 
 var _ flow.Handler = (*dnsHandler)(nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/relay"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/stats"
@@ -80,6 +81,15 @@ func (e *Engine) warnDial(m *flow.Metadata, outbound string, err error) {
 
 var _ flow.Handler = (*Engine)(nil)
 
+// withPick asks a group to report, into *member, the server that carried
+// the flow. Flows to a plain outbound skip the closure and context value.
+func withPick(ctx context.Context, out outbound.Outbound, member *string) context.Context {
+	if _, ok := out.(*group.Group); !ok {
+		return ctx
+	}
+	return group.WithPick(ctx, func(s string) { *member = cmp.Or(*member, s) })
+}
+
 // HandleStream implements flow.Handler.
 func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
 	out, name, err := e.router.Route(&m)
@@ -90,7 +100,7 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	defer cancel()
 	start := time.Now()
 	var member string
-	dctx, dcancel := context.WithTimeout(group.WithPick(ctx, func(s string) { member = cmp.Or(member, s) }), DialTimeout)
+	dctx, dcancel := context.WithTimeout(withPick(ctx, out, &member), DialTimeout)
 	up, err := out.DialContext(dctx, flow.TCP, m.Destination)
 	dcancel()
 	if err != nil {
@@ -131,7 +141,7 @@ func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 	defer cancel()
 	start := time.Now()
 	var member string
-	dctx, dcancel := context.WithTimeout(group.WithPick(ctx, func(s string) { member = cmp.Or(member, s) }), DialTimeout)
+	dctx, dcancel := context.WithTimeout(withPick(ctx, out, &member), DialTimeout)
 	up, err := out.ListenPacket(dctx, m.Destination)
 	dcancel()
 	if err != nil {
