@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,38 @@ type Process struct {
 	err  error         // exit status; read after done
 }
 
+// spawnReq is one command for the spawner thread to start.
+type spawnReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+var (
+	spawnOnce sync.Once
+	spawnCh   chan spawnReq
+)
+
+// spawn starts cmd from one OS thread that lives as long as the test
+// binary. Pdeathsig kills a child when the thread that forked it exits, not
+// the process; Go ends threads that a goroutine locked and never unlocked
+// (the namespace helpers do exactly that), so a child forked from such a
+// thread would be killed at a random moment (seen: a restarted server
+// "exited (signal: killed)" before it printed anything).
+func spawn(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawnCh = make(chan spawnReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked, and this goroutine never returns
+			for r := range spawnCh {
+				r.err <- r.cmd.Start()
+			}
+		}()
+	})
+	errc := make(chan error, 1)
+	spawnCh <- spawnReq{cmd: cmd, err: errc}
+	return <-errc
+}
+
 // StartProcess starts bin with args. The caller owns the process and must
 // Stop it.
 func StartProcess(name, bin string, args ...string) (*Process, error) {
@@ -33,7 +66,7 @@ func StartProcess(name, bin string, args ...string) (*Process, error) {
 	p.cmd.Stdout = p.out
 	p.cmd.Stderr = p.out
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	if err := spawn(p.cmd); err != nil {
 		return nil, fmt.Errorf("harness: start %s: %w", name, err)
 	}
 	go func() {
