@@ -14,10 +14,11 @@
 // within about two seconds; a connection that carries only UDP notices it
 // by QUIC's idle timeout (30 s).
 //
-// Without obfuscation quic-go gets the real *net.UDPConn from the
-// outbound.Dialer, so GSO, ECN and recvmmsg batching stay on. Salamander
-// obfuscation wraps the socket in a net.PacketConn that rewrites every
-// packet, which turns those off.
+// Without obfuscation quic-go gets the *net.UDPConn from the
+// outbound.Dialer wrapped by udpgro, which adds receive offload (UDP_GRO:
+// tens of packets per read where the kernel has it) and keeps GSO, ECN and
+// recvmmsg batching on. Salamander obfuscation wraps the socket in a
+// net.PacketConn that rewrites every packet, which turns those off.
 //
 // Port hopping: when the node lists several ports, each new QUIC connection
 // goes to a port picked at random from them. The timed hopping of the
@@ -50,6 +51,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // QUIC settings. The windows and timeouts are the reference client's
@@ -254,9 +256,11 @@ func (c *Client) connect(ctx context.Context) (*qconn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hysteria2: dial %s: open UDP socket: %w", server, err)
 	}
-	pc := sock
+	var pc net.PacketConn
 	if c.obfs != "" {
 		pc = newSalamanderConn(sock, c.obfs)
+	} else {
+		pc = udpgro.Wrap(sock)
 	}
 	tr := &quic.Transport{Conn: pc}
 	q := &qconn{tr: tr, sock: sock}

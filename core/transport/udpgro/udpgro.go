@@ -1,0 +1,24 @@
+// Package udpgro lets a QUIC stack read many packets per system call. It
+// wraps a UDP socket, asks the kernel for UDP generic receive offload
+// (UDP_GRO on Linux), so that a run of packets from one sender arrives as
+// one coalesced datagram, reads with recvmmsg into a few large buffers, and
+// splits the coalesced datagrams back into single packets for the caller.
+//
+// quic-go reads a socket in batches through a ReadBatch method when the
+// socket has one, and keeps sending with GSO and ECN as long as the socket
+// is an OOBCapablePacketConn whose SyscallConn is the real socket. A Conn
+// is both, so wrapping the *net.UDPConn an outbound hands to quic-go keeps
+// its fast path and cuts the reads (and, since quic-go then handles more
+// packets per wake-up, the ACKs it sends) per byte received.
+//
+// Where the kernel has no UDP_GRO (or on other systems) Wrap returns the
+// socket as it was.
+package udpgro
+
+// Stats counts what a Conn read. Datagrams and Segments differ only when
+// the kernel coalesced packets.
+type Stats struct {
+	Reads     uint64 // recvmmsg calls that returned datagrams
+	Datagrams uint64 // datagrams the kernel returned, coalesced or not
+	Segments  uint64 // packets handed to the caller after splitting
+}
