@@ -23,8 +23,9 @@ const (
 // DNSConfig is the DNS seen inside the tunnel.
 type DNSConfig struct {
 	Mode string // DNSFakeIP (default) or DNSRealIP
-	// Upstream is the DNS-over-HTTPS URL used through the proxy for real-IP
-	// mode and for record types fake-IP cannot answer; empty:
+	// Upstream is the DNS server asked through the proxy in real-IP mode
+	// and for record types fake-IP cannot answer, as dns.NewUpstream
+	// reads it (https://, tls://, tcp://, udp:// or host[:port]); empty:
 	// DefaultDNSUpstream.
 	Upstream string
 }
@@ -54,11 +55,11 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 	}
 	var proxy dns.Upstream
 	if ob := rt.targets[TargetProxy]; ob != nil {
-		doh, err := dns.NewHTTPSUpstream(ob, url, nil)
+		up, err := dns.NewUpstream(ob, url)
 		if err != nil {
-			return nil, fmt.Errorf("dns: upstream: %w", err)
+			return nil, err
 		}
-		proxy = doh
+		proxy = up
 	}
 	proxyMode := dns.ModeFake
 	switch cfg.Mode {

@@ -298,11 +298,7 @@ func NewHTTPSUpstream(ob outbound.Outbound, rawURL string, cfg *tls.Config) (*HT
 	// Errors do not quote the URL: its path may identify an account.
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("dns: DoH URL: %w", err)
+		return nil, fmt.Errorf("dns: DoH URL: %w", bareURLError(err))
 	}
 	if u.Scheme != "https" || u.Hostname() == "" {
 		return nil, errors.New("dns: DoH URL: want https://host/path")

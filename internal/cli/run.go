@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
@@ -69,6 +70,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
 	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
 	fs.StringVar(&rf.tun.dns, "tun-dns", core.DNSFakeIP, "with --tun: DNS inside the tunnel, fake-ip or real-ip (resolved through the server)")
+	fs.StringVar(&rf.tun.dnsUpstream, "tun-dns-upstream", core.DefaultDNSUpstream, "with --tun: the DNS server asked through the proxy (https://host/path, tls://host, tcp://host or udp://host, with optional :port)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
 		fs.PrintDefaults()
@@ -81,6 +83,13 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
+	}
+	if rf.tun.on {
+		// Checked here, so that a typo is a usage error (exit 2) before
+		// any route changes. Nothing is dialled: no outbound is needed.
+		if _, err := dns.NewUpstream(nil, rf.tun.dnsUpstream); err != nil {
+			return nil, fmt.Errorf("--tun-dns-upstream: %v", err)
+		}
 	}
 	if len(ls)+len(saved) == 0 {
 		return nil, errors.New("--link or --node: at least one server is needed")
@@ -166,7 +175,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	if rf.tun.on {
 		cfg.TUN = &core.TUNConfig{Name: rf.tun.name, MTU: rf.tun.mtu, Strict: rf.tun.strict,
-			ExcludePrivate: rf.tun.private, IPv6: true, DNS: core.DNSConfig{Mode: rf.tun.dns}}
+			ExcludePrivate: rf.tun.private, IPv6: true, DNS: core.DNSConfig{Mode: rf.tun.dns, Upstream: rf.tun.dnsUpstream}}
 	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)

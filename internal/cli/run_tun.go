@@ -8,4 +8,6 @@ type tunFlags struct {
 	name    string
 	mtu     int
 	dns     string
+	// dnsUpstream is the DNS server asked through the proxy.
+	dnsUpstream string
 }

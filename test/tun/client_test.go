@@ -3,6 +3,7 @@ package tun_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -21,6 +22,7 @@ import (
 //
 //	tcp ADDR          one echo round trip
 //	udp ADDR          one UDP echo round trip
+//	resolve NAME      look NAME up with the namespace's resolver
 //	many ADDR N       N concurrent echo connections held open together
 //	bulk ADDR MIB     send MIB MiB to the sink, print Gbit/s
 //	download ADDR MIB receive MIB MiB from the source, print Gbit/s
@@ -74,6 +76,16 @@ func runClient(args []string) error {
 			}
 		}
 		fmt.Println("ok udp", addr)
+	case "resolve":
+		// The system's stub resolver, as an app would ask: the Go
+		// resolver reads the namespace's resolv.conf.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ips, err := (&net.Resolver{PreferGo: true}).LookupNetIP(ctx, "ip", addr)
+		if err != nil {
+			return err
+		}
+		fmt.Println("ok resolve", addr, ips)
 	case "many":
 		n, _ := strconv.Atoi(args[2])
 		conns := make([]net.Conn, n)

@@ -171,6 +171,19 @@ func needCurl(t *testing.T) {
 	}
 }
 
+// newLeakLab is the set-up of the leak tests: a lab whose client namespace
+// resolves with the server namespace's DNS server, the sing-box server, and
+// the leak counters on the client's veth.
+func newLeakLab(t *testing.T) (*lab, *proxies, *leakCounter) {
+	t.Helper()
+	l := newLab(t)
+	needCurl(t)
+	harness.NeedSkiff(t)
+	l.useResolver(t)
+	px := l.startProxies(t)
+	return l, px, l.newLeakCounter(t)
+}
+
 // TestSkiffRunTUN runs the product as a user would: `skiff run --tun` with
 // each protocol's link to sing-box. Apps in the client namespace reach the
 // HTTP, TCP echo and UDP echo servers, by name and by IPv4 and IPv6
@@ -179,12 +192,7 @@ func needCurl(t *testing.T) {
 // the client namespace: only packets to the proxy server's address and
 // port may. After SIGTERM the routes and rules are the original ones.
 func TestSkiffRunTUN(t *testing.T) {
-	l := newLab(t)
-	needCurl(t)
-	harness.NeedSkiff(t)
-	l.useResolver(t)
-	px := l.startProxies(t)
-	leak := l.newLeakCounter(t)
+	l, px, leak := newLeakLab(t)
 
 	// The counters see a leak when there is one: before skiff runs, the
 	// name is resolved and fetched directly.
@@ -254,6 +262,68 @@ func TestSkiffRunTUN(t *testing.T) {
 				if !strings.Contains(log, "dst="+dst) {
 					t.Errorf("skiff's log shows no flow to %s: the traffic went around the engine", dst)
 				}
+			}
+			if after := l.routing(); after != before {
+				t.Errorf("routing differs after skiff run stopped\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+}
+
+// TestSkiffRunTUNRealIP runs `skiff run --tun --tun-dns real-ip`: apps get
+// the names' real addresses, resolved by the DNS server asked through the
+// proxy (the server namespace's, named by --tun-dns-upstream), and reach
+// them through the TUN. As in fake-IP mode, no DNS query and no packet to
+// the target leaves the client namespace outside the tunnel.
+func TestSkiffRunTUNRealIP(t *testing.T) {
+	l, px, leak := newLeakLab(t)
+
+	for _, tc := range []struct {
+		name, upstream string
+		p              proxy
+	}{
+		{"hysteria2", "udp://" + srvAddr4, px.hy2},
+		{"vless-ws-tls", srvAddr4 + ":53", px.vlessWS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := l.routing()
+			s := l.startSkiff(t, t.TempDir(), []string{tc.p.link}, "--log-level", "debug",
+				"--tun-dns", "real-ip", "--tun-dns-upstream", tc.upstream)
+			leak.reset(t, tc.p.proto, tc.p.srv.Port)
+
+			out, err := l.client("resolve " + testName)
+			if err != nil || !strings.HasPrefix(out, "ok") {
+				t.Fatalf("resolve %s: %v %s", testName, err, out)
+			}
+			if !strings.Contains(out, echoAddr4) || !strings.Contains(out, echoAddr6) || strings.Contains(out, "198.18.") {
+				t.Errorf("resolve %s in real-ip mode = %q, want its real addresses %s and %s", testName, out, echoAddr4, echoAddr6)
+			}
+			for _, c := range [][]string{
+				{"-4", "http://" + testName + "/v4"},
+				{"-6", "http://" + testName + "/v6"},
+			} {
+				out, err := l.curl(c...)
+				if err != nil || !strings.HasPrefix(out, httpMarker) {
+					t.Errorf("curl %s: %v %s", strings.Join(c, " "), err, out)
+				}
+			}
+			if out, err := l.client("udp " + testName + ":7003"); err != nil || !strings.HasPrefix(out, "ok") {
+				t.Errorf("udp %s:7003: %v %s", testName, err, out)
+			}
+
+			got := leak.read(t)
+			t.Logf("packets leaving the client namespace: %v", got)
+			if got["proxy"] == 0 {
+				t.Errorf("no packet to the proxy server %s/%d", tc.p.proto, tc.p.srv.Port)
+			}
+			for _, class := range []string{"dns", "target", "fake", "other"} {
+				if got[class] != 0 {
+					t.Errorf("left the client namespace outside the tunnel: %d packets of class %s", got[class], class)
+				}
+			}
+			s.stop(t)
+			if log := s.p.Output(); !strings.Contains(log, "dst="+echoAddr4+":80") {
+				t.Errorf("skiff's log shows no flow to %s:80: the traffic went around the engine", echoAddr4)
 			}
 			if after := l.routing(); after != before {
 				t.Errorf("routing differs after skiff run stopped\nbefore:\n%s\nafter:\n%s", before, after)
