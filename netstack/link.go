@@ -174,36 +174,61 @@ func (e *linkEndpoint) readLoop() {
 	}
 }
 
-// vnetCopyBelow is the size under which a packet read whole is copied into
-// a buffer of its own size rather than keeping the 64 KiB one it was read
-// into: gVisor may hold a received packet for as long as the app's data
-// waits to be read, and the memory held must stay close to the data.
-const vnetCopyBelow = 16 << 10
+// A packet read whole from a virtio-header device is read scattered: its
+// first vnetHeadLen bytes (the IP and TCP headers, mostly) into a small
+// chunk of their own, the rest into vnetChunk-sized chunks, as many as it
+// fills. gVisor keeps a received packet's chunks for as long as the app's
+// data waits to be read, and TCP's receive buffer counts payload, not
+// chunks: read into one 64 KiB buffer, a 9 KiB or 18 KiB segment (what the
+// kernel sends a TUN at a few hundred Mbps per flow) would hold 64 KiB, and
+// 16 uploads with full receive buffers held 22 MiB for 8 MiB of data.
+// Scattered, a packet holds at most one partly filled chunk, and nothing is
+// copied. The headers sit apart because gVisor shares the packet's chunks
+// when it delivers it and copies a shared chunk the first time it parses
+// headers in it.
+const (
+	vnetHeadLen = 128
+	vnetChunk   = 4 << 10
+	// vnetChunks hold any packet, and one byte more: a read that fills
+	// head and chunks was cut short.
+	vnetChunks = (maxSegment + 1 - vnetHeadLen + vnetChunk - 1) / vnetChunk
+)
 
-// vnetHeadLen is how much of a large packet read whole is copied out to sit
-// in its own chunk: the IP and TCP headers, mostly. It fills its chunk
-// exactly (a power of two), so the rest is appended, not copied.
-const vnetHeadLen = 128
+// vnetCopyBelow is the size under which a packet is copied into one chunk
+// of its own size (rounded up to a power of two) rather than kept in the
+// head and a 4 KiB chunk: small packets are mostly ACKs and requests.
+const vnetCopyBelow = 2 << 10
 
 // vnetReadLoop reads packets whole from a virtio-header device and hands
 // them to gVisor. A TCP super-packet becomes one large segment, as GRO
 // would have made it; its checksum is the kernel's to vouch for (it left
 // it partial: the data never left this machine).
 func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
-	var v *buffer.View
+	// views[0] is the head, views[1:] the chunks; a nil view was handed
+	// to gVisor with the last packet and is replaced before the next read.
+	views := make([]*buffer.View, 1+vnetChunks)
+	bufs := make([][]byte, len(views))
 	defer func() {
-		if v != nil {
-			v.Release()
+		for _, v := range views {
+			if v != nil {
+				v.Release()
+			}
 		}
 	}()
 	failures := 0
 	for {
-		if v == nil {
-			// One more byte than any packet: a read that fills it
-			// was cut short.
-			v = buffer.NewViewSize(maxSegment + 1)
+		for i, v := range views {
+			if v == nil {
+				size := vnetChunk
+				if i == 0 {
+					size = vnetHeadLen
+				}
+				v = buffer.NewViewSize(size)
+				views[i] = v
+			}
+			bufs[i] = v.AsSlice()
 		}
-		n, gsoType, err := r.readPacket(v.AsSlice())
+		n, gsoType, err := r.readPacket(bufs)
 		if err != nil {
 			if failures++; !errors.Is(err, os.ErrClosed) && failures < maxReadFailures {
 				continue
@@ -218,25 +243,29 @@ func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
 		if d == nil || n == 0 || n > maxSegment {
 			continue
 		}
-		data := v.AsSlice()[:n]
-		proto, ok := superPacket(data, gsoType)
+		head := bufs[0][:min(n, vnetHeadLen)]
+		proto, ok := superPacket(head, n, gsoType)
 		if !ok {
 			continue
 		}
 		var payload buffer.Buffer
 		if n < vnetCopyBelow {
-			payload = buffer.MakeWithData(data)
-		} else {
-			// The headers go in a small chunk of their own: gVisor
-			// shares the packet's chunks when it delivers it and copies
-			// a shared chunk the first time it parses headers in it.
-			payload = buffer.MakeWithData(data[:vnetHeadLen])
-			v.CapLength(n)
-			v.TrimFront(vnetHeadLen)
-			if err := payload.Append(v); err != nil {
-				v.Release()
+			v := buffer.NewViewSize(n)
+			b := v.AsSlice()
+			copy(b, head)
+			if n > vnetHeadLen {
+				copy(b[vnetHeadLen:], bufs[1])
 			}
-			v = nil
+			payload = buffer.MakeWithView(v)
+		} else {
+			payload = buffer.MakeWithView(takeView(views, 0, len(head)))
+			for i, left := 1, n-vnetHeadLen; left > 0; i++ {
+				size := min(left, vnetChunk)
+				if err := payload.Append(takeView(views, i, size)); err != nil {
+					break // cannot happen: the views are not empty
+				}
+				left -= size
+			}
 		}
 		pkt := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: payload})
 		pkt.NetworkProtocolNumber = proto
@@ -246,27 +275,37 @@ func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
 	}
 }
 
-// superPacket checks a packet read whole from a virtio-header device and
-// returns its network protocol. For a TCP super-packet it sets the IP
-// length, which the kernel may leave to the segmentation. It reports false
-// for what cannot be delivered: not IP, too short, or a GSO type that was
-// not asked for (UDP GSO is off: there is nothing to split it with).
-func superPacket(data []byte, gsoType uint8) (tcpip.NetworkProtocolNumber, bool) {
+// takeView hands views[i], cut to size bytes, to the caller and leaves a
+// nil in its place.
+func takeView(views []*buffer.View, i, size int) *buffer.View {
+	v := views[i]
+	views[i] = nil
+	v.CapLength(size)
+	return v
+}
+
+// superPacket checks a packet of n bytes read whole from a virtio-header
+// device, whose first bytes are head (at least the IP header when the
+// packet has one), and returns its network protocol. For a TCP
+// super-packet it sets the IP length, which the kernel may leave to the
+// segmentation. It reports false for what cannot be delivered: not IP, too
+// short, or a GSO type that was not asked for (UDP GSO is off: there is
+// nothing to split it with).
+func superPacket(head []byte, n int, gsoType uint8) (tcpip.NetworkProtocolNumber, bool) {
 	switch gsoType {
 	case vnetHdrGSONone, vnetHdrGSOTCPv4, vnetHdrGSOTCPv6:
 	default:
 		return 0, false
 	}
-	n := len(data)
-	if n == 0 {
+	if n == 0 || len(head) == 0 {
 		return 0, false
 	}
-	switch header.IPVersion(data) {
+	switch header.IPVersion(head) {
 	case header.IPv4Version:
 		if n < header.IPv4MinimumSize {
 			return 0, false
 		}
-		if ip := header.IPv4(data); gsoType != vnetHdrGSONone && int(ip.TotalLength()) != n {
+		if ip := header.IPv4(head); gsoType != vnetHdrGSONone && int(ip.TotalLength()) != n {
 			ip.SetTotalLength(uint16(n))
 			ip.SetChecksum(0)
 			ip.SetChecksum(^ip.CalculateChecksum())
@@ -277,7 +316,7 @@ func superPacket(data []byte, gsoType uint8) (tcpip.NetworkProtocolNumber, bool)
 			return 0, false
 		}
 		if gsoType != vnetHdrGSONone {
-			header.IPv6(data).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
+			header.IPv6(head).SetPayloadLength(uint16(n - header.IPv6MinimumSize))
 		}
 		return header.IPv6ProtocolNumber, true
 	}

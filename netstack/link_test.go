@@ -59,7 +59,7 @@ func TestSuperPacket(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			proto, ok := superPacket(tt.data, tt.gso)
+			proto, ok := superPacket(tt.data[:min(len(tt.data), vnetHeadLen)], len(tt.data), tt.gso)
 			if ok != tt.ok || proto != tt.proto {
 				t.Fatalf("superPacket = %v, %v; want %v, %v", proto, ok, tt.proto, tt.ok)
 			}

@@ -187,7 +187,7 @@ func iovec(b []byte) unix.Iovec {
 type vnetReader struct {
 	rc  syscall.RawConn
 	hdr [vnetHdrLen]byte
-	iov [2]unix.Iovec
+	iov []unix.Iovec
 	n   int
 	err error
 	fn  func(fd uintptr) bool
@@ -211,15 +211,17 @@ func (w *vnetWriter) newReader() (*vnetReader, error) {
 	return r, nil
 }
 
-// readPacket reads one packet into b (whose length is the largest packet
-// taken) and returns its length, its virtio GSO type and whether the
-// kernel left its transport checksum for us to complete.
-func (r *vnetReader) readPacket(b []byte) (n int, gsoType uint8, err error) {
-	r.iov[0] = iovec(r.hdr[:])
-	r.iov[1] = iovec(b)
+// readPacket reads one packet scattered over bufs (whose lengths add up
+// to the largest packet taken) and returns its length and its virtio GSO
+// type.
+func (r *vnetReader) readPacket(bufs [][]byte) (n int, gsoType uint8, err error) {
+	r.iov = append(r.iov[:0], iovec(r.hdr[:]))
+	for _, b := range bufs {
+		r.iov = append(r.iov, iovec(b))
+	}
 	r.n, r.err = 0, nil
 	err = r.rc.Read(r.fn)
-	r.iov[1] = unix.Iovec{}
+	clear(r.iov) // drop the references to the buffers
 	if err != nil {
 		return 0, 0, closedErr(err)
 	}

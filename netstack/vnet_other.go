@@ -21,4 +21,4 @@ type vnetReader struct{}
 
 func (*vnetWriter) newReader() (*vnetReader, error) { return nil, errors.ErrUnsupported }
 
-func (*vnetReader) readPacket([]byte) (int, uint8, error) { return 0, 0, errors.ErrUnsupported }
+func (*vnetReader) readPacket([][]byte) (int, uint8, error) { return 0, 0, errors.ErrUnsupported }
