@@ -51,6 +51,7 @@ type options struct {
 	idleWait  time.Duration
 	ipv6      bool
 	diag      bool
+	profileUp bool
 	timeout   time.Duration
 }
 
@@ -66,6 +67,7 @@ func main() {
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)",
 		"write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
 	flag.IntVar(&o.conns, "conns", 0, "also open this many concurrent TCP connections through the TUN (with a fresh client) and report RSS open, peak and idle")
+	flag.BoolVar(&o.profileUp, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
 	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
 	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
@@ -414,13 +416,17 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 	}
 	for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
 		var profOut, heapOut string
-		if c.pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
+		profDir := byte(harness.SinkDownload)
+		if b.o.profileUp {
+			profDir = harness.SinkUpload
+		}
+		if c.pprofURL != "" && i == 0 && dirn == profDir {
 			if b.o.CPUProfile != "" {
 				if profOut, err = filepath.Abs(b.o.CPUProfile + "-" + proto + ".pprof"); err != nil {
 					return err
 				}
 			}
-			if b.o.diag {
+			if b.o.diag && dirn == harness.SinkDownload {
 				heapOut = filepath.Join(b.dir, "heap-download-"+proto+".pprof")
 			}
 		}
@@ -431,13 +437,13 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 		if err != nil {
 			return fmt.Errorf("run %d: %w\n%s", i+1, err, tail(c.p.Output(), 30))
 		}
-		if profOut != "" {
-			r.profile = profOut
-		}
 		f := &r.Down
 		dname := "download"
 		if dirn == harness.SinkUpload {
 			f, dname = &r.Up, "upload"
+		}
+		if profOut != "" {
+			r.profile, r.profileDir = profOut, dname
 		}
 		f.Add(m.Sample)
 		fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores, TUN carried %.0f MB for %.0f MB of payload\n",

@@ -14,7 +14,8 @@ import (
 // result is one client's throughput figures for one protocol.
 type result struct {
 	measure.Result        // PeakRSSMiB is the highest VmHWM over the runs
-	profile        string // skiff's CPU profile of the first download run; "" none
+	profile        string // skiff's CPU profile of the first run of profileDir; "" none
+	profileDir     string // "download" or "upload"
 }
 
 // connResult is one client's many-connection figures for one protocol.
@@ -100,7 +101,7 @@ func printResults(o options, rs []result, cs []connResult, skiffTUN bool) {
 		if r.profile == "" {
 			continue
 		}
-		fmt.Printf("CPU profile of skiff, %s download (%s):\n", r.Protocol, r.profile)
+		fmt.Printf("CPU profile of skiff, %s, first %s run (%s):\n", r.Protocol, r.profileDir, r.profile)
 		for _, view := range [][]string{{"-top", "-nodecount=25"}, {"-top", "-cum", "-nodecount=40"}} {
 			out, err := exec.Command("go", append(append([]string{"tool", "pprof"}, view...), r.profile)...).CombinedOutput()
 			if err != nil {
