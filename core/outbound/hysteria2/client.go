@@ -17,8 +17,10 @@
 // Without obfuscation quic-go gets the *net.UDPConn from the
 // outbound.Dialer wrapped by udpgro, which adds receive offload (UDP_GRO:
 // tens of packets per read where the kernel has it) and keeps GSO, ECN and
-// recvmmsg batching on. Salamander obfuscation wraps the socket in a
-// net.PacketConn that rewrites every packet, which turns those off.
+// recvmmsg batching on. Salamander obfuscation rewrites every packet; on
+// Linux its conn still reads in batches through udpgro and obfuscates GSO
+// batches packet by packet, elsewhere quic-go reads and writes it one
+// packet at a time.
 //
 // Port hopping: when the node lists several ports, each new QUIC connection
 // goes to a port picked at random from them. The timed hopping of the
@@ -258,7 +260,7 @@ func (c *Client) connect(ctx context.Context) (*qconn, error) {
 	}
 	var pc net.PacketConn
 	if c.obfs != "" {
-		pc = newSalamanderConn(sock, c.obfs)
+		pc = newObfsConn(sock, c.obfs)
 	} else {
 		pc = udpgro.Wrap(sock)
 	}

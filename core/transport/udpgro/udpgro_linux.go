@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -261,9 +262,20 @@ func (c *Conn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err er
 func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) { return c.uc.WriteTo(b, addr) }
 
 // WriteMsgUDP writes one datagram, or with a UDP_SEGMENT control message
-// a GSO batch, to addr.
+// a GSO batch, to addr. Unlike the socket's own WriteMsgUDP it does not
+// allocate the destination's sockaddr.
 func (c *Conn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
-	return c.uc.WriteMsgUDP(b, oob, addr)
+	return c.uc.WriteMsgUDPAddrPort(b, oob, AddrPort(addr))
+}
+
+// AddrPort returns addr as a netip.AddrPort, the zero one for nil (a
+// connected socket's writes), so that writes can take the socket's
+// allocation-free AddrPort path.
+func AddrPort(addr *net.UDPAddr) netip.AddrPort {
+	if addr == nil {
+		return netip.AddrPort{}
+	}
+	return addr.AddrPort()
 }
 
 // Close closes the socket.

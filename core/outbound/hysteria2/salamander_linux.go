@@ -1,0 +1,200 @@
+package hysteria2
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+
+	"github.com/skiffvpn/skiff/core/transport/udpgro"
+)
+
+// salamanderBatchSize is how many packets one ReadBatch returns at most:
+// as many as quic-go asks for.
+const salamanderBatchSize = 8
+
+// salamanderWireSize holds one obfuscated packet: quic-go's largest
+// (1452 bytes) plus the salt, with room to spare. A longer one could not
+// be a packet of this connection and is dropped.
+const salamanderWireSize = 2048
+
+// batchReader reads several datagrams per call: a *udpgro.Conn, or x/net's
+// recvmmsg on the bare socket.
+type batchReader interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
+// salamanderBatchConn is Salamander on a UDP socket, shaped so that quic-go
+// keeps its fast path: it is an OOBCapablePacketConn (ECN and packet info
+// pass through, and GSO batches are obfuscated packet by packet, each with
+// its own salt) and reads in batches, through udpgro's receive offload
+// when the kernel has it.
+type salamanderBatchConn struct {
+	*salamanderConn
+	br batchReader
+
+	// Under salamanderConn.rmu:
+	rms []ipv4.Message // the wire packets of one batch
+	one [1]ipv4.Message
+
+	// Under salamanderConn.wmu:
+	woob []byte // the caller's control messages with the segment size changed
+}
+
+// newObfsConn wraps sock with Salamander, keeping batched reads, GSO and
+// ECN when sock is a UDP socket.
+func newObfsConn(sock net.PacketConn, password string) net.PacketConn {
+	s := newSalamanderConn(sock, password)
+	if s.udp == nil {
+		return s
+	}
+	c := &salamanderBatchConn{salamanderConn: s, rms: make([]ipv4.Message, salamanderBatchSize)}
+	if br, ok := udpgro.Wrap(s.udp).(batchReader); ok {
+		c.br = br
+	} else {
+		c.br = ipv4.NewPacketConn(s.udp)
+	}
+	buf := make([]byte, salamanderBatchSize*salamanderWireSize)
+	for i := range c.rms {
+		c.rms[i].Buffers = [][]byte{buf[i*salamanderWireSize : (i+1)*salamanderWireSize : (i+1)*salamanderWireSize]}
+	}
+	c.one[0].Buffers = make([][]byte, 1)
+	return c
+}
+
+// ReadBatch reads packets into ms, deobfuscated into each message's first
+// buffer, with their senders and control messages; packets too short to
+// carry a salt, or too long to be QUIC's, are dropped. It returns at least
+// one packet unless it fails.
+func (c *salamanderBatchConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.readBatch(ms, flags)
+}
+
+func (c *salamanderBatchConn) readBatch(ms []ipv4.Message, flags int) (int, error) {
+	k := min(len(ms), len(c.rms))
+	if k == 0 {
+		return 0, nil
+	}
+	for {
+		for i := range k {
+			r := &c.rms[i]
+			r.Buffers[0] = r.Buffers[0][:salamanderWireSize]
+			r.OOB = ms[i].OOB // control messages go straight to the caller
+			r.Addr = nil
+		}
+		n, err := c.br.ReadBatch(c.rms[:k], flags)
+		if n <= 0 {
+			if err == nil {
+				err = errors.New("salamander: empty batch")
+			}
+			return 0, err
+		}
+		out := 0
+		for j := range n {
+			r := &c.rms[j]
+			m := &ms[out]
+			if r.Flags&unix.MSG_TRUNC != 0 || len(m.Buffers) == 0 {
+				continue
+			}
+			p := c.rs.deobfuscate(m.Buffers[0], r.Buffers[0][:r.N])
+			if p < 0 {
+				continue
+			}
+			m.N, m.Addr, m.Flags = p, r.Addr, r.Flags
+			if out == j {
+				m.NN = r.NN
+			} else { // an earlier packet was dropped: move the control messages down
+				m.NN = copy(m.OOB, r.OOB[:r.NN])
+			}
+			out++
+		}
+		if out > 0 {
+			return out, nil
+		}
+	}
+}
+
+// ReadFrom reads one packet, deobfuscated.
+func (c *salamanderBatchConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	n, _, _, addr, err := c.readOne(p, nil)
+	return n, addr, err
+}
+
+// ReadMsgUDP reads one packet, deobfuscated, and its control messages.
+func (c *salamanderBatchConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	n, oobn, flags, a, err := c.readOne(b, oob)
+	addr, _ = a.(*net.UDPAddr)
+	return n, oobn, flags, addr, err
+}
+
+func (c *salamanderBatchConn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	m := &c.one[0]
+	m.Buffers[0], m.OOB = b, oob
+	_, err = c.readBatch(c.one[:], 0)
+	n, oobn, flags, addr = m.N, m.NN, m.Flags, m.Addr
+	m.Buffers[0], m.OOB, m.Addr = nil, nil, nil
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	return n, oobn, flags, addr, nil
+}
+
+// WriteMsgUDP obfuscates b and sends it. When oob asks for GSO
+// (UDP_SEGMENT), b is a run of packets of that size: each is obfuscated
+// with its own salt, and the segment size grows by the salt's length.
+func (c *salamanderBatchConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	seg, at := segmentSize(oob)
+	if seg == 0 {
+		seg = max(len(b), 1)
+	}
+	if len(b)+(len(b)/seg+1)*salamanderSaltLen > len(c.wbuf) {
+		return 0, 0, errSalamanderShort
+	}
+	w := 0
+	for off := 0; off < len(b) || off == 0; off += seg {
+		c.rng.Read(c.salt[:])
+		w += c.ws.obfuscate(c.wbuf[w:], b[off:min(off+seg, len(b))], c.salt[:])
+	}
+	if at >= 0 {
+		c.woob = append(c.woob[:0], oob...)
+		binary.NativeEndian.PutUint16(c.woob[at:], uint16(seg+salamanderSaltLen))
+		oob = c.woob
+	}
+	_, oobn, err = c.udp.WriteMsgUDPAddrPort(c.wbuf[:w], oob, udpgro.AddrPort(addr))
+	if err != nil {
+		return 0, 0, err
+	}
+	return len(b), oobn, nil
+}
+
+// segmentSize returns the GSO segment size that oob asks for and where in
+// oob its value is, or 0 and -1.
+func segmentSize(oob []byte) (size, at int) {
+	rest := oob
+	for len(rest) > 0 {
+		h, body, next, err := unix.ParseOneSocketControlMessage(rest)
+		if err != nil {
+			break
+		}
+		if h.Level == unix.IPPROTO_UDP && h.Type == unix.UDP_SEGMENT && len(body) >= 2 {
+			return int(binary.NativeEndian.Uint16(body)), len(oob) - len(rest) + unix.CmsgLen(0)
+		}
+		rest = next
+	}
+	return 0, -1
+}
+
+// Close closes the socket.
+func (c *salamanderBatchConn) Close() error { return c.udp.Close() }
+
+// SyscallConn returns the socket's raw connection, for socket options.
+func (c *salamanderBatchConn) SyscallConn() (syscall.RawConn, error) { return c.udp.SyscallConn() }
