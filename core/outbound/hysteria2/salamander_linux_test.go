@@ -22,7 +22,7 @@ import (
 )
 
 // loopbackUDP returns a UDP socket on 127.0.0.1, closed when t ends.
-func loopbackUDP(t *testing.T) *net.UDPConn {
+func loopbackUDP(t testing.TB) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -236,15 +236,7 @@ func BenchmarkSalamanderTransfer(b *testing.B) {
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			cert, _ := nettest.SelfSigned(b, "hy2.test")
-			listen := func() *net.UDPConn {
-				c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { c.Close() })
-				return c
-			}
-			srv := &quic.Transport{Conn: bb.wrap(listen())}
+			srv := &quic.Transport{Conn: bb.wrap(loopbackUDP(b))}
 			defer srv.Close()
 			ln, err := srv.Listen(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"b"}}, nil)
 			if err != nil {
@@ -266,7 +258,7 @@ func BenchmarkSalamanderTransfer(b *testing.B) {
 				n, _ := io.Copy(io.Discard, s)
 				got <- n
 			}()
-			cli := &quic.Transport{Conn: bb.wrap(listen())}
+			cli := &quic.Transport{Conn: bb.wrap(loopbackUDP(b))}
 			defer cli.Close()
 			qc, err := cli.Dial(ctx, ln.Addr(), &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"b"}}, nil)
 			if err != nil {
