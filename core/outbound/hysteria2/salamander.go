@@ -83,8 +83,9 @@ var errSalamanderShort = errors.New("salamander: packet too large for the buffer
 
 // salamanderConn wraps the UDP socket with Salamander. quic-go sees a plain
 // net.PacketConn, so it reads and writes one packet per system call (no
-// GSO, ECN or recvmmsg): obfuscation costs that, which is why the plain
-// path hands quic-go the *net.UDPConn itself.
+// GSO, ECN or recvmmsg). On Linux newObfsConn wraps it further into a
+// salamanderBatchConn, which gives those back; elsewhere this is the conn
+// quic-go gets.
 //
 // It allocates nothing per packet: each direction has one buffer, and the
 // server's address is returned from a cache.
