@@ -12,12 +12,16 @@ import (
 // ended. The Go runtime keeps freed heap for reuse and returns it only
 // slowly (minutes), so after 500 connections close the process would stay
 // at its peak; users read that as a leak. Once most of a burst (at least
-// 16 connections) has closed, one forced collection returns it at once.
-// The cost is one GC of the little that is still live.
+// 16 connections) has closed, a forced collection returns it at once, and
+// a second one followUp ticks later returns what the burst's stragglers
+// (streams still closing, timers, goroutines on their way out) freed after
+// the first: 7 MiB of 27 after 500 Hysteria2 connections through the TUN.
+// The cost is two GCs of the little that is still live.
 func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration) {
+	const followUp = 3
 	t := time.NewTicker(every)
 	defer t.Stop()
-	peak := 0
+	peak, again := 0, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -26,9 +30,14 @@ func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration) {
 		}
 		n := st.ConnCount()
 		peak = max(peak, n)
-		if peak >= 16 && n <= peak/4 {
+		switch {
+		case peak >= 16 && n <= peak/4:
 			debug.FreeOSMemory()
-			peak = n
+			peak, again = n, followUp
+		case again > 0:
+			if again--; again == 0 {
+				debug.FreeOSMemory()
+			}
 		}
 	}
 }
