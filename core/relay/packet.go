@@ -104,8 +104,8 @@ func (s *packetSession) close(reason error) {
 // copy moves datagrams from src to dst until src fails, then closes both
 // sides so that the other direction ends too.
 func (s *packetSession) copy(dst, src net.PacketConn, c Counter) error {
-	bp := getBuffer(true)
-	defer putBuffer(bp)
+	bp := datagramPool.Get().(*[]byte)
+	defer datagramPool.Put(bp)
 	buf := *bp
 	for {
 		n, addr, err := src.ReadFrom(buf)

@@ -188,7 +188,7 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 	}
 	conn := raw
 	if c.tls != nil {
-		tc := newTLSConn(raw, c.tls)
+		tc := tlsconf.Client(raw, c.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			raw.Close()
 			return nil, fmt.Errorf("vless: TLS handshake with %s: %w", c.addr, err)

@@ -2,6 +2,9 @@
 // configuration, in one place, so that every outbound verifies servers the
 // same way: certificates are verified unless the user's own link turned that
 // off, and a pinned certificate hash is checked even then.
+//
+// It also holds Conn, the TLS client connection the stream outbounds relay
+// through: crypto/tls with fewer syscalls per byte (see Conn).
 package tlsconf
 
 import (

@@ -38,6 +38,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -72,12 +73,17 @@ type Config struct {
 }
 
 const (
-	// readBufferSize is the buffered reader over the transport; a TLS
-	// record is at most 16 KiB, so a larger one rarely fills.
+	// readBufferSize is the buffered reader over a transport that cannot
+	// TryRead (plain TCP); a TLS record is at most 16 KiB, so a larger
+	// one rarely fills.
 	readBufferSize = 16 << 10
-	// writeChunk is how much payload one conn.Write carries; larger
-	// messages are masked and written in chunks of this size.
-	writeChunk = 32 << 10
+	// writeChunk is how much payload one write to the transport carries;
+	// larger messages are masked and written in chunks of this size. It
+	// holds the relay's largest read (60 KiB) in one frame, which the TLS
+	// layer writes to the socket in one syscall.
+	writeChunk = 64 << 10
+	// maxControl is the largest control frame payload (RFC 6455 5.5).
+	maxControl = 125
 )
 
 // writeBufs holds frame buffers: header plus one chunk of masked payload.
@@ -85,6 +91,13 @@ var writeBufs = sync.Pool{New: func() any {
 	b := make([]byte, ws.MaxHeaderSize+writeChunk)
 	return &b
 }}
+
+// tryReader is a transport that can read without waiting for the network
+// (tlsconf.Conn): TryRead returns what is available at once, (0, nil) when
+// nothing is.
+type tryReader interface {
+	TryRead(p []byte) (int, error)
+}
 
 // Client makes c a WebSocket client connection. Without early data it
 // performs the upgrade before returning, bounded by ctx; with early data it
@@ -162,13 +175,17 @@ type Conn struct {
 	hsDone atomic.Bool
 	hsErr  error
 
-	rmu   sync.Mutex
-	br    *bufio.Reader
-	left  int64 // payload bytes left in the current data frame
+	rmu  sync.Mutex
+	br   *bufio.Reader                       // over raw when raw is not a tryReader; nil otherwise
+	try  tryReader                           // raw when it can TryRead; nil otherwise
+	pre  []byte                              // what the upgrade read past the answer, read before raw (tryReader case)
+	hdr  [ws.MaxHeaderSize + maxControl]byte // the next frame's header; a control frame's payload too
+	hn   int                                 // bytes of hdr read so far
+	left int64                               // payload bytes left in the current data frame
+	// The server's frames should not be masked; when one is, rmask and
+	// rmOff (the offset into it) unmask it, else rmOff is -1.
 	rmask [4]byte
-	rmOff int // offset into rmask when the server masks (it should not)
-	rhdr  [ws.MaxHeaderSize]byte
-	ctrl  [125]byte
+	rmOff int
 	eof   bool
 
 	wmu    sync.Mutex
@@ -210,12 +227,25 @@ func (c *Conn) handshake(early []byte) error {
 		c.hsDone.Store(true)
 		return err
 	}
-	if br == nil {
-		br = bufio.NewReaderSize(c.raw, readBufferSize)
+	if tr, ok := c.raw.(tryReader); ok {
+		// Frames are read straight from raw, without a buffer between: the
+		// payload goes from TLS's plaintext into the caller's buffer. What
+		// the upgrade read past the answer (rare: the server spoke first
+		// and fast) is read first.
+		c.try = tr
+		if br != nil {
+			b, _ := br.Peek(br.Buffered())
+			c.pre = append([]byte(nil), b...)
+			ws.PutReader(br)
+		}
+	} else {
+		if br == nil {
+			br = bufio.NewReaderSize(c.raw, readBufferSize)
+		}
+		// br (from gobwas's pool when the server sent data right after
+		// the answer) reads from c.raw; it is ours now.
+		c.br = br
 	}
-	// br (from gobwas's pool when the server sent data right after the
-	// answer) reads from c.raw; it is ours now.
-	c.br = br
 	c.hsDone.Store(true)
 	return nil
 }
@@ -235,7 +265,11 @@ func (c *Conn) ensureHandshake(p []byte) (int, error) {
 	return n, nil
 }
 
-// Read reads payload bytes of the server's data messages.
+// Read reads payload bytes of the server's data messages. The first bytes
+// may wait for the network; after them Read goes on, across frames and TLS
+// records, with what is available at once, so that a caller with a large p
+// gets everything that has arrived in one call (fewer, larger writes
+// downstream) while one that waits for a reply is not held back.
 func (c *Conn) Read(p []byte) (int, error) {
 	if !c.hsDone.Load() {
 		if _, err := c.ensureHandshake(nil); err != nil {
@@ -249,114 +283,166 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	for c.left == 0 {
-		if c.eof {
-			return 0, io.EOF
-		}
-		if err := c.nextFrame(); err != nil {
-			return 0, err
-		}
-	}
-	// The first part may block; after it, Read goes on with what is
-	// already buffered, across frames, so that a caller with a large p
-	// gets a TLS record's worth of payload per call instead of one small
-	// frame (fewer writes downstream).
 	n := 0
-	for {
+	for n < len(p) {
+		wait := n == 0
+		if c.left == 0 {
+			if c.eof {
+				break
+			}
+			ok, err := c.nextFrame(wait)
+			if err != nil {
+				return n, err
+			}
+			if !ok {
+				break // the next header has not arrived yet
+			}
+			continue
+		}
 		q := p[n:]
 		if int64(len(q)) > c.left {
 			q = q[:c.left]
 		}
-		if n > 0 {
-			q = q[:min(len(q), c.br.Buffered())]
+		m, err := c.readRaw(q, wait)
+		if m > 0 {
+			if c.rmOff >= 0 {
+				ws.Cipher(q[:m], c.rmask, c.rmOff)
+				c.rmOff += m
+			}
+			c.left -= int64(m)
+			n += m
 		}
-		m, err := c.br.Read(q)
-		c.left -= int64(m)
-		if c.rmOff >= 0 {
-			ws.Cipher(q[:m], c.rmask, c.rmOff)
-			c.rmOff += m
-		}
-		n += m
 		if err != nil {
 			if err == io.EOF && c.left > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return n, err
 		}
-		for c.left == 0 && n < len(p) && c.dataFrameBuffered() {
-			if err := c.nextFrame(); err != nil {
-				return n, err // cannot happen: the header was checked
+		if m == 0 && !wait {
+			break
+		}
+	}
+	if n == 0 && c.eof {
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// readRaw reads frame bytes into p: what the upgrade left over first, then
+// from the transport; when wait is false, only what is available at once
+// ((0, nil) when nothing is). c.rmu is held.
+func (c *Conn) readRaw(p []byte, wait bool) (int, error) {
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		if c.pre = c.pre[n:]; len(c.pre) == 0 {
+			c.pre = nil
+		}
+		return n, nil
+	}
+	switch {
+	case c.br != nil:
+		if !wait {
+			b := c.br.Buffered()
+			if b == 0 {
+				return 0, nil
 			}
+			p = p[:min(len(p), b)]
 		}
-		if n == len(p) || c.left == 0 || c.br.Buffered() == 0 {
-			return n, nil
-		}
-	}
-}
-
-// dataFrameBuffered reports whether the reader holds the whole header of a
-// next frame that nextFrame takes without blocking or failing: a data or
-// continuation frame without reserved bits. c.rmu is held.
-func (c *Conn) dataFrameBuffered() bool {
-	if c.eof || c.br.Buffered() < 2 {
-		return false
-	}
-	b, _ := c.br.Peek(2)
-	if b[0]&0x70 != 0 {
-		return false // reserved bits: nextFrame reports it on the next Read
-	}
-	switch ws.OpCode(b[0] & 0x0f) {
-	case ws.OpContinuation, ws.OpText, ws.OpBinary:
+		return c.br.Read(p)
+	case wait:
+		return c.raw.Read(p)
 	default:
-		return false // control frames are handled by the next Read
+		return c.try.TryRead(p)
 	}
-	hl := 2
-	switch b[1] & 0x7f {
-	case 126:
-		hl += 2
-	case 127:
-		hl += 8
-	}
-	if b[1]&0x80 != 0 {
-		hl += 4
-	}
-	return c.br.Buffered() >= hl
 }
 
-// nextFrame reads frame headers until a data frame with payload, handling
-// control frames on the way. c.rmu is held.
-func (c *Conn) nextFrame() error {
-	h, err := ws.ReadHeaderBuffer(c.br, c.rhdr[:])
-	if err != nil {
-		return err
+// headerLen returns the length of a frame header from its first two bytes,
+// plus the payload of a control frame, which is read with its header.
+func headerLen(b0, b1 byte) int {
+	n := 2
+	switch b1 & 0x7f {
+	case 126:
+		n += 2
+	case 127:
+		n += 8
 	}
-	if h.Rsv != 0 {
-		return fmt.Errorf("ws: %s: frame with reserved bits %03b", c.target, h.Rsv)
+	if b1&0x80 != 0 {
+		n += 4
 	}
-	c.rmOff = -1
-	if h.Masked {
-		c.rmask, c.rmOff = h.Mask, 0
+	if b0&0x08 != 0 && b1&0x7f <= maxControl {
+		n += int(b1 & 0x7f) // control frame: its payload too
 	}
-	if !h.OpCode.IsControl() {
-		if !h.OpCode.IsData() && h.OpCode != ws.OpContinuation {
-			return fmt.Errorf("ws: %s: frame with reserved opcode %d", c.target, h.OpCode)
+	return n
+}
+
+// nextFrame reads the next frame header (without wait: only if all of it
+// is available, else it keeps what it read and returns false) and handles
+// it: a data frame sets c.left, a control frame is answered. c.rmu is held.
+func (c *Conn) nextFrame(wait bool) (bool, error) {
+	need := 2
+	for {
+		if c.hn >= 2 {
+			need = headerLen(c.hdr[0], c.hdr[1])
 		}
-		c.left = h.Length
-		return nil
+		if c.hn >= need {
+			break
+		}
+		m, err := c.readRaw(c.hdr[c.hn:need], wait)
+		c.hn += m
+		if err != nil {
+			if err == io.EOF && c.hn > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return false, err
+		}
+		if m == 0 && !wait {
+			return false, nil
+		}
 	}
-	if h.Length > int64(len(c.ctrl)) || !h.Fin {
-		return fmt.Errorf("ws: %s: malformed control frame", c.target)
+	h := c.hdr[:c.hn]
+	c.hn = 0
+	fin, rsv, op := h[0]&0x80 != 0, h[0]>>4&7, ws.OpCode(h[0]&0x0f)
+	masked, length := h[1]&0x80 != 0, int64(h[1]&0x7f)
+	h = h[2:]
+	switch length {
+	case 126:
+		length, h = int64(binary.BigEndian.Uint16(h)), h[2:]
+	case 127:
+		u := binary.BigEndian.Uint64(h)
+		if u > 1<<62 {
+			return false, fmt.Errorf("ws: %s: frame length %d", c.target, u)
+		}
+		length, h = int64(u), h[8:]
 	}
-	body := c.ctrl[:h.Length]
-	if _, err := io.ReadFull(c.br, body); err != nil {
-		return err
+	var mask [4]byte
+	if masked {
+		copy(mask[:], h)
+		h = h[4:]
 	}
-	if h.Masked {
-		ws.Cipher(body, h.Mask, 0)
+	if rsv != 0 {
+		return false, fmt.Errorf("ws: %s: frame with reserved bits %03b", c.target, rsv)
 	}
-	switch h.OpCode {
+	if !op.IsControl() {
+		if !op.IsData() && op != ws.OpContinuation {
+			return false, fmt.Errorf("ws: %s: frame with reserved opcode %d", c.target, op)
+		}
+		c.rmOff = -1
+		if masked {
+			c.rmask, c.rmOff = mask, 0
+		}
+		c.left = length
+		return true, nil
+	}
+	if length > maxControl || !fin {
+		return false, fmt.Errorf("ws: %s: malformed control frame", c.target)
+	}
+	body := h[:length]
+	if masked {
+		ws.Cipher(body, mask, 0)
+	}
+	switch op {
 	case ws.OpPing:
-		return c.writeFrame(ws.OpPong, body)
+		return true, c.writeFrame(ws.OpPong, body)
 	case ws.OpClose:
 		c.eof = true
 		// Answer with the same status code, as RFC 6455 5.5.1 asks.
@@ -364,9 +450,9 @@ func (c *Conn) nextFrame() error {
 			body = body[:2]
 		}
 		c.writeFrame(ws.OpClose, body)
-		return io.EOF
+		return true, nil
 	}
-	return nil // pong
+	return true, nil // pong
 }
 
 // Write sends p as one binary message.

@@ -1,4 +1,4 @@
-package vless
+package tlsconf
 
 import (
 	"bytes"
@@ -22,10 +22,10 @@ func (w *writeCounter) Write(p []byte) (int, error) {
 	return w.Conn.Write(p)
 }
 
-// TestTLSConnBatch checks that a Write of several records reaches the
+// TestConnBatch checks that a Write of several records reaches the
 // socket in one write and arrives intact, and that small writes pass.
-func TestTLSConnBatch(t *testing.T) {
-	cert, _ := nettest.SelfSigned(t, "vless.test")
+func TestConnBatch(t *testing.T) {
+	cert, _ := nettest.SelfSigned(t, "tlsconf.test")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestTLSConnBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	wc := &writeCounter{Conn: raw}
-	c := newTLSConn(wc, &tls.Config{InsecureSkipVerify: true})
+	c := Client(wc, &tls.Config{InsecureSkipVerify: true})
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,168 @@
+package tlsconf
+
+import (
+	"crypto/tls"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// Conn is a crypto/tls client connection tuned for relaying bulk data. It
+// changes two things about the socket under TLS:
+//
+//   - A Write of more than one record's worth (16 KiB) is cut by crypto/tls
+//     into several records, each written to the socket in its own syscall.
+//     Conn gathers the records of one Write and writes them in one syscall:
+//     a 60 KiB WebSocket frame is four records, one socket write and one
+//     TCP segment (on loopback) or GSO super-packet instead of four.
+//   - TryRead reads only what is there without waiting: plaintext already
+//     decrypted, and records the kernel has already received. A reader that
+//     got data from Read can go on with TryRead until it has a full buffer,
+//     and hand the next layer one large chunk instead of one record's worth
+//     (16 KiB) per call: fewer writes downstream.
+//
+// Read, Write, Close and the rest are crypto/tls's.
+type Conn struct {
+	*tls.Conn
+	sock *sockConn
+	wm   sync.Mutex // one batch at a time
+}
+
+// Client wraps raw in TLS with cfg. The handshake runs on the first Read or
+// Write, or by HandshakeContext.
+func Client(raw net.Conn, cfg *tls.Config) *Conn {
+	s := newSockConn(raw)
+	return &Conn{Conn: tls.Client(s, cfg), sock: s}
+}
+
+// minBatch is the largest Write that goes straight through: crypto/tls
+// starts each connection with records of about one TCP segment (dynamic
+// record sizing), so more than that may be several records.
+const minBatch = 1 << 10
+
+// Write encrypts p and writes its records in one socket write. Small
+// writes go straight through.
+func (c *Conn) Write(p []byte) (int, error) {
+	if len(p) <= minBatch {
+		return c.Conn.Write(p)
+	}
+	c.wm.Lock()
+	defer c.wm.Unlock()
+	c.sock.begin()
+	n, err := c.Conn.Write(p)
+	if ferr := c.sock.flush(); err == nil && ferr != nil {
+		return 0, ferr
+	}
+	return n, err
+}
+
+// TryRead reads into p what can be read without waiting for the network:
+// the rest of a record already decrypted, then whole records that are
+// already buffered (by crypto/tls or, on Unix, by the kernel). It returns
+// (0, nil) when nothing is available at once. Errors that TryRead does not
+// see are reported by the next Read. TryRead must not run concurrently with
+// Read.
+func (c *Conn) TryRead(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.sock.noWait.Store(true)
+	n, err := c.Conn.Read(p)
+	c.sock.noWait.Store(false)
+	if _, ok := err.(wouldBlock); ok {
+		err = nil
+	}
+	return n, err
+}
+
+// batchBufs holds the buffers records are gathered in: a 64 KiB Write plus
+// the records' overhead fits without growing.
+var batchBufs = sync.Pool{New: func() any { b := make([]byte, 0, 66<<10); return &b }}
+
+// maxPooledBatch bounds what goes back to batchBufs: a rare huge Write
+// should not leave a huge buffer in the pool.
+const maxPooledBatch = 128 << 10
+
+// sockConn is the socket under TLS. Between begin and flush its Writes
+// gather what TLS writes instead of writing it; otherwise they write
+// through. While noWait is set its Reads return what the kernel has
+// without waiting, or wouldBlock.
+type sockConn struct {
+	net.Conn
+
+	mu  sync.Mutex // serialises socket writes, so gathered and direct writes keep their order
+	buf *[]byte    // non-nil between begin and flush
+	err error      // a failed flush: later writes fail too
+
+	noWait atomic.Bool
+	nb     nonblockReader // reads without waiting; zero when the socket cannot
+}
+
+func newSockConn(raw net.Conn) *sockConn {
+	s := &sockConn{Conn: raw}
+	s.nb.init(raw)
+	return s
+}
+
+// Read reads from the socket; with noWait set, only what it holds now.
+func (s *sockConn) Read(p []byte) (int, error) {
+	if s.noWait.Load() {
+		if n := s.nb.read(p); n > 0 {
+			return n, nil
+		}
+		return 0, wouldBlock{}
+	}
+	return s.Conn.Read(p)
+}
+
+// Write gathers p while a batch is open and writes it otherwise.
+func (s *sockConn) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return 0, s.err
+	}
+	if s.buf != nil {
+		*s.buf = append(*s.buf, p...)
+		return len(p), nil
+	}
+	return s.Conn.Write(p)
+}
+
+// begin opens a batch.
+func (s *sockConn) begin() {
+	bp := batchBufs.Get().(*[]byte)
+	*bp = (*bp)[:0]
+	s.mu.Lock()
+	s.buf = bp
+	s.mu.Unlock()
+}
+
+// flush closes the batch and writes what it gathered.
+func (s *sockConn) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	bp := s.buf
+	s.buf = nil
+	if s.err == nil && len(*bp) > 0 {
+		if _, err := s.Conn.Write(*bp); err != nil {
+			s.err = err
+		}
+	}
+	if cap(*bp) <= maxPooledBatch {
+		batchBufs.Put(bp)
+	}
+	return s.err
+}
+
+// wouldBlock is what the socket's Read returns under TryRead when it holds
+// nothing. crypto/tls treats a temporary net.Error as retryable: the
+// connection stays usable and the partial record it may have read so far
+// stays in its buffer.
+type wouldBlock struct{}
+
+func (wouldBlock) Error() string   { return "tlsconf: no data without waiting" }
+func (wouldBlock) Timeout() bool   { return false }
+func (wouldBlock) Temporary() bool { return true }
+
+var _ net.Error = wouldBlock{}
