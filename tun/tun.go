@@ -56,8 +56,11 @@ type Config struct {
 	// StrictRoute also stops traffic from leaving through other interfaces:
 	// DNS to any address (port 53, even on the LAN) goes into the device,
 	// sockets bound to another interface get no route beyond the LAN, and
-	// IPv6 is blocked when the device has no IPv6 address. Linux only for
-	// now.
+	// IPv6 is blocked when the device has no IPv6 address. On Linux with
+	// policy rules; on Windows with WFP filters and on macOS with a pf
+	// anchor, which cover DNS and the family without an address (see
+	// planWFP and pfStrictRules), but not sockets bound to another
+	// interface.
 	StrictRoute bool
 	// ExcludeServers are the proxy servers' own addresses: always reached
 	// directly, so that a server is never dialed through the tunnel.
@@ -144,6 +147,9 @@ type Tunnel struct {
 	log   *slog.Logger
 	state *stateFile
 	bind  *bypass
+	// closers release what lives as long as the tunnel but is not a
+	// recorded change (Windows' WFP session), after the device is closed.
+	closers []func() error
 
 	closeOnce sync.Once
 	closeErr  error
@@ -169,8 +175,12 @@ func (t *Tunnel) Close() error {
 		if errors.Is(errDev, os.ErrClosed) {
 			errDev = nil
 		}
-		errRestore := restore(t.state, t.log)
-		t.closeErr = errors.Join(errRestore, errDev)
+		errs := []error{errDev}
+		for _, c := range t.closers {
+			errs = append(errs, c())
+		}
+		errs = append(errs, restore(t.state, t.log))
+		t.closeErr = errors.Join(errs...)
 	})
 	return t.closeErr
 }
@@ -194,6 +204,9 @@ func Open(cfg Config) (*Tunnel, error) {
 		}
 		if t.Device != nil {
 			t.Device.Close()
+		}
+		for _, c := range t.closers {
+			c()
 		}
 		if rerr := restore(st, t.log); rerr != nil {
 			err = errors.Join(err, rerr)

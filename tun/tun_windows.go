@@ -20,8 +20,9 @@ const goos = "windows"
 // excluded prefixes via the current default gateway, then the two halves of
 // each address space into the adapter. Routes are added with store=active,
 // so a reboot also removes them. Skiff's sockets are bound to the default
-// interface (IP_UNICAST_IF), which a watcher follows. Strict route is not
-// implemented on Windows yet (it needs WFP filters): a warning says so.
+// interface (IP_UNICAST_IF), which a watcher follows. Strict route points
+// the adapter's DNS server into the tunnel and adds the WFP filters of
+// planWFP in a dynamic session (see strictWindows).
 func openPlatform(t *Tunnel) error {
 	cfg := &t.cfg
 	t.bind = newBypass(0)
@@ -60,7 +61,9 @@ func openPlatform(t *Tunnel) error {
 		return nil
 	}
 	if cfg.StrictRoute {
-		t.log.Warn("tun: strict route is not implemented on Windows; DNS to LAN resolvers and sockets bound to other interfaces can bypass the tunnel")
+		if err := t.strictWindows(idx); err != nil {
+			return err
+		}
 	}
 	for _, fam := range []int{4, 6} {
 		has := (fam == 4 && cfg.Addr4.IsValid()) || (fam == 6 && cfg.Addr6.IsValid())
@@ -177,4 +180,42 @@ func processAlive(pid int) bool {
 		return false
 	}
 	return code == 259 // STILL_ACTIVE
+}
+
+// strictWindows turns on strict route for the adapter with index idx. The
+// system resolver is given a DNS server inside the tunnel, on the adapter
+// (else, with DNS to other interfaces blocked, it would have none that
+// answers); the adapter and its settings go away with the process, as its
+// addresses do. Then the filters of planWFP go in, in a dynamic WFP session
+// that Close closes and that Windows closes by itself if Skiff dies: no
+// state is recorded for either.
+func (t *Tunnel) strictWindows(idx string) error {
+	cfg := &t.cfg
+	for _, p := range []netip.Prefix{cfg.Addr4, cfg.Addr6} {
+		dns, ok := tunnelDNSServer(p)
+		if !ok {
+			continue
+		}
+		ipv := "ipv4"
+		if dns.Is6() {
+			ipv = "ipv6"
+		}
+		if err := t.change([]string{"netsh", "interface", ipv, "set", "dnsservers", "name=" + idx, "source=static", "address=" + dns.String(), "register=none", "validate=no"}, nil); err != nil {
+			return err
+		}
+	}
+	nt, ok := t.Device.(*wgtun.NativeTun)
+	if !ok {
+		return fmt.Errorf("tun: strict route: %T is not a Wintun adapter", t.Device)
+	}
+	rules := planWFP(cfg)
+	s, err := openStrictWFP(rules, nt.LUID())
+	if err != nil {
+		return err
+	}
+	t.closers = append(t.closers, s.Close)
+	for _, r := range rules {
+		t.log.Debug("tun: WFP filter", "rule", r.String())
+	}
+	return nil
 }
