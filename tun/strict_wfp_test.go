@@ -6,13 +6,21 @@ import (
 	"testing"
 )
 
-func TestPlanWFP(t *testing.T) {
-	base := func() Config {
+// strictConfig returns a configuration for the strict route tests:
+// DefaultConfig with a server of each family excluded, changed by edit.
+func strictConfig(edit func(*Config)) func() Config {
+	return func() Config {
 		c := DefaultConfig()
 		c.ExcludeServers = []netip.Prefix{netip.MustParsePrefix("203.0.113.7/32"), netip.MustParsePrefix("2001:db8::7/128")}
+		if edit != nil {
+			edit(&c)
+		}
 		c.fill()
 		return c
 	}
+}
+
+func TestPlanWFP(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  func() Config
@@ -20,7 +28,7 @@ func TestPlanWFP(t *testing.T) {
 	}{
 		{
 			name: "both families in the tunnel",
-			cfg:  base,
+			cfg:  strictConfig(nil),
 			want: []string{
 				"v4 w15 permit loopback",
 				"v4 w14 permit app",
@@ -34,11 +42,7 @@ func TestPlanWFP(t *testing.T) {
 		},
 		{
 			name: "no IPv6 on the device: IPv6 only to the excluded ranges",
-			cfg: func() Config {
-				c := base()
-				c.Addr6 = netip.Prefix{}
-				return c
-			},
+			cfg:  strictConfig(func(c *Config) { c.Addr6 = netip.Prefix{} }),
 			want: []string{
 				"v4 w15 permit loopback",
 				"v4 w14 permit app",
@@ -53,12 +57,7 @@ func TestPlanWFP(t *testing.T) {
 		},
 		{
 			name: "no IPv6, LAN through the tunnel: link scope stays",
-			cfg: func() Config {
-				c := base()
-				c.Addr6 = netip.Prefix{}
-				c.ExcludePrivate = false
-				return c
-			},
+			cfg:  strictConfig(func(c *Config) { c.Addr6 = netip.Prefix{}; c.ExcludePrivate = false }),
 			want: []string{
 				"v4 w15 permit loopback",
 				"v4 w14 permit app",
@@ -72,20 +71,27 @@ func TestPlanWFP(t *testing.T) {
 			},
 		},
 		{
-			name: "not strict",
-			cfg: func() Config {
-				c := base()
-				c.StrictRoute = false
-				return c
+			name: "IPv6 only: IPv4 only to the excluded ranges",
+			cfg:  strictConfig(func(c *Config) { c.Addr4 = netip.Prefix{} }),
+			want: []string{
+				"v4 w15 permit loopback",
+				"v4 w14 permit app",
+				"v4 w12 block proto 6,17 port 53",
+				"v4 w11 permit to 203.0.113.7/32,127.0.0.0/8,10.0.0.0/8,100.64.0.0/10,169.254.0.0/16,172.16.0.0/12,192.168.0.0/16,224.0.0.0/4,255.255.255.255/32",
+				"v4 w10 block",
+				"v6 w15 permit loopback",
+				"v6 w14 permit app",
+				"v6 w13 permit tunnel",
+				"v6 w12 block proto 6,17 port 53",
 			},
 		},
 		{
+			name: "not strict",
+			cfg:  strictConfig(func(c *Config) { c.StrictRoute = false }),
+		},
+		{
 			name: "no auto-route",
-			cfg: func() Config {
-				c := base()
-				c.AutoRoute = false
-				return c
-			},
+			cfg:  strictConfig(func(c *Config) { c.AutoRoute = false }),
 		},
 	}
 	for _, tt := range tests {

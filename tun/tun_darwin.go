@@ -19,8 +19,8 @@ const goos = "darwin"
 // addresses with ifconfig, and routes: the excluded prefixes via the
 // current default gateway, then the two halves of each address space into
 // the device. Skiff's sockets are bound to the default interface
-// (IP_BOUND_IF), which a watcher follows. Strict route is not implemented
-// on macOS yet (it needs a pf anchor): a warning says so.
+// (IP_BOUND_IF), which a watcher follows. Strict route loads a pf anchor
+// that sends all DNS into the device (see strictDarwin and pfStrictRules).
 func openPlatform(t *Tunnel) error {
 	cfg := &t.cfg
 	t.bind = newBypass(0)
@@ -52,7 +52,9 @@ func openPlatform(t *Tunnel) error {
 		return nil
 	}
 	if cfg.StrictRoute {
-		t.log.Warn("tun: strict route is not implemented on macOS; DNS to LAN resolvers and sockets bound to other interfaces can bypass the tunnel")
+		if err := t.strictDarwin(); err != nil {
+			return err
+		}
 	}
 	for _, fam := range []int{4, 6} {
 		has := (fam == 4 && cfg.Addr4.IsValid()) || (fam == 6 && cfg.Addr6.IsValid())
@@ -126,9 +128,10 @@ func defaultInterface(skip string) (string, error) {
 	return name, nil
 }
 
-// routeGone reports whether a delete failed because the route is gone.
+// routeGone reports whether an undo command failed because what it undoes
+// is gone: the route, or pf's reference (pfReleaseGone).
 func routeGone(err error) bool {
-	return strings.Contains(err.Error(), "not in table")
+	return strings.Contains(err.Error(), "not in table") || pfReleaseGone(err)
 }
 
 func processAlive(pid int) bool {
