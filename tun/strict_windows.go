@@ -59,6 +59,7 @@ type wfpSession struct {
 // uintptr, which the garbage collector neither follows nor updates.
 type wfpArena struct{ keep []any }
 
+// pin copies v to the heap, keeps it in a and returns its address.
 func pin[T any](a *wfpArena, v T) uintptr {
 	p := new(T)
 	*p = v
