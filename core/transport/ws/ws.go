@@ -498,8 +498,8 @@ func (c *Conn) writeFrame(op ws.OpCode, p []byte) error {
 	}
 	off := int(c.hlen)
 	for done := 0; ; {
-		n := copy(buf[off:], p[done:])
-		ws.Cipher(buf[off:off+n], mask, done)
+		n := min(len(buf)-off, len(p)-done)
+		maskCopy(buf[off:], p[done:done+n], mask, done)
 		if _, err := c.raw.Write(buf[:off+n]); err != nil {
 			return err
 		}
