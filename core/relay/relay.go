@@ -83,6 +83,25 @@ func putBuffer(b *[]byte) {
 	}
 }
 
+// FrameWriter is a conn that frames what it writes (a WebSocket frame
+// around a proxy's stream, say) and can build the frame around the payload
+// in the caller's buffer instead of copying the payload into its own. Stream
+// reads into its buffer after FrontHeadroom bytes and hands the whole buffer
+// to WriteFrame: on upload over WebSocket this saves one copy of every byte.
+type FrameWriter interface {
+	// FrontHeadroom is how many bytes WriteFrame needs in front of the
+	// payload (at most maxHeadroom); it does not change over the conn's life.
+	FrontHeadroom() int
+	// WriteFrame writes b[FrontHeadroom():] as Write would and returns how
+	// many of those payload bytes it wrote. It may modify all of b (build a
+	// header in front, mask the payload in place); the caller does not use
+	// b's contents again.
+	WriteFrame(b []byte) (int, error)
+}
+
+// maxHeadroom bounds a FrameWriter's headroom: it comes out of the buffer.
+const maxHeadroom = 64
+
 // closeWriter is a conn that can shut down its sending half (TCP, TLS,
 // most protocol streams).
 type closeWriter interface {
@@ -146,26 +165,39 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
 	bp := getBuffer(false)
 	defer func() { putBuffer(bp) }()
+	fw, head := dst.(FrameWriter)
+	h := 0
+	if head {
+		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom {
+			head, h = false, 0
+		}
+	}
 	var err error
 	small := 0 // reads in a row below SmallBufferSize into the large buffer
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
-		buf := *bp
+		buf := (*bp)[h:]
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			c.Add(int64(n))
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			var werr error
+			if head {
+				_, werr = fw.WriteFrame((*bp)[:h+n])
+			} else {
+				_, werr = dst.Write(buf[:n])
+			}
+			if werr != nil {
 				err = werr
 				break
 			}
 			// Resize for the next read: see SmallBufferSize.
 			switch {
-			case n == len(buf) && len(buf) < BufferSize:
+			case n == len(buf) && len(*bp) < BufferSize:
 				putBuffer(bp)
 				bp = getBuffer(true)
-			case len(buf) == SmallBufferSize || n >= SmallBufferSize:
+			case len(*bp) == SmallBufferSize || n >= SmallBufferSize:
 				small = 0
 			default:
 				if small++; small >= shrinkAfter {

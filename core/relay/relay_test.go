@@ -322,3 +322,100 @@ func TestBufferSizing(t *testing.T) {
 }
 
 func repeat(v, n int) []int { return slices.Repeat([]int{v}, n) }
+
+// frameConn is a TCP conn that frames each write as a 4-byte length and the
+// payload, and is a FrameWriter with the given headroom. It records how
+// writes came in.
+type frameConn struct {
+	*net.TCPConn
+	head          int
+	framed, plain atomic.Int64
+}
+
+func (c *frameConn) FrontHeadroom() int { return c.head }
+
+func (c *frameConn) WriteFrame(b []byte) (int, error) {
+	c.framed.Add(1)
+	if len(b) < c.head || c.head < 4 {
+		return 0, errors.New("frameConn: no headroom")
+	}
+	p := b[c.head:]
+	hdr := b[c.head-4 : c.head]
+	hdr[0], hdr[1], hdr[2], hdr[3] = byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p))
+	for i := range p { // modify the payload in place, as a WebSocket mask does
+		p[i] ^= 0xff
+	}
+	if _, err := c.TCPConn.Write(b[c.head-4:]); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (c *frameConn) Write(p []byte) (int, error) {
+	c.plain.Add(1)
+	b := make([]byte, c.head+len(p))
+	copy(b[c.head:], p)
+	c.framed.Add(-1) // counted as plain, not framed
+	return c.WriteFrame(b)
+}
+
+// TestStreamFrameWriter checks that Stream hands its buffer to a
+// FrameWriter with the headroom in front, that the payload arrives intact
+// and counted once, and that a headroom out of range falls back to Write.
+func TestStreamFrameWriter(t *testing.T) {
+	tests := []struct {
+		name       string
+		head       int
+		wantFramed bool
+	}{
+		{"headroom 14", 14, true},
+		{"headroom 4", 4, true},
+		{"headroom too large", maxHeadroom + 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app, appRelay := tcpPair(t)
+			upRelay, up := tcpPair(t)
+			fc := &frameConn{TCPConn: upRelay, head: tt.head}
+			var upN counter
+			done := make(chan error, 1)
+			go func() { done <- Stream(context.Background(), appRelay, fc, &upN, nil) }()
+
+			data := make([]byte, 1<<20)
+			for i := range data {
+				data[i] = byte(i * 7)
+			}
+			go func() { app.Write(data); app.CloseWrite() }()
+			var got []byte
+			for {
+				var hdr [4]byte
+				if _, err := io.ReadFull(up, hdr[:]); err != nil {
+					break // EOF: the relay passed the app's EOF on
+				}
+				n := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
+				p := make([]byte, n)
+				if _, err := io.ReadFull(up, p); err != nil {
+					t.Fatal(err)
+				}
+				for i := range p {
+					p[i] ^= 0xff
+				}
+				got = append(got, p...)
+			}
+			up.Close()
+			app.Close()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("upstream got %d bytes, want %d intact", len(got), len(data))
+			}
+			if n := upN.n.Load(); n != int64(len(data)) {
+				t.Fatalf("counted %d bytes, want %d", n, len(data))
+			}
+			if framed, plain := fc.framed.Load(), fc.plain.Load(); (framed > 0) != tt.wantFramed || (plain > 0) == tt.wantFramed {
+				t.Fatalf("%d framed and %d plain writes; want framed: %v", framed, plain, tt.wantFramed)
+			}
+		})
+	}
+}

@@ -49,6 +49,35 @@ func (c *conn) Write(p []byte) (int, error) {
 	return c.writeRequest(p)
 }
 
+// frameWriter is a transport that can frame a write in the caller's buffer
+// (ws.Conn; relay.FrameWriter).
+type frameWriter interface {
+	FrontHeadroom() int
+	WriteFrame(b []byte) (int, error)
+}
+
+// FrontHeadroom is the transport's headroom for WriteFrame, 0 when it has
+// none (TCP, TLS).
+func (c *conn) FrontHeadroom() int {
+	if fw, ok := c.Conn.(frameWriter); ok {
+		return fw.FrontHeadroom()
+	}
+	return 0
+}
+
+// WriteFrame writes b[c.FrontHeadroom():] as Write would, letting the
+// transport build its frame in b once the request header has gone.
+func (c *conn) WriteFrame(b []byte) (int, error) {
+	fw, ok := c.Conn.(frameWriter)
+	if !ok {
+		return c.Write(b)
+	}
+	if !c.reqSent.Load() {
+		return c.Write(b[fw.FrontHeadroom():])
+	}
+	return fw.WriteFrame(b)
+}
+
 // writeRequest sends the request header followed by p, unless another call
 // did already; then it writes p alone.
 func (c *conn) writeRequest(p []byte) (int, error) {

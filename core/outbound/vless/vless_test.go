@@ -674,3 +674,43 @@ func BenchmarkStream(b *testing.B) {
 		}
 	}
 }
+
+// TestStreamWriteFrame checks the relay's FrameWriter path through a VLESS
+// stream: the first WriteFrame carries the request header the usual way,
+// later ones let the WebSocket build its frame in the caller's buffer; over
+// TCP and TLS there is no headroom and WriteFrame is Write.
+func TestStreamWriteFrame(t *testing.T) {
+	for i, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			s := startServer(t, i)
+			c := newClient(t, s.node(testUUID, nil))
+			nc, err := c.DialContext(ctxT(t), "tcp", flow.NameAddr("echo.example", 7))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			vc := nc.(*conn)
+			h := vc.FrontHeadroom()
+			if want := map[bool]int{false: 0, true: ws.MaxHeaderSize}[tr.spec.ws]; h != want {
+				t.Fatalf("headroom %d, want %d", h, want)
+			}
+			for _, n := range []int{3000, 1, 60 << 10} {
+				msg := make([]byte, n)
+				rand.Read(msg)
+				b := make([]byte, h+n)
+				copy(b[h:], msg)
+				if w, err := vc.WriteFrame(b); w != n || err != nil {
+					t.Fatalf("WriteFrame of %d: %d, %v", n, w, err)
+				}
+				got := make([]byte, n)
+				if _, err := io.ReadFull(vc, got); err != nil {
+					t.Fatalf("read %d: %v", n, err)
+				}
+				if !bytes.Equal(got, msg) {
+					t.Fatalf("echo of %d bytes differs", n)
+				}
+			}
+		})
+	}
+}

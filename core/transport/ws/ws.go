@@ -476,6 +476,48 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// FrontHeadroom is the room WriteFrame needs in front of the payload: the
+// largest client frame header.
+func (c *Conn) FrontHeadroom() int { return ws.MaxHeaderSize }
+
+// WriteFrame sends b[FrontHeadroom():] as one binary message, like Write,
+// but builds the frame in b: the header goes in front of the payload and
+// the payload is masked in place, so that it is not copied. b's contents
+// are garbage afterwards. It returns the payload bytes written.
+func (c *Conn) WriteFrame(b []byte) (int, error) {
+	if len(b) < ws.MaxHeaderSize {
+		return 0, errors.New("ws: WriteFrame without headroom")
+	}
+	p := b[ws.MaxHeaderSize:]
+	if !c.hsDone.Load() || c.hsErr != nil || len(p) > writeChunk {
+		return c.Write(p) // early data, errors, huge writes: the usual way
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closed {
+		return 0, net.ErrClosed
+	}
+	mask := newMask()
+	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Mask: mask, Length: int64(len(p))}
+	var hdr [ws.MaxHeaderSize]byte
+	if err := ws.WriteHeaderBuffer(&c.hlen, h, hdr[:]); err != nil {
+		return 0, err
+	}
+	hl := int(c.hlen)
+	copy(b[ws.MaxHeaderSize-hl:], hdr[:hl])
+	ws.Cipher(p, mask, 0)
+	if _, err := c.raw.Write(b[ws.MaxHeaderSize-hl:]); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// newMask returns a random frame mask.
+func newMask() [4]byte {
+	r := rand.Uint32()
+	return [4]byte{byte(r), byte(r >> 8), byte(r >> 16), byte(r >> 24)}
+}
+
 // writeFrame writes one masked frame carrying p, in chunks of writeChunk.
 func (c *Conn) writeFrame(op ws.OpCode, p []byte) error {
 	c.wmu.Lock()
@@ -489,9 +531,7 @@ func (c *Conn) writeFrame(op ws.OpCode, p []byte) error {
 	bp := writeBufs.Get().(*[]byte)
 	defer writeBufs.Put(bp)
 	buf := *bp
-	var mask [4]byte
-	r := rand.Uint32()
-	mask[0], mask[1], mask[2], mask[3] = byte(r), byte(r>>8), byte(r>>16), byte(r>>24)
+	mask := newMask()
 	h := ws.Header{Fin: true, OpCode: op, Masked: true, Mask: mask, Length: int64(len(p))}
 	if err := ws.WriteHeaderBuffer(&c.hlen, h, buf[:ws.MaxHeaderSize]); err != nil {
 		return err

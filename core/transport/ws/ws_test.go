@@ -512,3 +512,35 @@ func TestReadAcrossRecords(t *testing.T) {
 		t.Fatalf("largest Read %d bytes: reads did not go across TLS records", largest)
 	}
 }
+
+// TestWriteFrame checks WriteFrame (the frame built in the caller's buffer)
+// against the echo server for sizes around the header's length steps and
+// past writeChunk (the usual way), also as the first write with early data.
+func TestWriteFrame(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, secure bool) {
+		for _, early := range []int{0, 2048} {
+			s := &server{t: t, secure: secure, path: "/", edHeader: "Sec-WebSocket-Protocol"}
+			addr := s.start(t)
+			c := s.dial(t, addr, Config{Host: addr, MaxEarlyData: early})
+			h := c.FrontHeadroom()
+			for _, n := range []int{100, 1, 125, 126, 65535, 60 << 10, writeChunk + 1} {
+				msg := pattern(n)
+				b := make([]byte, h+n)
+				copy(b[h:], msg)
+				if w, err := c.WriteFrame(b); w != n || err != nil {
+					t.Fatalf("early %d: WriteFrame of %d: %d, %v", early, n, w, err)
+				}
+				got := make([]byte, n)
+				if _, err := io.ReadFull(c, got); err != nil {
+					t.Fatalf("early %d: read %d: %v", early, n, err)
+				}
+				if !bytes.Equal(got, msg) {
+					t.Fatalf("early %d: echo of %d bytes differs", early, n)
+				}
+			}
+			if r := s.requests(); len(r) != 1 || (early > 0) != (len(r[0].early) > 0) {
+				t.Fatalf("early %d: server saw %+v", early, r)
+			}
+		}
+	})
+}
