@@ -189,8 +189,9 @@ type Conn struct {
 	eof   bool
 
 	wmu    sync.Mutex
-	closed bool            // close frame sent
-	hlen   headerLenWriter // lives in Conn so that passing it to gobwas does not allocate
+	closed bool                   // close frame sent
+	hlen   headerLenWriter        // lives in Conn so that passing it to gobwas does not allocate
+	whdr   [ws.MaxHeaderSize]byte // WriteFrame's header, built here for the same reason
 }
 
 // handshake sends the upgrade request, with early as early data when
@@ -499,12 +500,11 @@ func (c *Conn) WriteFrame(b []byte) (int, error) {
 	}
 	mask := newMask()
 	h := ws.Header{Fin: true, OpCode: ws.OpBinary, Masked: true, Mask: mask, Length: int64(len(p))}
-	var hdr [ws.MaxHeaderSize]byte
-	if err := ws.WriteHeaderBuffer(&c.hlen, h, hdr[:]); err != nil {
+	if err := ws.WriteHeaderBuffer(&c.hlen, h, c.whdr[:]); err != nil {
 		return 0, err
 	}
 	hl := int(c.hlen)
-	copy(b[ws.MaxHeaderSize-hl:], hdr[:hl])
+	copy(b[ws.MaxHeaderSize-hl:], c.whdr[:hl])
 	ws.Cipher(p, mask, 0)
 	if _, err := c.raw.Write(b[ws.MaxHeaderSize-hl:]); err != nil {
 		return 0, err

@@ -328,6 +328,10 @@ func TestWriteAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { c.Write(msg) }); n != 0 {
 		t.Fatalf("%v allocs per write", n)
 	}
+	b := make([]byte, c.FrontHeadroom()+len(msg))
+	if n := testing.AllocsPerRun(100, func() { c.WriteFrame(b) }); n != 0 {
+		t.Fatalf("%v allocs per WriteFrame", n)
+	}
 }
 
 func TestReadAllocs(t *testing.T) {
