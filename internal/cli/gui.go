@@ -17,6 +17,7 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/procs"
 )
 
 // runGUI implements `skiff gui` (and skiff without arguments): the window
@@ -76,7 +77,10 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 		},
 	}
 	ref.Start(ui.Context())
+	// One P while one is enough (package procs says why).
+	stopProcs := procs.Start(ui.Context(), procs.DefaultPolicy(), log)
 	ui.Window().ShowAndRun()
+	stopProcs()
 	ref.Stop()
 	ui.Close()
 	return 0

@@ -23,6 +23,7 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/internal/procs"
 	"github.com/skiffvpn/skiff/tun"
 )
 
@@ -158,6 +159,9 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
 	log := c.Logger()
+
+	// One P while one is enough (package procs says why).
+	defer procs.Start(ctx, procs.DefaultPolicy(), log)()
 
 	if rf.pprof != "" {
 		srv, err := servePprof(rf.pprof)
