@@ -51,7 +51,6 @@ type options struct {
 	idleWait  time.Duration
 	ipv6      bool
 	diag      bool
-	profileUp bool
 	timeout   time.Duration
 }
 
@@ -65,9 +64,8 @@ func main() {
 	}
 	var o options
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)",
-		"write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
+		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
 	flag.IntVar(&o.conns, "conns", 0, "also open this many concurrent TCP connections through the TUN (with a fresh client) and report RSS open, peak and idle")
-	flag.BoolVar(&o.profileUp, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
 	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
 	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
@@ -416,11 +414,7 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 	}
 	for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
 		var profOut, heapOut string
-		profDir := byte(harness.SinkDownload)
-		if b.o.profileUp {
-			profDir = harness.SinkUpload
-		}
-		if c.pprofURL != "" && i == 0 && dirn == profDir {
+		if c.pprofURL != "" && i == 0 && dirn == b.o.ProfiledDirection(harness.SinkDownload, harness.SinkUpload) {
 			if b.o.CPUProfile != "" {
 				if profOut, err = filepath.Abs(b.o.CPUProfile + "-" + proto + ".pprof"); err != nil {
 					return err

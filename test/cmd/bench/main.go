@@ -25,7 +25,7 @@ import (
 func main() {
 	var o measure.Settings
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up",
-		"write skiff's CPU profile of the first download run to FILE-<protocol>.pprof (via skiff run --pprof)", 0)
+		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof)", 0)
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
 	if err := run(o); err != nil {
@@ -157,7 +157,7 @@ func benchClient(o measure.Settings, proto, client string, s *harness.Server, se
 	for i := 0; i < o.Runs; i++ {
 		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
 			var prof chan error
-			if pprofURL != "" && i == 0 && dirn == harness.SinkDownload {
+			if pprofURL != "" && i == 0 && dirn == o.ProfiledDirection(harness.SinkDownload, harness.SinkUpload) {
 				prof = make(chan error, 1)
 				go func() { prof <- fetchProfile(pprofURL, o.Duration, o.CPUProfile+"-"+proto+".pprof") }()
 			}

@@ -33,6 +33,8 @@ type Settings struct {
 	Protocols  []string      // hysteria2, vless-ws, vless-tcp
 	Clients    []string      // skiff, sing-box
 	CPUProfile string        // prefix of skiff's CPU profile files; "" none
+	// ProfileUpload profiles the first upload run instead of the download.
+	ProfileUpload bool
 
 	quick     bool
 	quickRuns int
@@ -53,6 +55,16 @@ func (s *Settings) Register(fs *flag.FlagSet, quickHelp, profileHelp string, qui
 	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, vless-ws, vless-tcp")
 	fs.StringVar(&s.clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", profileHelp)
+	fs.BoolVar(&s.ProfileUpload, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
+}
+
+// ProfiledDirection is the direction (harness.SinkDownload or SinkUpload)
+// whose first run is profiled.
+func (s *Settings) ProfiledDirection(download, upload byte) byte {
+	if s.ProfileUpload {
+		return upload
+	}
+	return download
 }
 
 // Resolve applies -quick (5 s per direction, 2 s warm-up and the quick
