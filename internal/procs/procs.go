@@ -56,9 +56,10 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// Govern runs the policy until ctx is done, then gives the runtime back
-// the Ps it started with. It does nothing when the user set GOMAXPROCS
-// (their choice stands) or the runtime has one P anyway.
+// Govern runs the policy until ctx is done, then hands the setting back to
+// the runtime (which follows the CPUs and CPU limits again). It does
+// nothing when the user set GOMAXPROCS (their choice stands), when the
+// runtime has one P anyway, or when the process's CPU time cannot be read.
 func Govern(ctx context.Context, p Policy, log *slog.Logger) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
@@ -67,16 +68,16 @@ func Govern(ctx context.Context, p Policy, log *slog.Logger) {
 	if full <= 1 {
 		return
 	}
-	g := governor{p: p, full: full, procs: 1, set: runtime.GOMAXPROCS, log: log}
-	g.set(1)
-	defer g.set(full)
-	t := time.NewTicker(p.Every)
-	defer t.Stop()
-	prevCPU, cpuErr := processCPU()
-	if cpuErr != nil {
-		return // the load cannot be seen: stay with the runtime's choice
+	prevCPU, err := processCPU()
+	if err != nil {
+		return
 	}
 	prevAt := time.Now()
+	g := governor{p: p, full: full, procs: 1, set: runtime.GOMAXPROCS, log: log}
+	g.set(1)
+	defer runtime.SetDefaultGOMAXPROCS()
+	t := time.NewTicker(p.Every)
+	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
