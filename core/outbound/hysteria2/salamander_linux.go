@@ -38,7 +38,7 @@ type salamanderBatchConn struct {
 
 	// Under salamanderConn.rmu:
 	rms []ipv4.Message // the wire packets of one batch
-	one [1]ipv4.Message
+	one udpgro.Single
 
 	// Under salamanderConn.wmu:
 	woob []byte // the caller's control messages with the segment size changed
@@ -61,7 +61,6 @@ func newObfsConn(sock net.PacketConn, password string) net.PacketConn {
 	for i := range c.rms {
 		c.rms[i].Buffers = [][]byte{buf[i*salamanderWireSize : (i+1)*salamanderWireSize : (i+1)*salamanderWireSize]}
 	}
-	c.one[0].Buffers = make([][]byte, 1)
 	return c
 }
 
@@ -135,15 +134,7 @@ func (c *salamanderBatchConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, add
 func (c *salamanderBatchConn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	m := &c.one[0]
-	m.Buffers[0], m.OOB = b, oob
-	_, err = c.readBatch(c.one[:], 0)
-	n, oobn, flags, addr = m.N, m.NN, m.Flags, m.Addr
-	m.Buffers[0], m.OOB, m.Addr = nil, nil, nil
-	if err != nil {
-		return 0, 0, 0, nil, err
-	}
-	return n, oobn, flags, addr, nil
+	return c.one.Read(c.readBatch, b, oob)
 }
 
 // WriteMsgUDP obfuscates b and sends it. When oob asks for GSO

@@ -15,10 +15,39 @@
 // socket as it was.
 package udpgro
 
+import (
+	"net"
+
+	"golang.org/x/net/ipv4"
+)
+
 // Stats counts what a Conn read. Datagrams and Segments differ only when
 // the kernel coalesced packets.
 type Stats struct {
 	Reads     uint64 // recvmmsg calls that returned datagrams
 	Datagrams uint64 // datagrams the kernel returned, coalesced or not
 	Segments  uint64 // packets handed to the caller after splitting
+}
+
+// Single serves ReadFrom and ReadMsgUDP from a batch read: it reads one
+// packet as a batch of one. It is scratch space, not safe for concurrent
+// use: the caller holds the lock its batch state needs.
+type Single struct {
+	msg [1]ipv4.Message
+	buf [1][]byte
+}
+
+// Read reads one packet into b and its control messages into oob with
+// read, and returns what ReadMsgUDP would (the address as a net.Addr).
+func (s *Single) Read(read func(ms []ipv4.Message, flags int) (int, error), b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
+	m := &s.msg[0]
+	s.buf[0] = b
+	m.Buffers, m.OOB = s.buf[:], oob
+	_, err = read(s.msg[:], 0)
+	n, oobn, flags, addr = m.N, m.NN, m.Flags, m.Addr
+	s.buf[0], m.OOB, m.Addr = nil, nil, nil // keep no reference to the caller's memory
+	if err != nil {
+		return 0, 0, 0, nil, err
+	}
+	return n, oobn, flags, addr, nil
 }

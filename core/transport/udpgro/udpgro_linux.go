@@ -42,15 +42,14 @@ type Conn struct {
 
 	reads, datagrams, segments atomic.Uint64
 
-	mu     sync.Mutex      // the read state below; held across a blocking read
-	msgs   []ipv4.Message  // the recvmmsg slots
-	n      int             // slots filled by the last read
-	cur    int             // the slot being split
-	off    int             // where its next segment starts
-	seg    int             // its segment size
-	oob    []byte          // its control messages without UDP_GRO
-	one    [1]ipv4.Message // ReadFrom and ReadMsgUDP as a batch of one
-	oneBuf [1][]byte
+	mu   sync.Mutex     // the read state below; held across a blocking read
+	msgs []ipv4.Message // the recvmmsg slots
+	n    int            // slots filled by the last read
+	cur  int            // the slot being split
+	off  int            // where its next segment starts
+	seg  int            // its segment size
+	oob  []byte         // its control messages without UDP_GRO
+	one  Single         // ReadFrom and ReadMsgUDP as a batch of one
 }
 
 // New enables UDP_GRO on uc and returns uc wrapped. It fails, leaving uc
@@ -77,7 +76,6 @@ func New(uc *net.UDPConn) (*Conn, error) {
 		c.msgs[i].Buffers = [][]byte{buf[i*slotSize : (i+1)*slotSize : (i+1)*slotSize]}
 		c.msgs[i].OOB = oob[i*oobSize : (i+1)*oobSize : (i+1)*oobSize]
 	}
-	c.one[0].Buffers = c.oneBuf[:]
 	return c, nil
 }
 
@@ -246,12 +244,7 @@ func (c *Conn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr,
 func (c *Conn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := &c.one[0]
-	c.oneBuf[0] = b
-	m.OOB = oob
-	_, err = c.read(c.one[:], 0)
-	n, oobn, flags, addr = m.N, m.NN, m.Flags, m.Addr
-	c.oneBuf[0], m.OOB, m.Addr = nil, nil, nil
+	n, oobn, flags, addr, err = c.one.Read(c.read, b, oob)
 	if err != nil {
 		return 0, 0, 0, nil, &net.OpError{Op: "read", Net: "udp", Source: c.uc.LocalAddr(), Err: err}
 	}
