@@ -129,19 +129,13 @@ func (e *linkEndpoint) readLoop() {
 				// The device dropped part of a super-packet; TCP retransmits.
 				continue
 			}
-			// A packet the device could not parse (a bad offload header)
-			// costs that packet only; a closed device, or a device that
-			// keeps failing, ends the reader.
-			if failures++; !errors.Is(err, os.ErrClosed) && failures < maxReadFailures {
-				continue
+			if e.readFailed(&failures, err) {
+				return
 			}
-			e.fail(err)
-			return
+			continue
 		}
 		failures = 0
-		e.mu.RLock()
-		d := e.dispatcher
-		e.mu.RUnlock()
+		d := e.attached()
 		if d == nil {
 			continue
 		}
@@ -230,16 +224,13 @@ func (e *linkEndpoint) vnetReadLoop(r *vnetReader) {
 		}
 		n, gsoType, err := r.readPacket(bufs)
 		if err != nil {
-			if failures++; !errors.Is(err, os.ErrClosed) && failures < maxReadFailures {
-				continue
+			if e.readFailed(&failures, err) {
+				return
 			}
-			e.fail(err)
-			return
+			continue
 		}
 		failures = 0
-		e.mu.RLock()
-		d := e.dispatcher
-		e.mu.RUnlock()
+		d := e.attached()
 		if d == nil || n == 0 || n > maxSegment {
 			continue
 		}
@@ -386,6 +377,25 @@ func (e *linkEndpoint) vnetLoop() {
 	}
 }
 
+// readFailed counts a failed device read and reports whether the reader
+// must stop (having reported err). A packet the device could not parse (a
+// bad offload header) costs that packet only; a closed device, or a device
+// that keeps failing, ends the reader.
+func (e *linkEndpoint) readFailed(failures *int, err error) bool {
+	if *failures++; !errors.Is(err, os.ErrClosed) && *failures < maxReadFailures {
+		return false
+	}
+	e.fail(err)
+	return true
+}
+
+// attached returns the dispatcher, nil before Attach.
+func (e *linkEndpoint) attached() stack.NetworkDispatcher {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.dispatcher
+}
+
 func (e *linkEndpoint) fail(err error) {
 	select {
 	case <-e.done:
@@ -488,11 +498,7 @@ func (e *linkEndpoint) Attach(d stack.NetworkDispatcher) {
 }
 
 // IsAttached implements stack.LinkEndpoint.
-func (e *linkEndpoint) IsAttached() bool {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	return e.dispatcher != nil
-}
+func (e *linkEndpoint) IsAttached() bool { return e.attached() != nil }
 
 // Wait implements stack.LinkEndpoint.
 func (e *linkEndpoint) Wait() { e.wg.Wait() }
