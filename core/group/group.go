@@ -8,9 +8,15 @@
 // member's dial in parallel (a hedge), and whichever connects first carries
 // the flow. Inbounds answer the app only once a dial has succeeded, so a
 // dead primary costs the app a short delay instead of a failed connection.
+// A dial that runs out of time fails its member only when the member has
+// answered nothing since (it is silent) or times out often: on a lossy
+// path the odd dial waits out retransmissions while the rest go through,
+// and leaving such a member would trade a working primary for a fallback.
 // Probes come second: they watch failing members with back-off, and a
 // member returns to the front only after several good probes in a row over
-// a minimum time, so that a lossy primary does not make the group flap.
+// a minimum time, so that a lossy primary does not make the group flap. A
+// member that fails again soon after returning waits longer for its next
+// return (flap damping).
 package group
 
 import (
@@ -67,7 +73,8 @@ type Policy struct {
 // DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
 // time out after 5 s; healthy members are probed every 60 s, failed ones at
 // once, then after 1 s doubling up to 10 s; a failed member returns after 3
-// good probes over at least 10 s; the next member is tried after 4 smoothed
+// good probes over at least 10 s (20, 40… up to 160 s after it relapsed:
+// failed within 6 holds of its return); the next member is tried after 4 smoothed
 // RTTs + 100 ms of the current one, bounded to 300 ms-1.5 s; a dial fails
 // after 8 RTTs + 1 s, within 2.5-5 s; a UDP
 // session moves on after 2 s without replies; probing stops after 5 minutes
@@ -388,11 +395,25 @@ func (g *Group) emit(from, to, reason string) {
 // that its back-off, and so its return, starts from the fault and not from
 // its next slow health check.
 func (g *Group) failed(i int, err error, probe bool) {
-	if g.health[i].fail(time.Now(), err, probe) {
-		g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err))
-		if !probe {
-			g.requestProbe(i)
-		}
+	g.wentDown(i, err, probe, g.health[i].fail(time.Now(), err, probe, g.policy.RecoverHold))
+}
+
+// timedOut records that a live dial of member i, started at started, got
+// no answer in time. Unlike other failures, that marks the member failing
+// only when it has gone silent (see health.timedOut).
+func (g *Group) timedOut(i int, started time.Time, err error) {
+	g.wentDown(i, err, false, g.health[i].timedOut(time.Now(), started, err, g.policy.RecoverHold))
+}
+
+// wentDown moves new flows off member i when its failure err made it
+// unusable (down).
+func (g *Group) wentDown(i int, err error, probe, down bool) {
+	if !down {
+		return
+	}
+	g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err))
+	if !probe {
+		g.requestProbe(i)
 	}
 }
 
@@ -458,10 +479,10 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 				g.health[i].dialOK(time.Now(), time.Since(t0))
 			case dialCtx.Err() != nil:
 				// The caller gave up: that says nothing about the member.
+			case timedOut:
+				err = fmt.Errorf("%s: no answer within %v", what, limit)
+				g.timedOut(i, t0, err)
 			default:
-				if timedOut {
-					err = fmt.Errorf("%s: no answer within %v", what, limit)
-				}
 				g.failed(i, err, false)
 			}
 			results <- attempt[T]{i: i, v: v, err: err}

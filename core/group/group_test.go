@@ -22,6 +22,7 @@ const (
 	up     = iota // dials for real on loopback
 	refuse        // fails at once, like a server that resets
 	silent        // never answers: dials hang until their deadline, UDP is dropped
+	lossy         // every tenth dial hangs, the others go through: a lossy path
 )
 
 // testOutbound reaches loopback servers for real, and can be switched to
@@ -40,6 +41,11 @@ func (o *testOutbound) DialContext(ctx context.Context, network string, dst flow
 	case silent:
 		<-ctx.Done()
 		return nil, ctx.Err()
+	case lossy:
+		if o.dials.Load()%10 == 0 {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
 	}
 	if o.delay > 0 {
 		select {
@@ -426,13 +432,13 @@ func TestLiveFailuresDoNotInflateBackoff(t *testing.T) {
 	h := &health{}
 	pol := fastPolicy("")
 	for range 20 {
-		h.fail(time.Now(), errors.New("refused"), false)
+		h.fail(time.Now(), errors.New("refused"), false, time.Second)
 	}
 	if d := h.nextProbe(&pol); d != pol.RetryMin {
 		t.Errorf("next probe after 20 live failures in %v, want RetryMin %v", d, pol.RetryMin)
 	}
-	h.fail(time.Now(), errors.New("probe"), true)
-	h.fail(time.Now(), errors.New("probe"), true)
+	h.fail(time.Now(), errors.New("probe"), true, time.Second)
+	h.fail(time.Now(), errors.New("probe"), true, time.Second)
 	if d := h.nextProbe(&pol); d != 2*pol.RetryMin {
 		t.Errorf("after two failed probes: %v, want %v", d, 2*pol.RetryMin)
 	}
@@ -459,5 +465,123 @@ func TestWithPick(t *testing.T) {
 	c.Close()
 	if strings.Join(picks, ",") != "fallback,inner" {
 		t.Errorf("picks = %v, want [fallback inner]", picks)
+	}
+}
+
+// TestFailoverStaysOnSlowPrimary: a primary that answers most dials while
+// the odd one waits out its time-out (a lossy path) keeps new flows; the
+// hedge serves the slow ones, so no flow fails and the group does not
+// switch.
+func TestFailoverStaysOnSlowPrimary(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	echo(t, g, tcp)
+	p.mode.Store(lossy)
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			echo(t, g, tcp)
+		}()
+		time.Sleep(15 * time.Millisecond)
+	}
+	// Flows go on (all answered now) while the last hanging dials run out.
+	p.mode.Store(up)
+	for end := time.Now().Add(g.policy.DialTimeout + 100*time.Millisecond); time.Now().Before(end); {
+		echo(t, g, tcp)
+		time.Sleep(15 * time.Millisecond)
+	}
+	wg.Wait()
+	if g.Current() != "primary" {
+		t.Errorf("current = %q, want primary", g.Current())
+	}
+	for _, e := range ev.list() {
+		if e.From == "primary" {
+			t.Errorf("switched away from a primary that answers most dials: %+v", e)
+		}
+	}
+	// Silent now: the next time-out finds nothing answered since its dial
+	// started, and the primary fails.
+	p.mode.Store(silent)
+	echo(t, g, tcp)
+	waitFor(t, "silent primary marked failing", func() bool { return g.Current() == "fallback" })
+}
+
+func TestHealthTimedOut(t *testing.T) {
+	t0 := time.Now()
+	timeout := errors.New("no answer")
+	for _, tc := range []struct {
+		name     string
+		state    Health
+		answered time.Duration // after t0 (negative: before); 0: never
+		timeouts int           // earlier time-outs among the recent dials
+		wantDown bool
+	}{
+		{"answered since: slow", Healthy, time.Millisecond, 0, false},
+		{"answered since, two earlier time-outs: slow", Healthy, time.Millisecond, 2, false},
+		{"answered since, three earlier time-outs: too many", Healthy, time.Millisecond, 3, true},
+		{"answered before it started: silent", Healthy, -time.Millisecond, 0, true},
+		{"never answered", Unknown, 0, 0, true},
+		{"already failing", Failing, time.Millisecond, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &health{state: tc.state}
+			if tc.answered != 0 {
+				h.answered = t0.Add(tc.answered)
+			}
+			for range tc.timeouts {
+				h.timeouts = h.timeouts<<1 | 1
+				h.timeouts <<= 1 // with a success between
+			}
+			if got := h.timedOut(t0.Add(time.Second), t0, timeout, time.Second); got != tc.wantDown {
+				t.Errorf("went down = %v, want %v", got, tc.wantDown)
+			}
+			if got := h.get(); tc.wantDown && got != Failing {
+				t.Errorf("state = %v, want failing", got)
+			}
+		})
+	}
+}
+
+// TestHealthFlapDamping: a member that fails soon after it returned waits
+// twice as long for its next return, up to 16 times the hold, and is
+// forgiven once it has stayed up long enough.
+func TestHealthFlapDamping(t *testing.T) {
+	const hold = time.Second
+	h := &health{}
+	now := time.Now()
+	err := errors.New("refused")
+	// recover drives h from Failing back to Healthy with good probes one
+	// hold/4 apart, and returns how long that took.
+	recover := func() time.Duration {
+		start := now
+		for !h.probeOK(now, time.Millisecond, 3, hold) {
+			now = now.Add(hold / 4)
+			if now.Sub(start) > time.Hour {
+				t.Fatal("never recovered")
+			}
+		}
+		return now.Sub(start)
+	}
+	h.fail(now, err, false, hold)
+	if d := recover(); d != hold {
+		t.Fatalf("first return after %v, want %v", d, hold)
+	}
+	for _, want := range []time.Duration{2 * hold, 4 * hold, 8 * hold, 16 * hold, 16 * hold} {
+		now = now.Add(hold) // up for a moment, then down again: a relapse
+		h.fail(now, err, false, hold)
+		if d := recover(); d != want {
+			t.Fatalf("return after a relapse took %v, want %v", d, want)
+		}
+	}
+	// Up for long enough (relapseHolds of the current hold): forgiven.
+	now = now.Add(relapseHolds * 16 * hold)
+	h.probeOK(now, time.Millisecond, 3, hold)
+	now = now.Add(time.Second)
+	h.fail(now, err, false, hold)
+	if d := recover(); d != hold {
+		t.Errorf("return after a forgiven member failed took %v, want %v", d, hold)
 	}
 }

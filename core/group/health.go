@@ -1,6 +1,7 @@
 package group
 
 import (
+	"math/bits"
 	"sync"
 	"time"
 )
@@ -59,7 +60,31 @@ type health struct {
 	okSince   time.Time // first of the current run of good probes while Recovering
 	successes int       // good probes in a row while Recovering
 	failures  int       // failures in a row (drives probe back-off)
+
+	// Live dials that ran out of time are weighed against the member's
+	// other dials: one that answers most of them is slow, not down.
+	answered time.Time // when a live dial last succeeded
+	timeouts uint16    // bit k set: the k-th most recent live dial timed out
+
+	// Flap damping: a member that fails again soon after it returned has
+	// its next return held back longer.
+	upAt     time.Time // when it last returned from Failing
+	relapses int       // returns that ended in a failure soon after; 0..maxRelapses
 }
+
+// Timeout weighing and flap damping.
+const (
+	// slowTimeouts is how many of a member's last 16 live dials may time
+	// out while others succeed before it counts as failing all the same.
+	slowTimeouts = 4
+	// maxRelapses caps the damping: the hold is at most 16 times the
+	// policy's RecoverHold.
+	maxRelapses = 4
+	// relapseHolds is how long, in holds, a returned member must stay up
+	// for its return to count as good: fail within it and the next hold
+	// doubles; stay beyond it and the damping is forgiven.
+	relapseHolds = 6
+)
 
 // observeRTT folds a connect time into the smoothed RTT (RFC 6298's 1/8).
 func (h *health) observeRTT(d time.Duration) {
@@ -79,6 +104,8 @@ func (h *health) dialOK(now time.Time, rtt time.Duration) {
 	defer h.mu.Unlock()
 	h.observeRTT(rtt)
 	h.lastCheck = now
+	h.answered = now
+	h.timeouts <<= 1
 	if h.state == Unknown {
 		h.state = Healthy
 	}
@@ -87,14 +114,38 @@ func (h *health) dialOK(now time.Time, rtt time.Duration) {
 	}
 }
 
+// timedOut records a live dial, started at started, that got no answer
+// within its time-out, and reports whether the member went from usable to
+// Failing. A usable member that has answered another dial since this one
+// started is slow, not down (a lossy path makes the odd dial wait out
+// retransmissions while the rest go through; the hedge serves that flow):
+// it stays usable unless too many of its recent dials time out. A member
+// that answered nothing since is silent, and fails.
+func (h *health) timedOut(now, started time.Time, err error, hold time.Duration) (wentDown bool) {
+	h.mu.Lock()
+	h.timeouts = h.timeouts<<1 | 1
+	slow := h.state.usable() && h.answered.After(started) && bits.OnesCount16(h.timeouts) < slowTimeouts
+	h.mu.Unlock()
+	if slow {
+		return false
+	}
+	return h.fail(now, err, false, hold)
+}
+
 // fail records a failed dial or probe and reports whether the member went
 // from usable to Failing. Only failed probes lengthen the probe back-off: a
 // fault makes many live dials fail at once, and counting each would push
 // the next probe, and so the return, far out.
-func (h *health) fail(now time.Time, err error, probe bool) (wentDown bool) {
+//
+// A member that returned less than relapseHolds holds ago and fails again
+// has relapsed: its next return waits twice as long (flap damping).
+func (h *health) fail(now time.Time, err error, probe bool, hold time.Duration) (wentDown bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	wentDown = h.state.usable()
+	if wentDown && !h.upAt.IsZero() && now.Sub(h.upAt) < relapseHolds*h.holdLocked(hold) {
+		h.relapses = min(h.relapses+1, maxRelapses)
+	}
 	if h.state != Failing {
 		h.failedAt = now
 	}
@@ -108,8 +159,24 @@ func (h *health) fail(now time.Time, err error, probe bool) (wentDown bool) {
 	return wentDown
 }
 
+// holdLocked is how long a failed member's good probes must span before
+// it returns: the policy's hold, doubled for each recent relapse. h.mu is
+// held.
+func (h *health) holdLocked(hold time.Duration) time.Duration {
+	return hold << h.relapses
+}
+
+// hold is how long a failed member's good probes must span now, given the
+// policy's hold: see holdLocked.
+func (h *health) hold(hold time.Duration) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.holdLocked(hold)
+}
+
 // probeOK records a good probe and reports whether the member became
-// usable again: after need good probes in a row spanning at least hold.
+// usable again: after need good probes in a row spanning at least hold,
+// doubled for each recent relapse.
 func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.Duration) (cameUp bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -121,6 +188,9 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 		return false
 	case Healthy:
 		h.failures = 0
+		if h.relapses > 0 && now.Sub(h.upAt) >= relapseHolds*h.holdLocked(hold) {
+			h.relapses = 0 // it has stayed up: forgiven
+		}
 		return false
 	case Failing:
 		h.state = Recovering
@@ -129,11 +199,13 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 	case Recovering:
 		h.successes++
 	}
-	if h.successes >= need && now.Sub(h.okSince) >= hold {
+	if h.successes >= need && now.Sub(h.okSince) >= h.holdLocked(hold) {
 		h.state = Healthy
 		h.failures = 0
 		h.successes = 0
 		h.lastErr = ""
+		h.upAt = now
+		h.timeouts = 0
 		return true
 	}
 	return false

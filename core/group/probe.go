@@ -69,7 +69,7 @@ func (g *Group) probeLoop() {
 			} else {
 				before := g.health[r.i].get()
 				if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
-					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v", g.members[r.i].Name, g.policy.RecoverProbes, g.policy.RecoverHold))
+					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v", g.members[r.i].Name, g.policy.RecoverProbes, g.health[r.i].hold(g.policy.RecoverHold)))
 				} else if g.mode == URLTest || before == Unknown {
 					g.refresh(fmt.Sprintf("latency of %s: %v", g.members[r.i].Name, r.rtt.Round(time.Millisecond)))
 				}
