@@ -65,7 +65,7 @@ func newBench(t *testing.T) *bench {
 	harness.NeedSingBox(t)
 	b := &bench{report: &report{}}
 	b.topo = NewTopology(t)
-	b.fw = Firewall{NS: b.topo.Server}
+	b.fw = Firewall{Server: b.topo.Server, Client: b.topo.Client}
 	b.origin = StartOrigin(t, b.topo)
 	b.probe = "http://" + b.origin + "/generate_204"
 	b.srv = StartServers(t, b.topo)
