@@ -1,10 +1,13 @@
 package tlsconf
 
 import (
+	"crypto/tls"
+	"io"
 	"strings"
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func TestNew(t *testing.T) {
@@ -42,5 +45,53 @@ func TestNew(t *testing.T) {
 				t.Errorf("got sni=%q alpn=%v insecure=%v pinned=%v", c.ServerName, c.NextProtos, c.InsecureSkipVerify, c.VerifyConnection != nil)
 			}
 		})
+	}
+}
+
+// TestNewResumes: a configuration's later connections resume the TLS
+// session, and a pinned certificate is checked on the resumed ones too.
+func TestNewResumes(t *testing.T) {
+	cert, pin := nettest.SelfSigned(t, "tlsconf.test")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("ok")) // after the handshake and its tickets
+			c.Close()
+		}
+	}()
+	cfg, err := New(&node.TLS{Insecure: true, PinSHA256: pin}, "tlsconf.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	verify := cfg.VerifyConnection
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		checked++
+		return verify(cs)
+	}
+	for i, wantResumed := range []bool{false, true, true} {
+		c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		b, err := io.ReadAll(c) // takes in the session tickets
+		c.Close()
+		if string(b) != "ok" {
+			t.Fatalf("connection %d: read %q, %v", i, b, err)
+		}
+		if got := c.ConnectionState().DidResume; got != wantResumed {
+			t.Errorf("connection %d: resumed = %v, want %v", i, got, wantResumed)
+		}
+		if checked != i+1 {
+			t.Errorf("connection %d: pin checked %d times in all, want %d", i, checked, i+1)
+		}
 	}
 }
