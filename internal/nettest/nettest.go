@@ -1,6 +1,7 @@
 // Package nettest starts the small loopback peers that many of skiff's
-// tests need: a TCP echo, a UDP echo, and an address where nothing
-// listens, and a self-signed certificate for a loopback TLS server. They
+// tests need: a TCP echo, a UDP echo, an accept loop for a server of the
+// test's own, an address where nothing listens, and a self-signed
+// certificate for a loopback TLS server. They
 // are real sockets on 127.0.0.1, not mocks, so the code
 // under test dials and relays exactly as it would in use. Each peer is
 // stopped by tb.Cleanup: its socket is closed and its goroutines have
@@ -38,6 +39,16 @@ func TCPEcho(tb testing.TB) netip.AddrPort {
 	if err != nil {
 		tb.Fatalf("nettest: TCP echo: %v", err)
 	}
+	Serve(tb, ln, func(c net.Conn) { io.Copy(c, c) })
+	return ln.Addr().(*net.TCPAddr).AddrPort()
+}
+
+// Serve accepts connections on ln until cleanup and runs handle on each
+// in a goroutine of its own, closing the connection when handle returns.
+//
+// At cleanup ln and any connection still open are closed, and Serve's
+// goroutines have returned before the test ends.
+func Serve(tb testing.TB, ln net.Listener, handle func(net.Conn)) {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -73,7 +84,7 @@ func TCPEcho(tb testing.TB) netip.AddrPort {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				io.Copy(c, c)
+				handle(c)
 				c.Close()
 				mu.Lock()
 				delete(conns, c)
@@ -81,7 +92,6 @@ func TCPEcho(tb testing.TB) netip.AddrPort {
 			}()
 		}
 	}()
-	return ln.Addr().(*net.TCPAddr).AddrPort()
 }
 
 // UDPEcho starts a UDP socket on 127.0.0.1 that sends every datagram it

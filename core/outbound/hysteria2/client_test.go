@@ -700,16 +700,7 @@ func BenchmarkDialStream(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	nettest.Serve(b, ln, func(net.Conn) {})
 	dst, _ := flow.AddrFromNet(ln.Addr())
 	c, err := New(testNode(srv.port(), "secret", ""), nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package tlsconf
 import (
 	"crypto/tls"
 	"io"
+	"net"
 	"strings"
 	"testing"
 
@@ -56,17 +57,7 @@ func TestNewResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("ok")) // after the handshake and its tickets
-			c.Close()
-		}
-	}()
+	nettest.Serve(t, ln, func(c net.Conn) { c.Write([]byte("ok")) }) // after the handshake and its tickets
 	cfg, err := New(&node.TLS{Insecure: true, PinSHA256: pin}, "tlsconf.test")
 	if err != nil {
 		t.Fatal(err)
