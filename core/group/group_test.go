@@ -23,6 +23,7 @@ const (
 	refuse        // fails at once, like a server that resets
 	silent        // never answers: dials hang until their deadline, UDP is dropped
 	lossy         // every tenth dial hangs, the others go through: a lossy path
+	throttled     // every third dial hangs: a path that drops most of the traffic
 )
 
 // testOutbound reaches loopback servers for real, and can be switched to
@@ -41,8 +42,8 @@ func (o *testOutbound) DialContext(ctx context.Context, network string, dst flow
 	case silent:
 		<-ctx.Done()
 		return nil, ctx.Err()
-	case lossy:
-		if o.dials.Load()%10 == 0 {
+	case lossy, throttled:
+		if o.dials.Load()%[]int32{lossy: 10, throttled: 3}[o.mode.Load()] == 0 {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
@@ -583,5 +584,28 @@ func TestHealthFlapDamping(t *testing.T) {
 	h.fail(now, err, false, hold)
 	if d := recover(); d != hold {
 		t.Errorf("return after a forgiven member failed took %v, want %v", d, hold)
+	}
+}
+
+// TestFailoverLeavesThrottledPrimary: a primary that still answers some
+// dials but lets many of them time out (a throttled path) is left for the
+// fallback all the same.
+func TestFailoverLeavesThrottledPrimary(t *testing.T) {
+	probe, tcp, _ := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	echo(t, g, tcp)
+	p.mode.Store(throttled)
+	deadline := time.Now().Add(3 * time.Second)
+	for g.Current() == "primary" {
+		if time.Now().After(deadline) {
+			t.Fatalf("still on a throttled primary; events %+v", ev.list())
+		}
+		echo(t, g, tcp) // served by the hedge when the primary's dial hangs
+		time.Sleep(15 * time.Millisecond)
+	}
+	last := ev.list()[len(ev.list())-1]
+	if last.From != "primary" || !strings.Contains(last.Reason, "no answer within") {
+		t.Errorf("last event = %+v, want the primary failed by a time-out", last)
 	}
 }
