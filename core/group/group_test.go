@@ -19,11 +19,11 @@ import (
 
 // mode of a testOutbound.
 const (
-	up     = iota // dials for real on loopback
-	refuse        // fails at once, like a server that resets
-	silent        // never answers: dials hang until their deadline, UDP is dropped
-	lossy         // every tenth dial hangs, the others go through: a lossy path
-	throttled     // every third dial hangs: a path that drops most of the traffic
+	up        = iota // dials for real on loopback
+	refuse           // fails at once, like a server that resets
+	silent           // never answers: dials hang until their deadline, UDP is dropped
+	lossy            // every tenth dial hangs, the others go through: a lossy path
+	throttled        // every third dial hangs: a path that drops most of the traffic
 )
 
 // testOutbound reaches loopback servers for real, and can be switched to
