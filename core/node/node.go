@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 )
 
 // Protocol names.
@@ -87,12 +88,17 @@ type Transport struct {
 
 // Hysteria2Options is Hysteria2's settings. TLS settings are in Node.TLS.
 type Hysteria2Options struct {
-	Auth         string `json:"auth"`
-	Ports        string `json:"ports,omitempty"`        // port hopping: "443,5000-6000"; empty: Node.Port only
-	Obfs         string `json:"obfs,omitempty"`         // "" or "salamander"
-	ObfsPassword string `json:"obfsPassword,omitempty"` // salamander key
-	UpMbps       int    `json:"upMbps,omitempty"`       // 0: unknown (the server's congestion control decides)
-	DownMbps     int    `json:"downMbps,omitempty"`     // declared as Hysteria-CC-RX; 0: unknown
+	Auth  string `json:"auth"`
+	Ports string `json:"ports,omitempty"` // port hopping: "443,5000-6000"; empty: Node.Port only
+	// HopInterval is how often a connection to several Ports moves to
+	// another of them; 0: the client's default (30 s). Share links have
+	// no field for it; sing-box (hop_interval) and Clash (hop-interval)
+	// configurations do.
+	HopInterval  time.Duration `json:"hopInterval,omitempty"`
+	Obfs         string        `json:"obfs,omitempty"`         // "" or "salamander"
+	ObfsPassword string        `json:"obfsPassword,omitempty"` // salamander key
+	UpMbps       int           `json:"upMbps,omitempty"`       // 0: unknown (the server's congestion control decides)
+	DownMbps     int           `json:"downMbps,omitempty"`     // declared as Hysteria-CC-RX; 0: unknown
 }
 
 // VLESSOptions is VLESS's settings.
