@@ -23,9 +23,12 @@
 // packet at a time.
 //
 // Port hopping: when the node lists several ports, each new QUIC connection
-// goes to a port picked at random from them. The timed hopping of the
-// reference client (moving an open connection to a new port every few
-// seconds) is not done yet.
+// goes to a port picked at random from them, and every hop interval (the
+// node's HopInterval, 30 s by default, at least 5 s) the open connection
+// moves to another port of the set and a new local socket, as the
+// reference client does: see hopConn. Open streams and UDP sessions carry
+// on; the server sees its client change address and validates the new
+// path. A single-port node runs on one socket, as without hopping.
 //
 // Congestion control: the Hysteria-CC-RX header declares the node's
 // DownMbps, and the server paces its sending (downloads) to it with Brutal.
@@ -90,8 +93,9 @@ type Client struct {
 	quicConf *quic.Config
 	h3       http3.Transport // settings for the HTTP/3 auth request only
 	auth     string
-	rxRate   uint64 // Hysteria-CC-RX: bytes/s, 0 unknown
-	obfs     string // Salamander password; "" without obfuscation
+	rxRate   uint64        // Hysteria-CC-RX: bytes/s, 0 unknown
+	obfs     string        // Salamander password; "" without obfuscation
+	hopEvery time.Duration // hop interval with several ports
 
 	ctx    context.Context // ends on Close; parent of every dial
 	cancel context.CancelFunc
@@ -112,7 +116,8 @@ type qconn struct {
 	qc   *quic.Conn
 	tr   *quic.Transport
 	sock net.PacketConn
-	udp  bool // the server relays UDP
+	hop  *hopConn // sock, for a multi-port server; nil otherwise
+	udp  bool     // the server relays UDP
 }
 
 func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
@@ -149,6 +154,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		}
 		c.ports = ps
 		c.name = net.JoinHostPort(n.Server, o.Ports)
+		c.hopEvery = hopInterval(o.HopInterval)
 	} else {
 		if n.Port == 0 {
 			return nil, fmt.Errorf("hysteria2: %s: no port", n.Server)
@@ -249,27 +255,41 @@ func (c *Client) connect(ctx context.Context) (*qconn, error) {
 	if err != nil {
 		return nil, err
 	}
-	raddr := &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.ports.pick())}
-	server := raddr.String()
-	if server != c.name {
-		server = c.name + " (" + server + ")"
-	}
-	sock, err := c.dialer.ListenPacket(ctx, "udp", "")
-	if err != nil {
-		return nil, fmt.Errorf("hysteria2: dial %s: open UDP socket: %w", server, err)
-	}
+	q := &qconn{}
+	var raddr *net.UDPAddr
 	var pc net.PacketConn
-	if c.obfs != "" {
-		pc = newObfsConn(sock, c.obfs)
+	if c.ports.size() == 1 {
+		raddr = &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.ports.pick())}
+		sock, err := c.listen(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("hysteria2: dial %s: open UDP socket: %w", c.server(raddr), err)
+		}
+		q.sock = sock
+		if c.obfs != "" {
+			pc = newObfsConn(sock, c.obfs)
+		} else {
+			pc = udpgro.Wrap(sock)
+		}
 	} else {
-		pc = udpgro.Wrap(sock)
+		// Several ports: hopConn picks the port and owns the sockets.
+		raddr = &net.UDPAddr{IP: ip.AsSlice()}
+		h, err := newHopConn(ctx, c.listen, ip, c.ports, raddr)
+		if err != nil {
+			return nil, err // "hysteria2: hop to host:port: …"
+		}
+		raddr.Port = int(h.port())
+		q.sock, q.hop, pc = h, h, h
+		if c.obfs != "" {
+			pc = newObfsConn(h, c.obfs)
+		}
 	}
+	server := c.server(raddr)
 	tr := &quic.Transport{Conn: pc}
-	q := &qconn{tr: tr, sock: sock}
+	q.tr = tr
 	q.qc, err = tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
 	if err != nil {
 		tr.Close()
-		sock.Close()
+		q.sock.Close()
 		return nil, handshakeError(server, ctx, err)
 	}
 	if err := c.authenticate(ctx, q); err != nil {
@@ -277,6 +297,29 @@ func (c *Client) connect(ctx context.Context) (*qconn, error) {
 		return nil, fmt.Errorf("hysteria2: auth to %s: %w", server, err)
 	}
 	return q, nil
+}
+
+// server names the server for errors: its name and, when that differs,
+// the address dialled.
+func (c *Client) server(raddr *net.UDPAddr) string {
+	if s := raddr.String(); s != c.name {
+		return c.name + " (" + s + ")"
+	}
+	return c.name
+}
+
+// listen opens a UDP socket from the dialer.
+func (c *Client) listen(ctx context.Context) (net.PacketConn, error) {
+	return c.dialer.ListenPacket(ctx, "udp", "")
+}
+
+// hopInterval returns the hop interval for a node's setting: the default
+// for 0, at least MinHopInterval otherwise.
+func hopInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultHopInterval
+	}
+	return max(d, MinHopInterval)
 }
 
 // resolve returns the server's address.
@@ -365,6 +408,10 @@ func (q *qconn) close(code quic.ApplicationErrorCode) {
 // sessions and, when the connection dies, forgets it and closes its socket.
 func (c *Client) run(q *qconn) {
 	defer c.wg.Done()
+	if q.hop != nil {
+		c.wg.Add(1)
+		go c.hopLoop(q)
+	}
 	if q.udp {
 		c.receiveDatagrams(q)
 	}
@@ -376,6 +423,25 @@ func (c *Client) run(q *qconn) {
 	c.mu.Unlock()
 	q.tr.Close()
 	q.sock.Close()
+}
+
+// hopLoop moves q to a new server port every hop interval until q dies. A
+// hop that fails (no socket to be had) leaves q where it is until the next.
+func (c *Client) hopLoop(q *qconn) {
+	defer c.wg.Done()
+	ctx := q.qc.Context()
+	t := time.NewTicker(c.hopEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		q.hop.hop(hctx)
+		cancel()
+	}
 }
 
 // Close closes the QUIC connection and its socket; open streams and UDP
