@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -66,6 +67,7 @@ type clashProxy struct {
 	Plugin               string         `yaml:"plugin"`
 	PluginOpts           map[string]any `yaml:"plugin-opts"`
 	Ports                string         `yaml:"ports"`
+	HopInterval          string         `yaml:"hop-interval"` // seconds
 	Obfs                 string         `yaml:"obfs"`
 	ObfsPassword         string         `yaml:"obfs-password"`
 	Up                   string         `yaml:"up"`
@@ -234,9 +236,13 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		if err != nil {
 			return nil, fmt.Errorf("down: %w", err)
 		}
+		hop, err := parseHopInterval(cp.HopInterval)
+		if err != nil {
+			return nil, fmt.Errorf("hop-interval: %w", err)
+		}
 		n.Protocol = node.Hysteria2
 		n.Hysteria2 = &node.Hysteria2Options{
-			Auth: cp.Password, Ports: strings.ReplaceAll(cp.Ports, " ", ""),
+			Auth: cp.Password, Ports: strings.ReplaceAll(cp.Ports, " ", ""), HopInterval: hop,
 			Obfs: cp.Obfs, ObfsPassword: cp.ObfsPassword, UpMbps: up, DownMbps: down,
 		}
 		tlsOn()
@@ -396,6 +402,25 @@ func firstPort(spec string) uint16 {
 		return 0
 	}
 	return uint16(v)
+}
+
+// parseHopInterval reads a port-hopping interval: whole seconds as Clash
+// writes it ("30") or a Go duration as sing-box does ("30s", "1m"). Empty
+// is 0, the client's default; the client raises a short one to its
+// minimum.
+func parseHopInterval(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration", s)
+	}
+	return d, nil
 }
 
 // parseMbps reads a bandwidth like "100", "100 Mbps", "1 Gbps", "500 Kbps"

@@ -123,6 +123,7 @@ proxies:
     server: us.example.com
     port: 443
     ports: 443,20000-30000
+    hop-interval: 15
     password: "hy-pass"
     up: "50 Mbps"
     down: 200
@@ -223,15 +224,15 @@ func TestParseClash(t *testing.T) {
 	if got := nodeNames(res); !reflect.DeepEqual(got, want) {
 		t.Fatalf("names %q, want %q", got, want)
 	}
-	if got := warnLines(res); !reflect.DeepEqual(got, []int{77, 81, 86, 90}) {
+	if got := warnLines(res); !reflect.DeepEqual(got, []int{78, 82, 87, 91}) {
 		t.Errorf("warning lines %v (%v)", got, res.Warnings)
 	}
 	hy := res.Nodes[0]
 	wantHy := &node.Node{
 		Name: "🇺🇸 US Hysteria2", Protocol: node.Hysteria2, Server: "us.example.com", Port: 443,
 		TLS: &node.TLS{SNI: "us.example.com", ALPN: []string{"h3"}},
-		Hysteria2: &node.Hysteria2Options{Auth: "hy-pass", Ports: "443,20000-30000", Obfs: "salamander",
-			ObfsPassword: "obfs-key", UpMbps: 50, DownMbps: 200},
+		Hysteria2: &node.Hysteria2Options{Auth: "hy-pass", Ports: "443,20000-30000", HopInterval: 15 * time.Second,
+			Obfs: "salamander", ObfsPassword: "obfs-key", UpMbps: 50, DownMbps: 200},
 	}
 	if !reflect.DeepEqual(hy, wantHy) {
 		t.Errorf("hysteria2:\n got %+v %+v %+v\nwant %+v", hy, hy.TLS, hy.Hysteria2, wantHy)
@@ -283,7 +284,7 @@ const singBoxJSON = `{
     {"type": "selector", "tag": "proxy", "outbounds": ["hy2", "vless-ws"]},
     {
       "type": "hysteria2", "tag": "hy2 🇩🇪",
-      "server": "de.example.com", "server_ports": ["443", "20000:30000"],
+      "server": "de.example.com", "server_ports": ["443", "20000:30000"], "hop_interval": "1m",
       "password": "pw", "up_mbps": 30, "down_mbps": 150,
       "obfs": {"type": "salamander", "password": "ob"},
       "tls": {"enabled": true, "server_name": "de.example.com", "alpn": "h3"}
@@ -306,6 +307,62 @@ const singBoxJSON = `{
   "route": {"final": "proxy"}
 }`
 
+func TestParseHopInterval(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		bad  bool
+	}{
+		{"", 0, false},
+		{"30", 30 * time.Second, false},
+		{" 10 ", 10 * time.Second, false},
+		{"30s", 30 * time.Second, false},
+		{"1m30s", 90 * time.Second, false},
+		{"500ms", 500 * time.Millisecond, false}, // the client raises it to its minimum
+		{"-5s", 0, true},
+		{"soon", 0, true},
+	} {
+		got, err := parseHopInterval(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("parseHopInterval(%q) = %v, %v; want %v, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+// TestHopIntervalFields checks the sing-box and Clash spellings of the
+// hop interval, and that a bad one skips the node with a warning.
+func TestHopIntervalFields(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       time.Duration
+		bad        bool
+	}{
+		{"sing-box string", `{"outbounds": [{"type": "hysteria2", "tag": "a", "server": "a.example.com", "server_ports": "20000:20009", "password": "p", "hop_interval": "20s"}]}`, 20 * time.Second, false},
+		{"sing-box number", `{"outbounds": [{"type": "hysteria2", "tag": "a", "server": "a.example.com", "server_ports": "20000:20009", "password": "p", "hop_interval": 12}]}`, 12 * time.Second, false},
+		{"sing-box unset", `{"outbounds": [{"type": "hysteria2", "tag": "a", "server": "a.example.com", "server_ports": "20000:20009", "password": "p"}]}`, 0, false},
+		{"sing-box bad", `{"outbounds": [{"type": "hysteria2", "tag": "a", "server": "a.example.com", "server_ports": "20000:20009", "password": "p", "hop_interval": "often"}]}`, 0, true},
+		{"clash seconds", "proxies:\n  - {name: a, type: hysteria2, server: a.example.com, ports: 20000-20009, password: p, hop-interval: 25}\n", 25 * time.Second, false},
+		{"clash unset", "proxies:\n  - {name: a, type: hysteria2, server: a.example.com, ports: 20000-20009, password: p}\n", 0, false},
+		{"clash bad", "proxies:\n  - {name: a, type: hysteria2, server: a.example.com, ports: 20000-20009, password: p, hop-interval: often}\n", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Parse([]byte(tc.body))
+			if tc.bad {
+				if err == nil && len(res.Nodes) > 0 {
+					t.Fatalf("bad hop interval accepted: %+v", res.Nodes[0].Hysteria2)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Nodes[0].Hysteria2.HopInterval; got != tc.want {
+				t.Errorf("HopInterval %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseSingBox(t *testing.T) {
 	res, err := Parse([]byte(singBoxJSON))
 	if err != nil {
@@ -322,7 +379,8 @@ func TestParseSingBox(t *testing.T) {
 		t.Errorf("warning lines %v (%v)", got, res.Warnings)
 	}
 	hy := res.Nodes[0]
-	if hy.Port != 443 || hy.Hysteria2.Ports != "443,20000-30000" || hy.Hysteria2.Obfs != "salamander" || hy.TLS.ALPN[0] != "h3" {
+	if hy.Port != 443 || hy.Hysteria2.Ports != "443,20000-30000" || hy.Hysteria2.HopInterval != time.Minute ||
+		hy.Hysteria2.Obfs != "salamander" || hy.TLS.ALPN[0] != "h3" {
 		t.Errorf("hysteria2: %+v %+v", hy, hy.Hysteria2)
 	}
 	vl := res.Nodes[1]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -29,13 +30,35 @@ func (l *listable) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// hopInterval is sing-box's hop_interval: a duration string like "30s"
+// (or, leniently, a number of seconds).
+type hopInterval time.Duration
+
+func (d *hopInterval) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		var n json.Number
+		if json.Unmarshal(b, &n) != nil {
+			return errors.New("want a duration like \"30s\"")
+		}
+		s = n.String()
+	}
+	v, err := parseHopInterval(s)
+	if err != nil {
+		return err
+	}
+	*d = hopInterval(v)
+	return nil
+}
+
 // sbOutbound is one sing-box outbound with the fields Skiff maps.
 type sbOutbound struct {
-	Type        string   `json:"type"`
-	Tag         string   `json:"tag"`
-	Server      string   `json:"server"`
-	ServerPort  uint16   `json:"server_port"`
-	ServerPorts listable `json:"server_ports"`
+	Type        string      `json:"type"`
+	Tag         string      `json:"tag"`
+	Server      string      `json:"server"`
+	ServerPort  uint16      `json:"server_port"`
+	ServerPorts listable    `json:"server_ports"`
+	HopInterval hopInterval `json:"hop_interval"`
 
 	Password          string `json:"password"`
 	UUID              string `json:"uuid"`
@@ -210,7 +233,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 			ports = append(ports, strings.ReplaceAll(p, ":", "-"))
 		}
 		n.Protocol = node.Hysteria2
-		n.Hysteria2 = &node.Hysteria2Options{Auth: o.Password, Ports: strings.Join(ports, ","), UpMbps: o.UpMbps, DownMbps: o.DownMbps}
+		n.Hysteria2 = &node.Hysteria2Options{Auth: o.Password, Ports: strings.Join(ports, ","), HopInterval: time.Duration(o.HopInterval), UpMbps: o.UpMbps, DownMbps: o.DownMbps}
 		if n.Port == 0 && len(ports) > 0 {
 			n.Port = firstPort(ports[0])
 		}
