@@ -73,7 +73,7 @@ func setFaultTable(ns string, exprs []string) error {
 		b.WriteString("    " + e + "\n")
 	}
 	b.WriteString("  }\n}\n")
-	return runInput(b.String(), "ip", "netns", "exec", ns, "nft", "-f", "-")
+	return RunInput(b.String(), "ip", "netns", "exec", ns, "nft", "-f", "-")
 }
 
 // Clear removes every fault.

@@ -91,7 +91,7 @@ func (s *Servers) Start(srv *harness.Server) error {
 	cfg["inbounds"].([]any)[0].(map[string]any)["listen"] = s.topo.ServerIP.String()
 	cfg["outbounds"].([]any)[0].(map[string]any)["inet4_bind_address"] = s.egress(srv).String()
 	path := filepath.Join(s.dir, string(srv.Kind)+".json")
-	if err := writeJSON(path, cfg); err != nil {
+	if err := WriteJSON(path, cfg); err != nil {
 		return err
 	}
 	bin, err := harness.SingBoxBinary()
@@ -302,7 +302,7 @@ func StartSingBoxClient(t testing.TB, topo *Topology, s *Servers, probeURL strin
 		"route": map[string]any{"final": "proxy"},
 	}
 	path := filepath.Join(t.TempDir(), "sing-box-client.json")
-	if err := writeJSON(path, cfg); err != nil {
+	if err := WriteJSON(path, cfg); err != nil {
 		t.Fatal(err)
 	}
 	p := harness.Start(t, "sing-box-client", "ip", Exec(topo.Client, harness.NeedSingBox(t), "run", "--disable-color", "-c", path)...)
@@ -315,7 +315,9 @@ func StartSingBoxClient(t testing.TB, topo *Topology, s *Servers, probeURL strin
 	return &SingBoxClient{Process: p, Dial: SOCKSDialer(topo.Client, proxy)}
 }
 
-func writeJSON(path string, v any) error {
+// WriteJSON writes v, indented, to path (0600: configurations carry
+// secrets).
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("config %s: %w", path, err)

@@ -142,8 +142,8 @@ func run(bin string, args ...string) error {
 	return nil
 }
 
-// runInput runs a command with input on its standard input.
-func runInput(input string, bin string, args ...string) error {
+// RunInput runs a command with input on its standard input.
+func RunInput(input string, bin string, args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
