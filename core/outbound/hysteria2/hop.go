@@ -21,9 +21,15 @@ const (
 	MinHopInterval = 5 * time.Second
 )
 
-// hopQueueLen is how many received packets wait for quic-go at most; more
-// are dropped, as a full socket buffer would.
-const hopQueueLen = 256
+const (
+	// hopQueueLen is how many received packets wait for quic-go at most;
+	// more are dropped, as a full socket buffer would.
+	hopQueueLen = 256
+	// hopPacketSize holds quic-go's largest packet (1452 bytes) with
+	// Salamander's salt, with room to spare; a longer datagram arrives
+	// truncated, fails decryption and is dropped.
+	hopPacketSize = 2048
+)
 
 // errHopClosed is returned by a closed hopConn.
 var errHopClosed = errors.New("hysteria2: hopping socket closed")
@@ -57,7 +63,7 @@ type hopConn struct {
 
 	recv   chan hopPacket
 	done   chan struct{} // closed by Close
-	pool   sync.Pool     // *[]byte of maxUDPPacket
+	pool   sync.Pool     // *[]byte of hopPacketSize
 	wg     sync.WaitGroup
 	rdl    deadline
 	closer sync.Once
@@ -83,7 +89,7 @@ func newHopConn(ctx context.Context, open func(context.Context) (net.PacketConn,
 		done:   make(chan struct{}),
 		rdl:    makeDeadline(),
 	}
-	h.pool.New = func() any { b := make([]byte, maxUDPPacket); return &b }
+	h.pool.New = func() any { b := make([]byte, hopPacketSize); return &b }
 	if err := h.hop(ctx); err != nil {
 		return nil, err
 	}
@@ -139,15 +145,10 @@ func (h *hopConn) receive(sock net.PacketConn) {
 		n, _, err := sock.ReadFrom(*b)
 		if err != nil {
 			h.pool.Put(b)
-			if errors.Is(err, net.ErrClosed) {
+			if errors.Is(err, net.ErrClosed) || !h.owns(sock) {
 				return
 			}
-			select { // a transient error (an ICMP report): go on reading
-			case <-h.done:
-				return
-			default:
-				continue
-			}
+			continue // a transient error (an ICMP report): go on reading
 		}
 		select {
 		case h.recv <- hopPacket{b, n}:
@@ -158,6 +159,13 @@ func (h *hopConn) receive(sock net.PacketConn) {
 			h.pool.Put(b) // quic-go is behind: drop, as a full socket buffer would
 		}
 	}
+}
+
+// owns reports whether sock is still the current or the previous socket.
+func (h *hopConn) owns(sock net.PacketConn) bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return !h.closed && (sock == h.cur || sock == h.prev)
 }
 
 // ReadFrom returns the next packet from either socket, as sent by the

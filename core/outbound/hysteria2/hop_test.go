@@ -150,6 +150,14 @@ func TestClientHopsOpenStream(t *testing.T) {
 			if a := srv.accepted.Load(); a != 1 {
 				t.Errorf("server accepted %d connections, want 1 (the stream must not reconnect)", a)
 			}
+			// Close waits for the hop loop and the sockets' readers.
+			closed := make(chan struct{})
+			go func() { c.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return: a hop goroutine is stuck")
+			}
 		})
 	}
 }
