@@ -301,3 +301,43 @@ func TestHopConn(t *testing.T) {
 		t.Errorf("hop after Close: %v", err)
 	}
 }
+
+// BenchmarkStreamEcho compares a stream's echo throughput on the plain
+// socket of a single-port node with that on the hopping socket of a
+// multi-port one (its port listed twice, so both reach the one test
+// server; no hop happens within the default interval).
+func BenchmarkStreamEcho(b *testing.B) {
+	for _, tc := range []struct{ name, ports string }{{"one-port", ""}, {"hopping", "twice"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := newTestServer(b, "secret", "", false)
+			n := testNode(srv.port(), "secret", "")
+			if tc.ports != "" {
+				n.Port, n.Hysteria2.Ports = 0, itoa(srv.port())+","+itoa(srv.port())
+			}
+			c, err := New(n, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			conn, err := c.DialContext(context.Background(), "tcp", flow.AddrFromAddrPort(nettest.TCPEcho(b)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer conn.Close()
+			buf := make([]byte, 1<<20)
+			got := make([]byte, len(buf))
+			b.SetBytes(int64(len(buf)))
+			b.ResetTimer()
+			for range b.N {
+				errc := make(chan error, 1)
+				go func() { _, err := conn.Write(buf); errc <- err }()
+				if _, err := io.ReadFull(conn, got); err != nil {
+					b.Fatal(err)
+				}
+				if err := <-errc; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
