@@ -70,6 +70,7 @@ type hopConn struct {
 
 	mu      sync.RWMutex
 	cur     net.PacketConn
+	curUDP  *net.UDPConn // cur, when it is one: writes without allocating
 	curAddr *net.UDPAddr
 	prev    net.PacketConn
 	rbuf    int // SetReadBuffer's size, for the next sockets; 0 unset
@@ -128,6 +129,7 @@ func (h *hopConn) hop(ctx context.Context) error {
 	setBuffers(sock, h.rbuf, h.wbuf)
 	stale := h.prev
 	h.prev, h.cur, h.curAddr = h.cur, sock, addr
+	h.curUDP, _ = sock.(*net.UDPConn)
 	h.wg.Add(1)
 	h.mu.Unlock()
 	go h.receive(sock)
@@ -186,8 +188,11 @@ func (h *hopConn) ReadFrom(p []byte) (int, net.Addr, error) {
 // WriteTo sends p from the current socket to the current server port.
 func (h *hopConn) WriteTo(p []byte, _ net.Addr) (int, error) {
 	h.mu.RLock()
-	sock, addr := h.cur, h.curAddr
+	sock, uc, addr := h.cur, h.curUDP, h.curAddr
 	h.mu.RUnlock()
+	if uc != nil {
+		return uc.WriteToUDPAddrPort(p, addr.AddrPort())
+	}
 	return sock.WriteTo(p, addr)
 }
 
