@@ -142,9 +142,14 @@ func (h *hopConn) hop(ctx context.Context) error {
 // receive queues the packets of sock until it is closed.
 func (h *hopConn) receive(sock net.PacketConn) {
 	defer h.wg.Done()
+	read := func(b []byte) (int, error) { n, _, err := sock.ReadFrom(b); return n, err }
+	if uc, ok := sock.(*net.UDPConn); ok {
+		// The sender is not needed, and ReadFrom would allocate it.
+		read = func(b []byte) (int, error) { n, _, err := uc.ReadFromUDPAddrPort(b); return n, err }
+	}
 	for {
 		b := h.pool.Get().(*[]byte)
-		n, _, err := sock.ReadFrom(*b)
+		n, err := read(*b)
 		if err != nil {
 			h.pool.Put(b)
 			if errors.Is(err, net.ErrClosed) || !h.owns(sock) {
