@@ -35,6 +35,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Defaults for Options.
@@ -62,6 +63,9 @@ type Options struct {
 	// Logger receives errors of the device and per-flow failures at debug
 	// level; nil discards them.
 	Logger *slog.Logger
+	// Panics counts and logs the panics recovered while serving a flow; the
+	// flows carry it in their context (see package guard). May be nil.
+	Panics *guard.Reporter
 }
 
 // Stack is a gVisor network stack bound to a TUN device.
@@ -104,7 +108,7 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), opts.Panics))
 	n := &Stack{dev: dev, handler: h, opts: opts, log: log, ctx: ctx, cancel: cancel}
 
 	n.s = stack.New(stack.Options{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // serveHTTP serves an HTTP proxy client: CONNECT tunnels, and plain
@@ -132,9 +133,11 @@ func (s *Server) dialFlow(src netip.AddrPort) func(ctx context.Context, network,
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			err := s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
-				close(accepted)
-				return appSide, nil
+			err := guard.Do(s.ctx, "http flow", func() error {
+				return s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
+					close(accepted)
+					return appSide, nil
+				})
 			})
 			appSide.Close()
 			done <- err

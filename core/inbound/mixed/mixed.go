@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Config is the inbound's settings.
@@ -32,6 +33,9 @@ type Config struct {
 	AllowNonLoopback bool
 	// Logger receives the inbound's own log lines; nil: slog.Default().
 	Logger *slog.Logger
+	// Panics counts and logs the panics recovered while serving a client;
+	// its flows carry it in their context (see package guard). May be nil.
+	Panics *guard.Reporter
 }
 
 // handshakeTimeout bounds how long a client may take to send its request.
@@ -60,7 +64,7 @@ func Listen(cfg Config, h flow.Handler) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), cfg.Panics))
 	s := &Server{ln: ln, h: h, log: log, ctx: ctx, cancel: cancel}
 	s.wg.Add(1)
 	go s.serve()
@@ -122,6 +126,7 @@ func (s *Server) serve() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer guard.Recover(s.ctx, "proxy client") // handle's deferred Close ends the client first
 			s.handle(c)
 		}()
 	}

@@ -211,7 +211,7 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 // server is reported here); streams to other destinations are dialed on
 // their first WriteTo.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
-	pc := newPacketConn(c)
+	pc := newPacketConn(c, ctx)
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 	}
