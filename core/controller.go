@@ -271,7 +271,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	}
 	st := Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}
 	if tr != nil {
-		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log, r.panics); err != nil {
+		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log, r.panics, r.restore); err != nil {
 			return fail(err, r.inbound.Close, rt.close)
 		}
 		st.TUN = tr.tunnel.Name()

@@ -66,6 +66,9 @@ type Options struct {
 	// Panics counts and logs the panics recovered while serving a flow; the
 	// flows carry it in their context (see package guard). May be nil.
 	Panics *guard.Reporter
+	// Restore, when set, puts the machine's routes back before a panic in
+	// the stack's own packet loops ends the process.
+	Restore func()
 }
 
 // Stack is a gVisor network stack bound to a TUN device.
@@ -124,6 +127,7 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	n.link = newLinkEndpoint(dev, uint32(opts.MTU), func(err error) {
 		log.Error("netstack: device stopped", "err", err)
 	})
+	n.link.restore = opts.Restore
 	if err := n.s.CreateNICWithOptions(nicID, n.link, stack.NICOptions{Name: "tun"}); err != nil {
 		n.s.Destroy()
 		cancel()
