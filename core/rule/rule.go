@@ -17,10 +17,11 @@ import (
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Rule is one routing rule. Within a rule, the destination conditions
-// (Domain, DomainSuffix, DomainKeyword, IPCIDR, Private) match if any of
+// (Domain, DomainSuffix, DomainKeyword, IPCIDR, Private, RuleSet) match if any of
 // them does; Ports and Network, when given, must match as well. A rule with
 // no destination condition matches every destination (subject to Ports and
 // Network).
@@ -30,6 +31,7 @@ type Rule struct {
 	DomainKeyword []string       `json:"domainKeyword,omitempty"` // substrings of the name
 	IPCIDR        []netip.Prefix `json:"ipCIDR,omitempty"`        // destination addresses, IPv4 or IPv6
 	Private       bool           `json:"private,omitempty"`       // destinations in private, loopback, link-local and other non-public ranges
+	RuleSet       []string       `json:"ruleSet,omitempty"`       // names of rule sets (package ruleset) given to CompileSets
 	Ports         []PortRange    `json:"ports,omitempty"`         // destination ports
 	Network       string         `json:"network,omitempty"`       // "", "tcp" or "udp"
 	Target        string         `json:"target"`                  // an outbound or group name
@@ -57,6 +59,7 @@ type Set struct {
 
 type compiled struct {
 	Rule
+	sets     []*ruleset.Set
 	exact    map[string]struct{}
 	suffix   map[string]struct{}
 	keywords []string
@@ -65,7 +68,11 @@ type compiled struct {
 
 // Compile checks and compiles rules, with final as the target of flows no
 // rule matches. Errors name the rule (1-based) and the field.
-func Compile(rules []Rule, final string) (*Set, error) {
+func Compile(rules []Rule, final string) (*Set, error) { return CompileSets(rules, final, nil) }
+
+// CompileSets is Compile for rules that name rule sets: sets holds them by
+// name. A rule naming a set that sets lacks is an error.
+func CompileSets(rules []Rule, final string, sets map[string]*ruleset.Set) (*Set, error) {
 	if final == "" {
 		return nil, errors.New("rule: final target: empty")
 	}
@@ -75,9 +82,17 @@ func Compile(rules []Rule, final string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
+		for _, name := range r.RuleSet {
+			rs, ok := sets[name]
+			if !ok {
+				return nil, fmt.Errorf("rule %d: ruleSet: %q is not loaded", i+1, name)
+			}
+			c.sets = append(c.sets, rs)
+		}
+		c.hasDest = c.hasDest || len(c.sets) > 0
 		s.rules = append(s.rules, c)
 		onlyDomains := len(c.exact)+len(c.suffix) > 0 && len(c.keywords) == 0 && len(r.IPCIDR) == 0 &&
-			!r.Private && len(r.Ports) == 0 && r.Network == ""
+			!r.Private && len(r.RuleSet) == 0 && len(r.Ports) == 0 && r.Network == ""
 		if !onlyDomains {
 			s.walk = append(s.walk, i)
 			continue
@@ -259,6 +274,11 @@ func (c *compiled) match(m *flow.Metadata, name string) bool {
 			}
 		}
 		if c.Private && IsPrivate(ip) {
+			return true
+		}
+	}
+	for _, rs := range c.sets {
+		if rs.Match(m) {
 			return true
 		}
 	}

@@ -3,9 +3,11 @@ package rule
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 func meta(network, dst, host string) *flow.Metadata {
@@ -188,4 +190,41 @@ func FuzzParsePorts(f *testing.F) {
 			t.Fatalf("ParsePorts(%q) gave ports Compile refuses: %v", s, err)
 		}
 	})
+}
+
+func TestCompileSets(t *testing.T) {
+	cn, err := ruleset.ParseClash(ruleset.BehaviorDomain, []byte("+.cn\n+.baidu.com\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnIP, err := ruleset.ParseClash(ruleset.BehaviorIPCIDR, []byte("114.114.0.0/16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string]*ruleset.Set{"cn": cn, "cn-ip": cnIP}
+	s, err := CompileSets([]Rule{
+		{DomainSuffix: []string{"proxied.baidu.com"}, Target: "proxy"},
+		{RuleSet: []string{"cn", "cn-ip"}, Target: "direct"},
+		{Domain: []string{"www.example.cn"}, Target: "block"}, // after the set: never reached for .cn
+	}, "proxy", sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		m    flow.Metadata
+		want string
+	}{
+		{flow.Metadata{Destination: flow.Addr{Name: "www.baidu.com", Port: 443}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{Name: "a.proxied.baidu.com", Port: 443}}, "proxy"},
+		{flow.Metadata{Destination: flow.Addr{Name: "www.example.cn", Port: 443}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{IP: netip.MustParseAddr("114.114.114.114"), Port: 53}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{Name: "example.com", Port: 443}}, "proxy"},
+	} {
+		if got := s.Match(&tc.m); got != tc.want {
+			t.Errorf("Match(%v) = %q, want %q", tc.m.Destination, got, tc.want)
+		}
+	}
+	if _, err := CompileSets([]Rule{{RuleSet: []string{"geosite-cn"}, Target: "direct"}}, "proxy", sets); err == nil || !strings.Contains(err.Error(), `"geosite-cn" is not loaded`) {
+		t.Errorf("an unknown rule set: err = %v", err)
+	}
 }
