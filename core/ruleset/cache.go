@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/skiffvpn/skiff/internal/atomicfile"
@@ -35,7 +36,10 @@ func Parse(format string, data []byte) (*Set, error) {
 	case FormatClashClassical:
 		return ParseClash(BehaviorClassical, data)
 	}
-	return nil, fmt.Errorf("ruleset: format %q is not %s, %s, %s or %s", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical)
+	if countries, ok := strings.CutPrefix(format, FormatGeoIP); ok {
+		return ParseGeoIP(data, strings.Split(countries, ",")...)
+	}
+	return nil, fmt.Errorf("ruleset: format %q is not %s, %s, %s, %s or %sCOUNTRY", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical, FormatGeoIP)
 }
 
 // DefaultInterval is how long a downloaded rule set is used before it is
