@@ -39,7 +39,10 @@ func Parse(format string, data []byte) (*Set, error) {
 	if countries, ok := strings.CutPrefix(format, FormatGeoIP); ok {
 		return ParseGeoIP(data, strings.Split(countries, ",")...)
 	}
-	return nil, fmt.Errorf("ruleset: format %q is not %s, %s, %s, %s or %sCOUNTRY", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical, FormatGeoIP)
+	if lists, ok := strings.CutPrefix(format, FormatGeoSite); ok {
+		return ParseGeoSite(data, strings.Split(lists, ",")...)
+	}
+	return nil, fmt.Errorf("ruleset: format %q is not %s, %s, %s, %s, %sCOUNTRY or %sLIST", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical, FormatGeoIP, FormatGeoSite)
 }
 
 // DefaultInterval is how long a downloaded rule set is used before it is
