@@ -87,7 +87,7 @@ func TestSingBoxErrors(t *testing.T) {
 		{"not JSON", `{"version": 1, "rules": [`, "unexpected end"},
 		{"version", `{"version": 4, "rules": []}`, "version 4"},
 		{"no version", `{"rules": []}`, "version 0"},
-		{"binary", "SRS\x01\x78\x9c", ".srs"},
+		{"binary", "SRS\x01\x78\x9c", "srs"},
 		{"bad prefix", `{"version": 1, "rules": [{"ip_cidr": ["10.0.0.0/33"]}]}`, "ip_cidr"},
 		{"bad domain", `{"version": 1, "rules": [{"domain": ["a..b"]}]}`, "not a domain"},
 		{"bad regex", `{"version": 1, "rules": [{"domain_regex": ["("]}]}`, "regex"},
@@ -247,15 +247,6 @@ func TestIPRangesAgainstPrefixes(t *testing.T) {
 			t.Errorf("/0 does not contain %s", a)
 		}
 	}
-}
-
-func lastOf(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
-	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
 }
 
 // bigLists returns n domains and m IPv4 prefixes shaped like the public

@@ -13,14 +13,14 @@ import (
 )
 
 // ParseSingBox decodes a sing-box rule set in its source form (JSON,
-// versions 1 to 3): {"version": 3, "rules": [headless rules]}. The binary
-// .srs form is not read (see the README).
+// versions 1 to 3): {"version": 3, "rules": [headless rules]}, or in its
+// binary form (.srs, told by its magic; see ParseSRS).
 func ParseSingBox(data []byte) (*Set, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("ruleset: sing-box: %d bytes is more than a rule set can be (%d)", len(data), MaxSize)
 	}
 	if bytes.HasPrefix(data, []byte("SRS")) {
-		return nil, errors.New("ruleset: sing-box: binary .srs rule sets are not supported; use the source (JSON) form of the same list")
+		return ParseSRS(data)
 	}
 	var doc struct {
 		Version int               `json:"version"`
