@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/skiffvpn/skiff/core/flow"
 )
@@ -386,7 +387,7 @@ func (r *srsReader) defaultRule() (spec, string, error) {
 			}
 			for _, k := range l {
 				if k != "" {
-					sp.keywords = append(sp.keywords, lower(k))
+					sp.keywords = append(sp.keywords, strings.ToLower(k))
 				}
 			}
 		case srsDomainRegex:
@@ -471,15 +472,6 @@ var srsStringItems = map[byte]string{
 	srsProcessPathRegex: "process_path_regex",
 }
 
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
 
 // Marks at the end of a reversed name in the domain trie.
 const (
