@@ -18,16 +18,68 @@ import (
 
 // serveHTTP serves an HTTP proxy client: CONNECT tunnels, and plain
 // requests with an absolute URI, forwarded with keep-alive on both sides.
-func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, src netip.AddrPort) error {
-	req, err := http.ReadRequest(br)
+// lim is the reader under br, which bounds the request's head.
+func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, lim *headLimit, src netip.AddrPort) error {
+	req, err := readRequest(br, lim)
 	if err != nil {
-		writeHTTPError(c, http.StatusBadRequest, "malformed request")
+		if errors.Is(err, errHeadTooLarge) {
+			writeHTTPError(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+		} else {
+			writeHTTPError(c, http.StatusBadRequest, "malformed request")
+		}
 		return fmt.Errorf("http: request: %w", err)
 	}
 	if req.Method == http.MethodConnect {
 		return s.httpConnect(c, br, src, req)
 	}
-	return s.httpForward(c, br, src, req)
+	return s.httpForward(c, br, lim, src, req)
+}
+
+// maxRequestHead bounds a request's line and headers, as net/http's server
+// bounds them by default (DefaultMaxHeaderBytes, 1 MiB). http.ReadRequest
+// itself takes lines of any length and any number of header fields, so
+// without a bound one client could fill the memory with a single endless
+// header line within its handshake timeout.
+const maxRequestHead = http.DefaultMaxHeaderBytes
+
+var errHeadTooLarge = fmt.Errorf("request head longer than %d bytes", maxRequestHead)
+
+// headLimit is the reader between a client conn and its bufio.Reader. While
+// a request head is read it lets through at most left bytes (what the
+// bufio.Reader had buffered before comes on top, as with net/http's
+// server); otherwise, left < 0, it reads without limit.
+type headLimit struct {
+	r    io.Reader
+	left int64
+	hit  bool // the limit was reached
+}
+
+func (l *headLimit) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		l.hit = true
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+// readRequest reads the next request's head from br, at most
+// maxRequestHead bytes of it from the conn under lim.
+func readRequest(br *bufio.Reader, lim *headLimit) (*http.Request, error) {
+	lim.left, lim.hit = maxRequestHead, false
+	req, err := http.ReadRequest(br)
+	lim.left = -1 // the body, and a CONNECT tunnel's bytes, are not limited
+	if err != nil && lim.hit {
+		return nil, errHeadTooLarge
+	}
+	return req, err
 }
 
 // httpConnect serves CONNECT: "200" is sent only once the handler has its
@@ -60,7 +112,7 @@ func (s *Server) httpConnect(c net.Conn, br *bufio.Reader, src netip.AddrPort, r
 // connection, through an http.Transport whose connections are flows of
 // the handler. The Transport is the client's own, so upstream connections
 // are reused for this client only, and are closed with it.
-func (s *Server) httpForward(c net.Conn, br *bufio.Reader, src netip.AddrPort, req *http.Request) error {
+func (s *Server) httpForward(c net.Conn, br *bufio.Reader, lim *headLimit, src netip.AddrPort, req *http.Request) error {
 	tr := &http.Transport{
 		Proxy:                 nil, // never the environment's proxy: we are the proxy
 		DialContext:           s.dialFlow(src),
@@ -101,7 +153,11 @@ func (s *Server) httpForward(c net.Conn, br *bufio.Reader, src netip.AddrPort, r
 			return nil
 		}
 		c.SetDeadline(time.Now().Add(idleClientTimeout))
-		req, err = http.ReadRequest(br)
+		req, err = readRequest(br, lim)
+		if errors.Is(err, errHeadTooLarge) {
+			writeHTTPError(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+			return fmt.Errorf("http: request: %w", err)
+		}
 		if err != nil {
 			return nil // the client closed or went idle
 		}
