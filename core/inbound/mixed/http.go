@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,7 +20,7 @@ import (
 // serveHTTP serves an HTTP proxy client: CONNECT tunnels, and plain
 // requests with an absolute URI, forwarded with keep-alive on both sides.
 // lim is the reader under br, which bounds the request's head.
-func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, lim *headLimit, src netip.AddrPort) error {
+func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, lim *io.LimitedReader, src netip.AddrPort) error {
 	req, err := readRequest(br, lim)
 	if err != nil {
 		if errors.Is(err, errHeadTooLarge) {
@@ -44,39 +45,19 @@ const maxRequestHead = http.DefaultMaxHeaderBytes
 
 var errHeadTooLarge = fmt.Errorf("request head longer than %d bytes", maxRequestHead)
 
-// headLimit is the reader between a client conn and its bufio.Reader. While
-// a request head is read it lets through at most left bytes (what the
-// bufio.Reader had buffered before comes on top, as with net/http's
-// server); otherwise, left < 0, it reads without limit.
-type headLimit struct {
-	r    io.Reader
-	left int64
-	hit  bool // the limit was reached
-}
-
-func (l *headLimit) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return l.r.Read(p)
-	}
-	if l.left == 0 {
-		l.hit = true
-		return 0, errHeadTooLarge
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
-}
+// noLimit is a LimitedReader's N when it does not limit.
+const noLimit = math.MaxInt64
 
 // readRequest reads the next request's head from br, at most
-// maxRequestHead bytes of it from the conn under lim.
-func readRequest(br *bufio.Reader, lim *headLimit) (*http.Request, error) {
-	lim.left, lim.hit = maxRequestHead, false
+// maxRequestHead bytes of it from the conn under lim, the LimitedReader
+// between the conn and br (what br had buffered before comes on top, as
+// with net/http's server).
+func readRequest(br *bufio.Reader, lim *io.LimitedReader) (*http.Request, error) {
+	lim.N = maxRequestHead
 	req, err := http.ReadRequest(br)
-	lim.left = -1 // the body, and a CONNECT tunnel's bytes, are not limited
-	if err != nil && lim.hit {
+	exhausted := lim.N <= 0
+	lim.N = noLimit // the body, and a CONNECT tunnel's bytes, are not limited
+	if err != nil && exhausted {
 		return nil, errHeadTooLarge
 	}
 	return req, err
@@ -112,7 +93,7 @@ func (s *Server) httpConnect(c net.Conn, br *bufio.Reader, src netip.AddrPort, r
 // connection, through an http.Transport whose connections are flows of
 // the handler. The Transport is the client's own, so upstream connections
 // are reused for this client only, and are closed with it.
-func (s *Server) httpForward(c net.Conn, br *bufio.Reader, lim *headLimit, src netip.AddrPort, req *http.Request) error {
+func (s *Server) httpForward(c net.Conn, br *bufio.Reader, lim *io.LimitedReader, src netip.AddrPort, req *http.Request) error {
 	tr := &http.Transport{
 		Proxy:                 nil, // never the environment's proxy: we are the proxy
 		DialContext:           s.dialFlow(src),

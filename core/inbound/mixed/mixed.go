@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -133,7 +134,7 @@ func (s *Server) handle(c net.Conn) {
 	stop := context.AfterFunc(s.ctx, func() { c.Close() })
 	defer stop()
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	lim := &headLimit{r: c, left: -1}
+	lim := &io.LimitedReader{R: c, N: noLimit}
 	br := bufio.NewReaderSize(lim, 2048)
 	first, err := br.Peek(1)
 	if err != nil {

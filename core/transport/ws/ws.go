@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -184,7 +185,7 @@ type Conn struct {
 	hsMu   sync.Mutex
 	hsDone atomic.Bool
 	hsErr  error
-	lim    headLimit // under the upgrade's reader, and c.br's when gobwas made it
+	lim    io.LimitedReader // under the upgrade's reader, and c.br's when gobwas made it
 
 	rmu  sync.Mutex
 	br   *bufio.Reader                       // over raw when raw is not a tryReader; nil otherwise
@@ -227,15 +228,16 @@ func (c *Conn) handshake(early []byte) error {
 	if h != nil {
 		d.Header = ws.HandshakeHeaderHTTP(h)
 	}
-	c.lim = headLimit{r: c.raw, left: maxResponseHead}
+	c.lim = io.LimitedReader{R: c.raw, N: maxResponseHead}
 	br, _, err := d.Upgrade(struct {
 		io.Reader
 		io.Writer
 	}{&c.lim, c.raw}, c.url)
-	c.lim.left = -1 // frames are not limited
+	exhausted := c.lim.N <= 0
+	c.lim.N = math.MaxInt64 // frames are not limited
 	if err != nil {
 		var se ws.StatusError
-		if c.lim.hit {
+		if exhausted {
 			err = fmt.Errorf("ws: upgrade to %s: answer longer than %d bytes", c.target, maxResponseHead)
 		} else if errors.As(err, &se) {
 			err = fmt.Errorf("ws: upgrade to %s: server answered %d", c.target, int(se))
@@ -275,26 +277,6 @@ func (c *Conn) handshake(early []byte) error {
 // or anyone on the path of a plain ws:// connection, could fill the memory
 // with one endless header line.
 const maxResponseHead = 64 << 10
-
-// headLimit reads from r, at most left more bytes while left ≥ 0.
-type headLimit struct {
-	r    io.Reader
-	left int
-	hit  bool // the limit was reached
-}
-
-func (l *headLimit) Read(p []byte) (int, error) {
-	if l.left < 0 {
-		return l.r.Read(p)
-	}
-	if l.left == 0 {
-		l.hit = true
-		return 0, errors.New("ws: upgrade answer too long")
-	}
-	n, err := l.r.Read(p[:min(len(p), l.left)])
-	l.left -= n
-	return n, err
-}
 
 // ensureHandshake runs the upgrade, if not yet done, with early data from p
 // (nil from Read). It returns how many bytes of p went as early data.
