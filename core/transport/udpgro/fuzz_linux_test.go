@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
-	"unsafe"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -12,13 +11,7 @@ import (
 
 // groOOB returns a UDP_GRO control message carrying seg.
 func groOOB(seg int32) []byte {
-	oob := make([]byte, unix.CmsgSpace(4))
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
-	h.Level = unix.IPPROTO_UDP
-	h.Type = unix.UDP_GRO
-	h.SetLen(unix.CmsgLen(4))
-	binary.NativeEndian.PutUint32(oob[unix.CmsgSpace(0):], uint32(seg))
-	return oob
+	return udpCmsg(unix.UDP_GRO, binary.NativeEndian.AppendUint32(nil, uint32(seg)))
 }
 
 // FuzzSplit splits one received datagram by the control messages the
