@@ -61,3 +61,29 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestParseControlMessage parses buffers around one header's length: what
+// is shorter than a header is refused without being read past its end.
+func TestParseControlMessage(t *testing.T) {
+	whole := groOOB(1200)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"empty", nil, false},
+		{"one byte", whole[:1], false},
+		{"header-1", bytes.Clone(whole[:unix.SizeofCmsghdr-1]), false},
+		{"header only, claiming a body", bytes.Clone(whole[:unix.SizeofCmsghdr]), false},
+		{"truncated body", bytes.Clone(whole[:unix.CmsgLen(4)-1]), false},
+		{"whole", whole, true},
+	} {
+		h, data, _, err := ParseControlMessage(tc.b)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: err = %v; want success %v", tc.name, err, tc.ok)
+		}
+		if tc.ok && (h.Type != unix.UDP_GRO || int32(binary.NativeEndian.Uint32(data)) != 1200) {
+			t.Errorf("%s: %+v %x", tc.name, h, data)
+		}
+	}
+}
