@@ -236,3 +236,37 @@ func TestUpgradeAnswerLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseEcho answers close frames of 0, 1, 2 and 125 bytes (the longest
+// control frame): the client echoes the status code and nothing else, and
+// no status at all for a body too short to hold one.
+func TestCloseEcho(t *testing.T) {
+	for _, tc := range []struct {
+		body, echo []byte
+	}{
+		{nil, nil},
+		{[]byte{3}, nil},
+		{[]byte{3, 232}, []byte{3, 232}},
+		{append([]byte{3, 233}, bytes.Repeat([]byte("r"), maxControl-2)...), []byte{3, 233}},
+	} {
+		closeFrame := mustFrame(ws.NewFrame(ws.OpClose, true, tc.body))
+		srv := &scriptServer{script: append([]byte(answer101+"\r\n"), closeFrame...)}
+		c, err := Client(context.Background(), srv, Config{Host: "h"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Read(make([]byte, 10)); err != io.EOF {
+			t.Fatalf("%d-byte close: Read err = %v, want EOF", len(tc.body), err)
+		}
+		w := srv.written.Bytes()
+		w = w[bytes.Index(w, []byte("\r\n\r\n"))+4:]
+		f, err := ws.ReadFrame(bytes.NewReader(w))
+		if err != nil || f.Header.OpCode != ws.OpClose {
+			t.Fatalf("%d-byte close: client wrote %x (%v)", len(tc.body), w, err)
+		}
+		ws.Cipher(f.Payload, f.Header.Mask, 0)
+		if !bytes.Equal(f.Payload, tc.echo) {
+			t.Errorf("%d-byte close echoed as %x, want %x", len(tc.body), f.Payload, tc.echo)
+		}
+	}
+}

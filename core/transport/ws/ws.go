@@ -473,10 +473,13 @@ func (c *Conn) nextFrame(wait bool) (bool, error) {
 		return true, c.writeFrame(ws.OpPong, body)
 	case ws.OpClose:
 		c.eof = true
-		// Answer with the same status code, as RFC 6455 5.5.1 asks.
-		if len(body) > 2 {
-			body = body[:2]
+		// Answer with the same status code, as RFC 6455 5.5.1 asks; a
+		// body too short to hold one (1 byte, a protocol error) is not
+		// echoed.
+		if len(body) < 2 {
+			body = nil
 		}
+		body = body[:min(len(body), 2)]
 		c.writeFrame(ws.OpClose, body)
 		return true, nil
 	}
