@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -138,7 +139,8 @@ func (s *Server) handle(c net.Conn) {
 	stop := context.AfterFunc(s.ctx, func() { c.Close() })
 	defer stop()
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	br := bufio.NewReaderSize(c, 2048)
+	lim := &io.LimitedReader{R: c, N: noLimit}
+	br := bufio.NewReaderSize(lim, 2048)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
@@ -153,7 +155,7 @@ func (s *Server) handle(c net.Conn) {
 	case 4:
 		err = errors.New("SOCKS4 is not supported, use SOCKS5")
 	default:
-		err = s.serveHTTP(c, br, src)
+		err = s.serveHTTP(c, br, lim, src)
 	}
 	if err != nil && s.ctx.Err() == nil && s.log.Enabled(s.ctx, slog.LevelDebug) {
 		s.log.Debug("mixed: client", "src", src.String(), "err", err)
