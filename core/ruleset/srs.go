@@ -472,7 +472,6 @@ var srsStringItems = map[byte]string{
 	srsProcessPathRegex: "process_path_regex",
 }
 
-
 // Marks at the end of a reversed name in the domain trie.
 const (
 	trieBelow  = '\r' // ".example.com": names below it only
