@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func TestParseHexAddr(t *testing.T) {
@@ -35,16 +37,7 @@ func TestFindsItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := nettest.Dial(t)
 	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/process"
 	"github.com/skiffvpn/skiff/core/ruleset"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func meta(network, dst, host string) *flow.Metadata {
@@ -244,17 +245,7 @@ func TestProcessRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	src := c.LocalAddr().(*net.TCPAddr).AddrPort()
+	src := nettest.Dial(t).LocalAddr().(*net.TCPAddr).AddrPort()
 	env := Env{Processes: process.New()}
 	for _, tc := range []struct {
 		rules []Rule
