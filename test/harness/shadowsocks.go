@@ -27,7 +27,7 @@ const (
 	PluginV2rayTLS   = "v2ray-plugin-tls" // WebSocket over TLS
 	pluginInnerHost  = "127.0.0.1"
 	obfsServerBin    = "obfs-server"
-	v2rayPluginBin   = "v2ray-plugin"
+	v2rayPluginBin   = "ss-v2ray-plugin" // Debian's name; "v2ray-plugin" elsewhere
 	ssMultiUserLabel = "user"
 )
 
@@ -114,6 +114,9 @@ func NeedPlugin(t testing.TB, plugin string) string {
 		bin = v2rayPluginBin
 	}
 	path, err := exec.LookPath(bin)
+	if err != nil && bin == v2rayPluginBin {
+		path, err = exec.LookPath("v2ray-plugin")
+	}
 	if err != nil {
 		t.Skipf("%s is not installed (make deps installs it)", bin)
 	}

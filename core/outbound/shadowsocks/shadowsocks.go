@@ -11,9 +11,9 @@
 //
 // Refused by New, each with its reason: stream ciphers and "none" (no
 // integrity), plugins other than the two above, obfs=tls, and plugin
-// options Skiff does not implement. v2ray-plugin's own client may
-// multiplex streams (mux=N); Skiff opens one WebSocket per stream, which
-// every v2ray-plugin server accepts.
+// options Skiff does not implement. v2ray-plugin's server expects Mux.Cool
+// frames on its WebSocket; Skiff sends each stream alone on its own
+// WebSocket as Mux.Cool sub-connection 1, whatever the link's mux=N.
 package shadowsocks
 
 import (
@@ -45,6 +45,10 @@ type Client struct {
 	obfsHTTP *obfsConfig // obfs-local obfs=http; nil: none
 	ws       *ws.Config  // v2ray-plugin; nil: none
 	tls      *tls.Config // v2ray-plugin tls; nil: none
+	// muxTarget is the destination of v2ray-plugin's Mux.Cool
+	// sub-connection: the server itself, as v2ray-plugin's client names it
+	// (its server sends every sub-connection to its Shadowsocks server).
+	muxTarget flow.Addr
 
 	mu     sync.Mutex
 	open   map[io.Closer]struct{}
@@ -135,8 +139,8 @@ func (c *Client) setV2rayPlugin(n *node.Node, kv []pluginOpt) error {
 		case "path":
 			path = o.val
 		case "mux":
-			// Multiplexing is the client's choice; one WebSocket per
-			// stream works with every server.
+			// How many streams v2ray-plugin's client puts on one
+			// WebSocket; Skiff puts one.
 		case "loglevel":
 		case "certRaw":
 			certRaw = o.val
@@ -153,6 +157,7 @@ func (c *Client) setV2rayPlugin(n *node.Node, kv []pluginOpt) error {
 		path = "/" + path
 	}
 	c.ws = &ws.Config{Host: host, Path: path}
+	c.muxTarget = flow.NameAddr(n.Server, n.Port)
 	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
 		c.ws.Host = "[" + host + "]"
 	}
@@ -231,7 +236,7 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 			conn.Close()
 			return nil, fmt.Errorf("shadowsocks: v2ray-plugin: %s: %w", c.addr, err)
 		}
-		return wc, nil
+		return newMuxConn(wc, c.muxTarget), nil
 	}
 	return raw, nil
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -389,8 +390,9 @@ func (s *streamConn) readResponse() error {
 	}
 	m := s.c.m
 	if err := s.fill(m.keyLen); err != nil {
-		if err == io.EOF {
-			return fmt.Errorf("shadowsocks: response from %s: the server closed the connection before answering (wrong password or method?)", s.c.addr)
+		if err == io.EOF || errors.Is(err, syscall.ECONNRESET) {
+			// What a server does with a request it cannot authenticate.
+			return fmt.Errorf("shadowsocks: response from %s: the server closed the connection before answering (wrong password or method?): %w", s.c.addr, err)
 		}
 		return s.readErr("response", err)
 	}
