@@ -54,16 +54,20 @@ type streamConn struct {
 	sent    chan struct{} // closed once the request went out (or failed)
 	werr    error
 
-	// Read side: one reader at a time.
-	rmu      sync.Mutex
-	dec      cipher.AEAD
-	rnonce   [xnonceLen]byte
-	rbuf     *[]byte // nil while idle
-	r, w     int     // unread ciphertext is rbuf[r:w]
-	pend     []byte  // opened plaintext not yet returned, inside rbuf
-	rerr     error   // a transport error that came with data
-	small    [64]byte
-	respDone bool
+	// Read side: one reader at a time. An idle stream waits on small and
+	// holds no pooled buffer; one in a bulk transfer keeps its buffer.
+	rmu       sync.Mutex
+	dec       cipher.AEAD
+	rnonce    [xnonceLen]byte
+	rbuf      *[]byte // nil while idle
+	r, w      int     // unread ciphertext is rbuf[r:w]
+	pend      []byte  // opened plaintext not yet returned, inside rbuf
+	rerr      error   // a transport error that came with data
+	bulk      bool    // the last transport read was a big one (bulkRead)
+	rerrLater error   // a chunk's failure found after data was returned
+	nextLen   int     // the opened length of the next chunk; 0: not read yet
+	small     [64]byte
+	respDone  bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -256,6 +260,10 @@ func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
 	for len(s.pend) == 0 {
+		if err := s.rerrLater; err != nil {
+			s.release()
+			return 0, err
+		}
 		var err error
 		if !s.respDone {
 			err = s.readResponse()
@@ -269,11 +277,43 @@ func (s *streamConn) Read(p []byte) (int, error) {
 	}
 	n := copy(p, s.pend)
 	s.pend = s.pend[n:]
-	if len(s.pend) == 0 && s.r == s.w {
+	// Hand out the chunks already here too, so that the app side gets
+	// one big write instead of one per chunk.
+	for n < len(p) && len(s.pend) == 0 && s.buffered() {
+		if err := s.readChunk(); err != nil {
+			s.rerrLater = err
+			break
+		}
+		c := copy(p[n:], s.pend)
+		s.pend = s.pend[c:]
+		n += c
+	}
+	if len(s.pend) == 0 && s.r == s.w && !s.bulk {
 		s.release()
 	}
 	return n, nil
 }
+
+// buffered reports whether the next chunk is whole in rbuf, so that
+// opening it does not wait for the network. It opens the chunk's length
+// when that is there.
+func (s *streamConn) buffered() bool {
+	if s.nextLen == 0 {
+		if s.w-s.r < 2+tagLen {
+			return false
+		}
+		if err := s.openLen(); err != nil {
+			s.rerrLater = err
+			return false
+		}
+	}
+	return s.w-s.r >= s.nextLen+tagLen
+}
+
+// bulkRead is a transport read large enough to say that more is coming:
+// the stream then keeps its read buffer between reads (one read system
+// call per batch instead of two).
+const bulkRead = 16 << 10
 
 // release gives the read buffer back when nothing in it is left to read.
 func (s *streamConn) release() {
@@ -309,6 +349,7 @@ func (s *streamConn) fill(k int) error {
 		}
 		n, err := s.Conn.Read((*s.rbuf)[s.w:])
 		s.w += n
+		s.bulk = n >= bulkRead
 		if err != nil {
 			s.rerr = err
 		}
@@ -333,12 +374,32 @@ func (s *streamConn) open(n int) ([]byte, error) {
 // readChunk opens the next chunk into pend. EOF between chunks is the
 // stream's orderly end.
 func (s *streamConn) readChunk() error {
-	if err := s.fill(2 + tagLen); err != nil {
-		if err == io.EOF && s.w == s.r {
-			return io.EOF
+	if s.nextLen == 0 {
+		if err := s.fill(2 + tagLen); err != nil {
+			if err == io.EOF && s.w == s.r {
+				return io.EOF
+			}
+			return s.readErr("read", err)
 		}
+		if err := s.openLen(); err != nil {
+			return err
+		}
+	}
+	if err := s.fill(s.nextLen + tagLen); err != nil {
 		return s.readErr("read", err)
 	}
+	var err error
+	s.pend, err = s.open(s.nextLen)
+	s.nextLen = 0
+	if err != nil {
+		return s.readErr("read", err)
+	}
+	return nil
+}
+
+// openLen opens the length of the next chunk, which is in rbuf, into
+// nextLen.
+func (s *streamConn) openLen() error {
 	l, err := s.open(2)
 	if err != nil {
 		return s.readErr("read", err)
@@ -347,12 +408,7 @@ func (s *streamConn) readChunk() error {
 	if n == 0 || n > s.maxChunk {
 		return s.readErr("read", fmt.Errorf("chunk of %d bytes (at most %d)", n, s.maxChunk))
 	}
-	if err := s.fill(n + tagLen); err != nil {
-		return s.readErr("read", err)
-	}
-	if s.pend, err = s.open(n); err != nil {
-		return s.readErr("read", err)
-	}
+	s.nextLen = n
 	return nil
 }
 
