@@ -9,10 +9,11 @@ GO ?= go
 # Debian packages the app and the tests need: a C toolchain and the GL/X11
 # headers for the Fyne desktop app; iproute2 and nftables for the TUN tests;
 # curl and openssl for manual checks; Xvfb, Mesa, xdotool and ImageMagick
-# for the GUI tests.
+# for the GUI tests; simple-obfs and shadowsocks-v2ray-plugin are the
+# Shadowsocks plugin servers the end-to-end tests put in front of sing-box.
 DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev iproute2 nftables curl openssl \
-	xvfb libgl1-mesa-dri xdotool imagemagick
+	xvfb libgl1-mesa-dri xdotool imagemagick simple-obfs shadowsocks-v2ray-plugin
 
 # Packages built for the other desktop systems by `make cross` (CGO off).
 CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./internal/...
