@@ -81,6 +81,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		}
 		return nil, fmt.Errorf("shadowsocks: %s: unknown method %q", addr, name)
 	}
+	if o.UDPOverTCP {
+		return nil, fmt.Errorf("shadowsocks: %s: udp-over-tcp is not supported yet (Skiff sends Shadowsocks UDP)", addr)
+	}
 	k, err := parseKeys(m, o.Password)
 	if err != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: %w", addr, err)
