@@ -14,6 +14,7 @@ require (
 	golang.zx2c4.com/wireguard v0.0.0-20260522210424-ecfc5a8d5446
 	gopkg.in/yaml.v3 v3.0.1
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+	lukechampine.com/blake3 v1.4.1
 )
 
 require (
@@ -52,5 +53,4 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	golang.zx2c4.com/wintun v0.0.0-20230126152724-0fa3db229ce2 // indirect
-	lukechampine.com/blake3 v1.4.1 // indirect
 )
