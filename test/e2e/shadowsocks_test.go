@@ -32,6 +32,7 @@ var ssSetups = []ssSetup{
 	{name: "ss-chacha20-ietf-poly1305", method: "chacha20-ietf-poly1305"},
 	{name: "ss-xchacha20-ietf-poly1305", method: "xchacha20-ietf-poly1305"},
 	{name: "ss2022-obfs-http", method: "2022-blake3-aes-128-gcm", plugin: harness.PluginObfsHTTP},
+	{name: "ss-obfs-tls", method: "aes-128-gcm", plugin: harness.PluginObfsTLS},
 	{name: "ss-v2ray-plugin-ws", method: "aes-256-gcm", plugin: harness.PluginV2ray},
 	{name: "ss2022-v2ray-plugin-ws-tls", method: "2022-blake3-aes-128-gcm", plugin: harness.PluginV2rayTLS},
 }

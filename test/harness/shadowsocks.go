@@ -23,6 +23,7 @@ const Shadowsocks Kind = "shadowsocks"
 // shadowsocks-v2ray-plugin).
 const (
 	PluginObfsHTTP   = "obfs-http"
+	PluginObfsTLS    = "obfs-tls"
 	PluginV2ray      = "v2ray-plugin"     // WebSocket
 	PluginV2rayTLS   = "v2ray-plugin-tls" // WebSocket over TLS
 	pluginInnerHost  = "127.0.0.1"
@@ -60,6 +61,8 @@ func (s *Server) ssPluginClient() (string, string) {
 	switch s.Plugin {
 	case PluginObfsHTTP:
 		return "obfs-local", "obfs=http;obfs-host=www.example.com"
+	case PluginObfsTLS:
+		return "obfs-local", "obfs=tls;obfs-host=www.example.com"
 	case PluginV2ray:
 		return "v2ray-plugin", "mode=websocket;host=localhost;path=/ss"
 	case PluginV2rayTLS:
@@ -110,7 +113,7 @@ func (s *Server) ssOutbound(out map[string]any) {
 func NeedPlugin(t testing.TB, plugin string) string {
 	t.Helper()
 	bin := obfsServerBin
-	if plugin != PluginObfsHTTP {
+	if plugin != PluginObfsHTTP && plugin != PluginObfsTLS {
 		bin = v2rayPluginBin
 	}
 	path, err := exec.LookPath(bin)
@@ -133,6 +136,8 @@ func StartSSPlugin(t testing.TB, s *Server) *Process {
 	switch s.Plugin {
 	case PluginObfsHTTP:
 		opts = "obfs=http"
+	case PluginObfsTLS:
+		opts = "obfs=tls"
 	case PluginV2ray:
 		opts = "server;host=localhost;path=/ss"
 	case PluginV2rayTLS:

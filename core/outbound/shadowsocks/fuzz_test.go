@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -161,6 +162,26 @@ func FuzzMuxReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := newMuxConn(&memConn{w: io.Discard, r: bytes.NewReader(b)}, testDst)
 		got, _ := io.ReadAll(m)
+		if len(got) > len(b) {
+			t.Fatalf("read %d bytes out of %d", len(got), len(b))
+		}
+	})
+}
+
+// FuzzObfsReaders reads arbitrary server bytes through both obfs-local
+// disguises.
+func FuzzObfsReaders(f *testing.F) {
+	f.Add([]byte("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\ndata"), false)
+	f.Add([]byte{0x16, 3, 1, 0, 1, 0, 0x14, 3, 3, 0, 1, 1, 0x16, 3, 3, 0, 2, 'h', 'i', 0x17, 3, 3, 0, 1, '!'}, true)
+	f.Add([]byte{0x17, 3, 3, 0xff, 0xff}, true)
+	f.Fuzz(func(t *testing.T, b []byte, tlsMode bool) {
+		var c net.Conn = &memConn{w: io.Discard, r: bytes.NewReader(b)}
+		if tlsMode {
+			c = newObfsTLSConn(c, "example.com")
+		} else {
+			c = newObfsHTTPConn(c, &obfsConfig{host: "example.com", uri: "/"})
+		}
+		got, _ := io.ReadAll(c)
 		if len(got) > len(b) {
 			t.Fatalf("read %d bytes out of %d", len(got), len(b))
 		}

@@ -63,10 +63,13 @@ func parsePluginOpts(s string) ([]pluginOpt, error) {
 	return out, nil
 }
 
-// obfsConfig is obfs-local's http mode: the stream starts as an HTTP
-// WebSocket upgrade request whose body is the first payload, and the
-// server's first bytes are an HTTP response to skip.
+// obfsConfig is obfs-local's settings. In http mode the stream starts as
+// an HTTP WebSocket upgrade request whose body is the first payload, and
+// the server's first bytes are an HTTP response to skip; tls mode is
+// obfsTLSConn.
 type obfsConfig struct {
+	tls  bool   // obfs=tls: the TLS disguise (obfsTLSConn) instead of HTTP
+	sni  string // obfs=tls: the ClientHello's server name
 	host string // Host header, with the port unless it is 80
 	uri  string
 }
@@ -89,7 +92,6 @@ func newObfsConfig(kv []pluginOpt, n *node.Node) (*obfsConfig, error) {
 	switch mode {
 	case "http":
 	case "tls":
-		return nil, errors.New("obfs=tls is not supported yet (only obfs=http)")
 	case "":
 		return nil, errors.New("option obfs missing (http or tls)")
 	default:
@@ -97,6 +99,9 @@ func newObfsConfig(kv []pluginOpt, n *node.Node) (*obfsConfig, error) {
 	}
 	if host == "" {
 		host = "bing.com" // mihomo's default; obfs-local needs one given
+	}
+	if mode == "tls" {
+		return &obfsConfig{tls: true, sni: host}, nil
 	}
 	if n.Port != 80 {
 		host = net.JoinHostPort(host, strconv.Itoa(int(n.Port)))

@@ -10,7 +10,7 @@
 // server that carries datagrams to any destination.
 //
 // Refused by New, each with its reason: stream ciphers and "none" (no
-// integrity), plugins other than the two above, obfs=tls, and plugin
+// integrity), plugins other than the two above, and plugin
 // options Skiff does not implement. v2ray-plugin's server expects Mux.Cool
 // frames on its WebSocket; Skiff sends each stream alone on its own
 // WebSocket as Mux.Cool sub-connection 1, whatever the link's mux=N.
@@ -42,7 +42,7 @@ type Client struct {
 	dialer outbound.Dialer
 	salts  saltFilter // response salts seen (2022)
 
-	obfsHTTP *obfsConfig // obfs-local obfs=http; nil: none
+	obfsHTTP *obfsConfig // obfs-local (http or tls); nil: none
 	ws       *ws.Config  // v2ray-plugin; nil: none
 	tls      *tls.Config // v2ray-plugin tls; nil: none
 	// muxTarget is the destination of v2ray-plugin's Mux.Cool
@@ -222,6 +222,8 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 		return nil, fmt.Errorf("shadowsocks: dial %s: %w", c.addr, err)
 	}
 	switch {
+	case c.obfsHTTP != nil && c.obfsHTTP.tls:
+		return newObfsTLSConn(raw, c.obfsHTTP.sni), nil
 	case c.obfsHTTP != nil:
 		return newObfsHTTPConn(raw, c.obfsHTTP), nil
 	case c.ws != nil:

@@ -288,7 +288,7 @@ func TestNewRefuses(t *testing.T) {
 		{"2022-blake3-chacha20-poly1305", base64.StdEncoding.EncodeToString(make([]byte, 32)) + ":" + base64.StdEncoding.EncodeToString(make([]byte, 32)), "", "", "needs an AES method"},
 		{"aes-128-gcm", "", "", "", "empty"},
 		{"aes-128-gcm", "secret-pw", "kcptun", "", `plugin "kcptun"`},
-		{"aes-128-gcm", "secret-pw", "obfs-local", "obfs=tls", "obfs=tls"},
+		{"aes-128-gcm", "secret-pw", "obfs-local", "obfs=quic", "not a mode"},
 		{"aes-128-gcm", "secret-pw", "obfs-local", "obfs=http;weird=1", `"weird"`},
 		{"aes-128-gcm", "secret-pw", "v2ray-plugin", "mode=quic", "quic"},
 		{"aes-128-gcm", "secret-pw", "v2ray-plugin", "tls;fastOpen", `"fastOpen"`},
@@ -311,6 +311,7 @@ func TestNewAcceptsPlugins(t *testing.T) {
 	for _, tc := range []struct{ plugin, opts string }{
 		{"obfs-local", "obfs=http;obfs-host=www.bing.com"},
 		{"simple-obfs", "obfs=http"},
+		{"obfs-local", "obfs=tls;obfs-host=www.bing.com"},
 		{"v2ray-plugin", ""},
 		{"v2ray-plugin", "mode=websocket;tls;host=cdn.example;path=/ws;mux=4"},
 		{"v2ray-plugin", "tls;skip-cert-verify=true"},
