@@ -2,16 +2,16 @@
 // BLAKE3 session keys, timestamped headers with the response's check of the
 // request salt, replay windows, the multi-user iPSK:uPSK form of SIP023)
 // and the classic AEAD methods (SIP004), over TCP and UDP, and the two
-// SIP003 plugins subscriptions carry: obfs-local (http) and v2ray-plugin
-// (WebSocket, optionally over TLS).
+// SIP003 plugins subscriptions carry, built in: obfs-local (http and tls)
+// and v2ray-plugin (WebSocket, optionally over TLS).
 //
 // A stream is one TCP connection per flow; its request header goes out
 // with the flow's first bytes. A UDP session is one UDP socket toward the
 // server that carries datagrams to any destination.
 //
 // Refused by New, each with its reason: stream ciphers and "none" (no
-// integrity), plugins other than the two above, and plugin
-// options Skiff does not implement. v2ray-plugin's server expects Mux.Cool
+// integrity), plugins other than the two above, and plugin options Skiff
+// does not implement. v2ray-plugin's server expects Mux.Cool
 // frames on its WebSocket; Skiff sends each stream alone on its own
 // WebSocket as Mux.Cool sub-connection 1, whatever the link's mux=N.
 package shadowsocks
