@@ -10,10 +10,12 @@ GO ?= go
 # headers for the Fyne desktop app; iproute2 and nftables for the TUN tests;
 # curl and openssl for manual checks; Xvfb, Mesa, xdotool and ImageMagick
 # for the GUI tests; Noto CJK, so that Chinese and Japanese node names are
-# drawn (Fyne falls back to a system font per character).
+# drawn (Fyne falls back to a system font per character); simple-obfs and
+# shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
+# end-to-end tests put in front of sing-box.
 DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev iproute2 nftables curl openssl \
-	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk
+	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin
 
 # Packages built for the other desktop systems by `make cross` (CGO off).
 CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./internal/...

@@ -121,6 +121,9 @@ type ShadowsocksOptions struct {
 	Password   string `json:"password"`
 	Plugin     string `json:"plugin,omitempty"`
 	PluginOpts string `json:"pluginOpts,omitempty"`
+	// UDPOverTCP is Clash's udp-over-tcp / sing-box's udp_over_tcp: UDP
+	// carried inside a TCP stream instead of Shadowsocks UDP.
+	UDPOverTCP bool `json:"udpOverTCP,omitempty"`
 }
 
 // TrojanOptions is Trojan's settings.

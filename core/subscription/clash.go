@@ -66,6 +66,7 @@ type clashProxy struct {
 	Cipher               string         `yaml:"cipher"`
 	Plugin               string         `yaml:"plugin"`
 	PluginOpts           map[string]any `yaml:"plugin-opts"`
+	UDPOverTCP           bool           `yaml:"udp-over-tcp"`
 	Ports                string         `yaml:"ports"`
 	HopInterval          string         `yaml:"hop-interval"` // seconds
 	Obfs                 string         `yaml:"obfs"`
@@ -273,7 +274,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.Shadowsocks = &node.ShadowsocksOptions{Method: cp.Cipher, Password: cp.Password, Plugin: plugin, PluginOpts: opts}
+		n.Shadowsocks = &node.ShadowsocksOptions{Method: cp.Cipher, Password: cp.Password, Plugin: plugin, PluginOpts: opts, UDPOverTCP: cp.UDPOverTCP}
 		return n, nil
 	case "tuic":
 		if cp.UUID == "" && cp.Token != "" {
@@ -478,29 +479,39 @@ func sip003Plugin(name string, opts map[string]any) (string, string, error) {
 		return fmt.Sprint(v)
 	}
 	var parts []string
+	// known maps Clash's names of a plugin's options to SIP003 ones; the
+	// rest pass under their own names, so that the outbound names what it
+	// does not implement.
+	var known map[string]string
 	switch name {
 	case "obfs":
 		name = "obfs-local"
-		if m := str("mode"); m != "" {
-			parts = append(parts, "obfs="+m)
-		}
-		if h := str("host"); h != "" {
-			parts = append(parts, "obfs-host="+h)
-		}
-		return name, strings.Join(parts, ";"), nil
+		known = map[string]string{"mode": "obfs", "host": "obfs-host"}
 	case "v2ray-plugin":
-		if m := str("mode"); m != "" {
-			parts = append(parts, "mode="+m)
-		}
-		if str("tls") == "true" {
-			parts = append(parts, "tls")
-		}
-		for _, k := range []string{"host", "path"} {
-			if v := str(k); v != "" {
-				parts = append(parts, k+"="+v)
+		known = map[string]string{"mode": "mode", "tls": "tls", "host": "host", "path": "path", "mux": "mux", "skip-cert-verify": "skip-cert-verify"}
+	}
+	if known != nil {
+		rest := map[string]any{}
+		for _, k := range []string{"mode", "tls", "host", "path", "mux", "skip-cert-verify"} {
+			sip, ok := known[k]
+			v := str(k)
+			switch {
+			case !ok || v == "":
+			case v == "true" && (k == "tls" || k == "skip-cert-verify"):
+				parts = append(parts, sip)
+			case v == "false" && (k == "tls" || k == "skip-cert-verify" || k == "mux"):
+			case k == "mux" && v == "true":
+				parts = append(parts, "mux=1")
+			default:
+				parts = append(parts, sip+"="+sip003Escape(v))
 			}
 		}
-		return name, strings.Join(parts, ";"), nil
+		for k, v := range opts {
+			if _, ok := known[k]; !ok {
+				rest[k] = v
+			}
+		}
+		opts = rest
 	}
 	keys := make([]string, 0, len(opts))
 	for k := range opts {
@@ -516,8 +527,13 @@ func sip003Plugin(name string, opts map[string]any) (string, string, error) {
 				parts = append(parts, k)
 			}
 		default:
-			parts = append(parts, k+"="+fmt.Sprint(v))
+			parts = append(parts, sip003Escape(k)+"="+sip003Escape(fmt.Sprint(v)))
 		}
 	}
 	return name, strings.Join(parts, ";"), nil
+}
+
+// sip003Escape escapes '\', ';' and '=' in a SIP003 option name or value.
+func sip003Escape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, ";", `\;`, "=", `\=`).Replace(s)
 }

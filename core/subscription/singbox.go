@@ -51,6 +51,25 @@ func (d *hopInterval) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// sbUoT is sing-box's udp_over_tcp: true, or an object with enabled.
+type sbUoT bool
+
+func (u *sbUoT) UnmarshalJSON(b []byte) error {
+	var on bool
+	if json.Unmarshal(b, &on) == nil {
+		*u = sbUoT(on)
+		return nil
+	}
+	var o struct {
+		Enabled bool `json:"enabled"`
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		return errors.New("udp_over_tcp: want true/false or {\"enabled\": …}")
+	}
+	*u = sbUoT(o.Enabled)
+	return nil
+}
+
 // sbOutbound is one sing-box outbound with the fields Skiff maps.
 type sbOutbound struct {
 	Type        string      `json:"type"`
@@ -68,6 +87,7 @@ type sbOutbound struct {
 	Method            string `json:"method"`
 	Plugin            string `json:"plugin"`
 	PluginOpts        string `json:"plugin_opts"`
+	UDPOverTCP        sbUoT  `json:"udp_over_tcp"`
 	UpMbps            int    `json:"up_mbps"`
 	DownMbps          int    `json:"down_mbps"`
 	CongestionControl string `json:"congestion_control"`
@@ -253,7 +273,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		n.Trojan = &node.TrojanOptions{Password: o.Password}
 	case "shadowsocks":
 		n.Protocol = node.Shadowsocks
-		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts}
+		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts, UDPOverTCP: bool(o.UDPOverTCP)}
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC

@@ -131,7 +131,7 @@ func startSkiff(t *testing.T, s *harness.Server, link string, extra ...string) (
 // checkNoSecrets fails t when out contains one of s's secrets.
 func checkNoSecrets(t *testing.T, out string, s *harness.Server) {
 	t.Helper()
-	for _, secret := range []string{s.Password, s.ObfsPassword, s.UUID} {
+	for _, secret := range []string{s.Password, s.ObfsPassword, s.UUID, s.SSUserPSK} {
 		if secret != "" && strings.Contains(out, secret) {
 			t.Errorf("skiff's output contains a secret of the link (%d characters)", len(secret))
 		}

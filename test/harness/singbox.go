@@ -38,6 +38,15 @@ type Server struct {
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 
+	// Shadowsocks: Method, Password (the server's PSK or password),
+	// SSUserPSK (a user's PSK on a multi-user server; clients then use
+	// Password:SSUserPSK), Plugin (Plugin* constants) and the port sing-box
+	// listens on behind the plugin.
+	Method          string
+	SSUserPSK       string
+	Plugin          string
+	PluginInnerPort int
+
 	// NoTLS makes a VLESS server speak without TLS, for tests that put a
 	// TLS-terminating recorder in front of it. Links still say
 	// security=tls.
@@ -59,7 +68,7 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		"key_path":         s.Cert.KeyFile,
 	}
 	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port}
-	if !s.NoTLS || s.Kind == Hysteria2 {
+	if (!s.NoTLS || s.Kind == Hysteria2) && s.Kind != Shadowsocks {
 		in["tls"] = tls
 	}
 	switch s.Kind {
@@ -76,6 +85,8 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		if s.Kind == VLESSWS {
 			in["transport"] = s.wsTransport()
 		}
+	case Shadowsocks:
+		s.ssInbound(in)
 	default:
 		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
 	}
@@ -129,6 +140,8 @@ func (s *Server) Link(tls ClientTLS) string {
 		}
 		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
+	case Shadowsocks:
+		return s.ssLink()
 	default:
 		q.Set("encryption", "none")
 		q.Set("security", "tls")
@@ -165,6 +178,8 @@ func (s *Server) ClientOutbound() map[string]any {
 			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case Shadowsocks:
+		s.ssOutbound(out)
 	default:
 		out["type"] = "vless"
 		out["uuid"] = s.UUID

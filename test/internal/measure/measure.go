@@ -30,7 +30,7 @@ type Settings struct {
 	Warmup     time.Duration // warm-up transfer before a client's runs
 	Runs       int           // runs per direction; the median is reported
 	Streams    int           // concurrent TCP streams
-	Protocols  []string      // hysteria2, vless-ws, vless-tcp
+	Protocols  []string      // hysteria2, vless-ws, vless-tcp, ss2022
 	Clients    []string      // skiff, sing-box
 	CPUProfile string        // prefix of skiff's CPU profile files; "" none
 	// ProfileUpload profiles the first upload run instead of the download.
@@ -52,7 +52,7 @@ func (s *Settings) Register(fs *flag.FlagSet, quickHelp, profileHelp string, qui
 	fs.IntVar(&s.Runs, "runs", 3, "runs per direction; the median is reported")
 	fs.IntVar(&s.Streams, "streams", 16, "concurrent TCP streams")
 	fs.BoolVar(&s.quick, "quick", false, quickHelp)
-	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, vless-ws, vless-tcp")
+	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, vless-ws, vless-tcp, ss2022")
 	fs.StringVar(&s.clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", profileHelp)
 	fs.BoolVar(&s.ProfileUpload, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
@@ -94,6 +94,8 @@ func Server(proto string, port int, cert *harness.Cert) (*harness.Server, error)
 	switch k := harness.Kind(proto); k {
 	case harness.Hysteria2, harness.VLESSWS, harness.VLESSTCP:
 		s.Kind = k
+	case "ss2022": // Shadowsocks 2022, the method the seed benchmark ranks
+		s.Kind, s.Method, s.Password = harness.Shadowsocks, "2022-blake3-aes-128-gcm", "YmVuY2gtcHNrLTE2Ynl0ZQ=="
 	default:
 		return nil, fmt.Errorf("unknown protocol %q", proto)
 	}

@@ -1,0 +1,222 @@
+package shadowsocks
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// pluginOpt is one key=value (or bare flag) of a SIP003 option string.
+type pluginOpt struct{ key, val string }
+
+// parsePluginOpts splits a SIP003 option string ("k=v;flag;k2=v2", with
+// '\' escaping ';', '=' and '\') in order.
+func parsePluginOpts(s string) ([]pluginOpt, error) {
+	var out []pluginOpt
+	var cur strings.Builder
+	var key string
+	inVal := false
+	flush := func() {
+		if inVal {
+			out = append(out, pluginOpt{key: key, val: cur.String()})
+		} else if cur.Len() > 0 {
+			out = append(out, pluginOpt{key: cur.String()})
+		}
+		cur.Reset()
+		key, inVal = "", false
+	}
+	for i := 0; i < len(s); i++ {
+		switch ch := s[i]; {
+		case ch == '\\':
+			if i+1 == len(s) {
+				return nil, errors.New("option string ends in '\\'")
+			}
+			i++
+			cur.WriteByte(s[i])
+		case ch == ';':
+			flush()
+		case ch == '=' && !inVal:
+			key, inVal = cur.String(), true
+			cur.Reset()
+		default:
+			cur.WriteByte(ch)
+		}
+	}
+	flush()
+	for i := range out {
+		out[i].key = strings.TrimSpace(out[i].key)
+		if out[i].key == "" {
+			return nil, errors.New("option without a name")
+		}
+	}
+	return out, nil
+}
+
+// obfsConfig is obfs-local's settings. In http mode the stream starts as
+// an HTTP WebSocket upgrade request whose body is the first payload, and
+// the server's first bytes are an HTTP response to skip; tls mode is
+// obfsTLSConn.
+type obfsConfig struct {
+	tls  bool   // obfs=tls: the TLS disguise (obfsTLSConn) instead of HTTP
+	sni  string // obfs=tls: the ClientHello's server name
+	host string // Host header, with the port unless it is 80
+	uri  string
+}
+
+func newObfsConfig(kv []pluginOpt, n *node.Node) (*obfsConfig, error) {
+	mode, host, uri := "", "", "/"
+	for _, o := range kv {
+		switch o.key {
+		case "obfs":
+			mode = o.val
+		case "obfs-host":
+			host = o.val
+		case "obfs-uri":
+			uri = o.val
+		case "fast-open":
+		default:
+			return nil, fmt.Errorf("option %q is not supported", o.key)
+		}
+	}
+	switch mode {
+	case "http":
+	case "tls":
+	case "":
+		return nil, errors.New("option obfs missing (http or tls)")
+	default:
+		return nil, fmt.Errorf("obfs=%q is not a mode (http or tls)", mode)
+	}
+	if host == "" {
+		host = "bing.com" // mihomo's default; obfs-local needs one given
+	}
+	if mode == "tls" {
+		return &obfsConfig{tls: true, sni: host}, nil
+	}
+	if n.Port != 80 {
+		host = net.JoinHostPort(host, strconv.Itoa(int(n.Port)))
+	}
+	if uri == "" || uri[0] != '/' {
+		uri = "/" + uri
+	}
+	return &obfsConfig{host: host, uri: uri}, nil
+}
+
+// obfsHTTPConn wraps a TCP connection in simple-obfs's HTTP disguise.
+type obfsHTTPConn struct {
+	net.Conn
+	cfg *obfsConfig
+
+	wmu     sync.Mutex
+	reqSent bool
+
+	rmu      sync.Mutex
+	respDone bool
+	br       *bufio.Reader // while the response header is read; nil after
+}
+
+func newObfsHTTPConn(c net.Conn, cfg *obfsConfig) *obfsHTTPConn {
+	return &obfsHTTPConn{Conn: c, cfg: cfg}
+}
+
+// Write sends the upgrade request with p as its body the first time, p
+// alone after that.
+func (o *obfsHTTPConn) Write(p []byte) (int, error) {
+	o.wmu.Lock()
+	if o.reqSent {
+		o.wmu.Unlock()
+		return o.Conn.Write(p)
+	}
+	defer o.wmu.Unlock()
+	var key [16]byte
+	rand.Read(key[:])
+	var b bytes.Buffer
+	b.Grow(256 + len(p))
+	fmt.Fprintf(&b, "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: curl/7.%d.%d\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\nContent-Length: %d\r\n\r\n",
+		o.cfg.uri, o.cfg.host, 50+randInt(30), randInt(3), base64.StdEncoding.EncodeToString(key[:]), len(p))
+	b.Write(p)
+	o.reqSent = true
+	if _, err := o.Conn.Write(b.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Read skips the server's HTTP response header before the first data.
+func (o *obfsHTTPConn) Read(p []byte) (int, error) {
+	o.rmu.Lock()
+	defer o.rmu.Unlock()
+	if !o.respDone {
+		o.br = bufio.NewReaderSize(o.Conn, 1024)
+		line, err := o.br.ReadSlice('\n')
+		if err != nil {
+			return 0, fmt.Errorf("obfs-local: response: %w", err)
+		}
+		if !bytes.HasPrefix(line, []byte("HTTP/1.1 101")) && !bytes.HasPrefix(line, []byte("HTTP/1.0 101")) {
+			return 0, fmt.Errorf("obfs-local: response %q, want 101 Switching Protocols", bytes.TrimSpace(line[:min(len(line), 40)]))
+		}
+		for {
+			line, err = o.br.ReadSlice('\n')
+			if err != nil {
+				return 0, fmt.Errorf("obfs-local: response header: %w", err)
+			}
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				break
+			}
+		}
+		o.respDone = true
+	}
+	if o.br != nil {
+		if o.br.Buffered() > 0 {
+			return o.br.Read(p)
+		}
+		o.br = nil
+	}
+	return o.Conn.Read(p)
+}
+
+// CloseWrite ends the sending half of the TCP connection underneath.
+func (o *obfsHTTPConn) CloseWrite() error {
+	if cw, ok := o.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.New("obfs-local: transport cannot half-close")
+}
+
+// certPool reads v2ray-plugin's certRaw: a PEM certificate, or the base64
+// body of one without its BEGIN/END lines.
+func certPool(raw string) (*x509.CertPool, error) {
+	data := []byte(raw)
+	if !strings.Contains(raw, "-----BEGIN") {
+		data = []byte("-----BEGIN CERTIFICATE-----\n" + raw + "\n-----END CERTIFICATE-----\n")
+	}
+	pool := x509.NewCertPool()
+	found := false
+	for {
+		var blk *pem.Block
+		blk, data = pem.Decode(data)
+		if blk == nil {
+			break
+		}
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		pool.AddCert(cert)
+		found = true
+	}
+	if !found {
+		return nil, errors.New("no certificate in it")
+	}
+	return pool, nil
+}

@@ -1,0 +1,498 @@
+package shadowsocks
+
+import (
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+)
+
+// bufSize is the size of the pooled buffers a stream seals into and opens
+// in: one 2022 chunk of the largest payload with its length chunk, or the
+// request's headers, fit with room to spare.
+const bufSize = 68 << 10
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b }}
+
+func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
+func putBuf(b *[]byte) { bufPool.Put(b) }
+
+// firstWriteWait is how long a Read that comes before any Write waits for
+// one before sending the request header alone (with padding): the app's
+// first bytes usually follow at once and then ride in the header's chunk.
+const firstWriteWait = 100 * time.Millisecond
+
+// errAuth is what a chunk that fails authentication means to a user.
+var errAuth = errors.New("authentication failed (wrong password or method, or the data was altered)")
+
+// streamConn is one Shadowsocks TCP stream over a transport (TCP, or a
+// plugin's obfuscation or WebSocket). Writes seal whole chunks in place in
+// one pooled buffer and send them with one write; reads fill one pooled
+// buffer from the transport and open the chunks in place. Neither side
+// allocates per chunk, and an idle stream holds no pooled buffer.
+type streamConn struct {
+	net.Conn // the transport
+	c        *Client
+	dst      flow.Addr
+	maxChunk int // largest payload of one chunk
+
+	// Write side, under wmu.
+	wmu     sync.Mutex
+	enc     cipher.AEAD
+	wnonce  [xnonceLen]byte
+	reqSalt [32]byte
+	reqSent atomic.Bool
+	sent    chan struct{} // closed once the request went out (or failed)
+	werr    error
+
+	// Read side: one reader at a time. An idle stream waits on small and
+	// holds no pooled buffer; one in a bulk transfer keeps its buffer.
+	rmu       sync.Mutex
+	dec       cipher.AEAD
+	rnonce    [xnonceLen]byte
+	rbuf      *[]byte // nil while idle
+	r, w      int     // unread ciphertext is rbuf[r:w]
+	pend      []byte  // opened plaintext not yet returned, inside rbuf
+	rerr      error   // a transport error that came with data
+	bulk      bool    // the last transport read was a big one (bulkRead)
+	rerrLater error   // a chunk's failure found after data was returned
+	nextLen   int     // the opened length of the next chunk; 0: not read yet
+	small     [64]byte
+	respDone  bool
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func newStreamConn(tr net.Conn, c *Client, dst flow.Addr) *streamConn {
+	s := &streamConn{Conn: tr, c: c, dst: dst, sent: make(chan struct{}), closed: make(chan struct{})}
+	s.maxChunk = maxPayloadAEAD
+	if c.m.is2022 {
+		s.maxChunk = maxPayload2022
+	}
+	return s
+}
+
+// halfCloser is a streamConn on a transport that can end its sending half
+// (plain TCP): the relay passes an app's EOF on through it.
+type halfCloser struct{ *streamConn }
+
+// CloseWrite sends the request header if nothing was written yet, then
+// ends the transport's sending half.
+func (h halfCloser) CloseWrite() error {
+	if !h.reqSent.Load() {
+		if _, err := h.Write(nil); err != nil {
+			return err
+		}
+	}
+	return h.Conn.(interface{ CloseWrite() error }).CloseWrite()
+}
+
+// Write seals p into chunks and writes them, the request header in front
+// of the first. Big writes go out in as few transport writes as the pooled
+// buffer allows (one for a relay's 60 KiB).
+func (s *streamConn) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.werr != nil {
+		return 0, s.werr
+	}
+	bp := getBuf()
+	defer putBuf(bp)
+	buf := (*bp)[:0]
+	done, pending := 0, 0 // bytes of p written, and sealed into buf
+	if !s.reqSent.Load() {
+		var err error
+		buf, pending, err = s.appendRequest(buf, p)
+		if err != nil {
+			s.failWrite(err)
+			return 0, s.werr
+		}
+		p = p[pending:]
+	}
+	for {
+		for len(p) > 0 && bufSize-len(buf) > 2+2*tagLen {
+			n := min(len(p), s.maxChunk, bufSize-len(buf)-2-2*tagLen)
+			buf = s.sealChunk(buf, p[:n])
+			p = p[n:]
+			pending += n
+		}
+		if len(buf) == 0 {
+			return done, nil
+		}
+		if _, err := s.Conn.Write(buf); err != nil {
+			s.failWrite(fmt.Errorf("shadowsocks: write to %s: %w", s.c.addr, err))
+			return done, s.werr
+		}
+		if !s.reqSent.Load() {
+			s.reqSent.Store(true)
+			close(s.sent)
+		}
+		done += pending
+		pending = 0
+		buf = buf[:0]
+		if len(p) == 0 {
+			return done, nil
+		}
+	}
+}
+
+// failWrite records the stream's write error; a Read waiting for the
+// request sees it.
+func (s *streamConn) failWrite(err error) {
+	s.werr = err
+	if !s.reqSent.Load() {
+		s.reqSent.Store(true)
+		close(s.sent)
+	}
+}
+
+// appendRequest appends the salt and the request header, with as much of
+// p as fits in the header's chunk, and returns how much of p it took.
+func (s *streamConn) appendRequest(buf, p []byte) ([]byte, int, error) {
+	m, k := s.c.m, s.c.k
+	salt := s.reqSalt[:m.keyLen]
+	rand.Read(salt)
+	var err error
+	if s.enc, err = m.aeadFor(k.user, salt); err != nil {
+		return nil, 0, fmt.Errorf("shadowsocks: %s: session key: %w", s.c.addr, err)
+	}
+	buf = append(buf, salt...)
+	addrStart := len(buf)
+	if !m.is2022 {
+		// SIP004: the address is the stream's first bytes, in the
+		// first chunk together with the first payload.
+		a, err := appendAddr(buf[addrStart:addrStart], s.dst)
+		if err != nil {
+			return nil, 0, fmt.Errorf("shadowsocks: request to %s: %w", s.c.addr, err)
+		}
+		n := min(len(p), s.maxChunk-len(a))
+		// Build addr+payload in place, then seal it as one chunk.
+		off := len(buf)
+		buf = buf[:off+2+tagLen+len(a)+n+tagLen]
+		copy(buf[off+2+tagLen+len(a):], p[:n])
+		copy(buf[off+2+tagLen:], a)
+		s.sealInPlace(buf[off:], len(a)+n)
+		return buf, n, nil
+	}
+	// SIP022: identity headers, fixed-length header, variable-length
+	// header (address, padding, first payload).
+	for i := range k.identity {
+		var km [64]byte
+		c := copy(km[:], k.identity[i])
+		c += copy(km[c:], salt)
+		var sub [32]byte
+		deriveKey(sub[:m.keyLen], ctxIdentity, km[:c])
+		b, err := newBlock(sub[:m.keyLen])
+		if err != nil {
+			return nil, 0, err
+		}
+		off := len(buf)
+		buf = buf[:off+16]
+		b.Encrypt(buf[off:], k.idHash[i][:])
+	}
+	var ab [maxAddrLen]byte
+	a, err := appendAddr(ab[:0], s.dst)
+	if err != nil {
+		return nil, 0, fmt.Errorf("shadowsocks: request to %s: %w", s.c.addr, err)
+	}
+	pad := 0
+	switch {
+	case len(p) == 0:
+		pad = 1 + randInt(maxPadding)
+	case len(p) < maxPadding:
+		pad = randInt(maxPadding - len(p) + 1)
+	}
+	n := min(len(p), maxPayload2022-len(a)-2-pad)
+	varLen := len(a) + 2 + pad + n
+	off := len(buf)
+	buf = appendFixedRequest(buf, time.Now(), varLen)
+	buf = buf[:off+fixedReqLen+tagLen]
+	s.enc.Seal(buf[off:off], s.wnonce[:s.enc.NonceSize()], buf[off:off+fixedReqLen], nil)
+	increment(s.wnonce[:s.enc.NonceSize()])
+	off = len(buf)
+	buf = buf[:off+varLen+tagLen]
+	v := buf[off : off+varLen]
+	copy(v, a)
+	binary.BigEndian.PutUint16(v[len(a):], uint16(pad))
+	clear(v[len(a)+2 : len(a)+2+pad])
+	copy(v[len(a)+2+pad:], p[:n])
+	s.enc.Seal(v[:0], s.wnonce[:s.enc.NonceSize()], v, nil)
+	increment(s.wnonce[:s.enc.NonceSize()])
+	return buf, n, nil
+}
+
+// sealChunk appends one chunk carrying payload: sealed length, sealed
+// payload.
+func (s *streamConn) sealChunk(buf, payload []byte) []byte {
+	off := len(buf)
+	buf = buf[:off+2+tagLen+len(payload)+tagLen]
+	copy(buf[off+2+tagLen:], payload)
+	s.sealInPlace(buf[off:], len(payload))
+	return buf
+}
+
+// sealInPlace seals a chunk whose n plaintext bytes already sit at
+// b[2+tagLen:]: it writes and seals the length, then seals the payload.
+func (s *streamConn) sealInPlace(b []byte, n int) {
+	ns := s.enc.NonceSize()
+	binary.BigEndian.PutUint16(b, uint16(n))
+	s.enc.Seal(b[:0], s.wnonce[:ns], b[:2], nil)
+	increment(s.wnonce[:ns])
+	pl := b[2+tagLen : 2+tagLen+n]
+	s.enc.Seal(pl[:0], s.wnonce[:ns], pl, nil)
+	increment(s.wnonce[:ns])
+}
+
+// Read returns the stream's plaintext. The first Read checks the response
+// header (sending the request first if no Write did within
+// firstWriteWait).
+func (s *streamConn) Read(p []byte) (int, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	for len(s.pend) == 0 {
+		if err := s.rerrLater; err != nil {
+			s.release()
+			return 0, err
+		}
+		var err error
+		if !s.respDone {
+			err = s.readResponse()
+		} else {
+			err = s.readChunk()
+		}
+		if err != nil {
+			s.release()
+			return 0, err
+		}
+	}
+	n := copy(p, s.pend)
+	s.pend = s.pend[n:]
+	// Hand out the chunks already here too, so that the app side gets
+	// one big write instead of one per chunk.
+	for n < len(p) && len(s.pend) == 0 && s.buffered() {
+		if err := s.readChunk(); err != nil {
+			s.rerrLater = err
+			break
+		}
+		c := copy(p[n:], s.pend)
+		s.pend = s.pend[c:]
+		n += c
+	}
+	if len(s.pend) == 0 && s.r == s.w && !s.bulk {
+		s.release()
+	}
+	return n, nil
+}
+
+// buffered reports whether the next chunk is whole in rbuf, so that
+// opening it does not wait for the network. It opens the chunk's length
+// when that is there.
+func (s *streamConn) buffered() bool {
+	if s.nextLen == 0 {
+		if s.w-s.r < 2+tagLen {
+			return false
+		}
+		if err := s.openLen(); err != nil {
+			s.rerrLater = err
+			return false
+		}
+	}
+	return s.w-s.r >= s.nextLen+tagLen
+}
+
+// bulkRead is a transport read large enough to say that more is coming:
+// the stream then keeps its read buffer between reads (one read system
+// call per batch instead of two).
+const bulkRead = 16 << 10
+
+// release gives the read buffer back when nothing in it is left to read.
+func (s *streamConn) release() {
+	if s.rbuf != nil && len(s.pend) == 0 && s.r == s.w {
+		putBuf(s.rbuf)
+		s.rbuf, s.r, s.w = nil, 0, 0
+	}
+}
+
+// fill makes at least k unread bytes available in rbuf. An idle stream
+// waits on a small array, and takes a pooled buffer only once data came.
+func (s *streamConn) fill(k int) error {
+	for s.w-s.r < k {
+		if s.rerr != nil {
+			return s.rerr
+		}
+		if s.rbuf == nil {
+			n, err := s.Conn.Read(s.small[:])
+			if n == 0 {
+				if err == nil {
+					continue
+				}
+				return err
+			}
+			s.rbuf = getBuf()
+			s.r, s.w = 0, copy(*s.rbuf, s.small[:n])
+			s.rerr = err
+			continue
+		}
+		if bufSize-s.r < k {
+			s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
+			s.r = 0
+		}
+		n, err := s.Conn.Read((*s.rbuf)[s.w:])
+		s.w += n
+		s.bulk = n >= bulkRead
+		if err != nil {
+			s.rerr = err
+		}
+	}
+	return nil
+}
+
+// open opens the sealed n bytes (with tag) at rbuf[r:] in place and
+// consumes them.
+func (s *streamConn) open(n int) ([]byte, error) {
+	b := (*s.rbuf)[s.r : s.r+n+tagLen]
+	ns := s.dec.NonceSize()
+	pl, err := s.dec.Open(b[:0], s.rnonce[:ns], b, nil)
+	increment(s.rnonce[:ns])
+	if err != nil {
+		return nil, errAuth
+	}
+	s.r += n + tagLen
+	return pl, nil
+}
+
+// readChunk opens the next chunk into pend. EOF between chunks is the
+// stream's orderly end.
+func (s *streamConn) readChunk() error {
+	if s.nextLen == 0 {
+		if err := s.fill(2 + tagLen); err != nil {
+			if err == io.EOF && s.w == s.r {
+				return io.EOF
+			}
+			return s.readErr("read", err)
+		}
+		if err := s.openLen(); err != nil {
+			return err
+		}
+	}
+	if err := s.fill(s.nextLen + tagLen); err != nil {
+		return s.readErr("read", err)
+	}
+	var err error
+	s.pend, err = s.open(s.nextLen)
+	s.nextLen = 0
+	if err != nil {
+		return s.readErr("read", err)
+	}
+	return nil
+}
+
+// openLen opens the length of the next chunk, which is in rbuf, into
+// nextLen.
+func (s *streamConn) openLen() error {
+	l, err := s.open(2)
+	if err != nil {
+		return s.readErr("read", err)
+	}
+	n := int(binary.BigEndian.Uint16(l))
+	if n == 0 || n > s.maxChunk {
+		return s.readErr("read", fmt.Errorf("chunk of %d bytes (at most %d)", n, s.maxChunk))
+	}
+	s.nextLen = n
+	return nil
+}
+
+// readErr wraps a read failure with the server and the step.
+func (s *streamConn) readErr(step string, err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("shadowsocks: %s from %s: %w", step, s.c.addr, err)
+}
+
+// readResponse sends the request if no Write did yet, then reads the
+// server's salt and, for 2022, checks the response header (type,
+// timestamp, the echoed request salt, a fresh salt) before the first
+// chunk.
+func (s *streamConn) readResponse() error {
+	if !s.reqSent.Load() {
+		t := time.NewTimer(firstWriteWait)
+		select {
+		case <-s.sent:
+		case <-s.closed:
+		case <-t.C:
+		}
+		t.Stop()
+		if _, err := s.Write(nil); err != nil {
+			return err
+		}
+	}
+	<-s.sent
+	s.wmu.Lock()
+	werr := s.werr
+	s.wmu.Unlock()
+	if werr != nil {
+		return werr
+	}
+	m := s.c.m
+	if err := s.fill(m.keyLen); err != nil {
+		if err == io.EOF || errors.Is(err, syscall.ECONNRESET) {
+			// What a server does with a request it cannot authenticate.
+			return fmt.Errorf("shadowsocks: response from %s: the server closed the connection before answering (wrong password or method?): %w", s.c.addr, err)
+		}
+		return s.readErr("response", err)
+	}
+	salt := (*s.rbuf)[s.r : s.r+m.keyLen]
+	var err error
+	if s.dec, err = m.aeadFor(s.c.k.user, salt); err != nil {
+		return fmt.Errorf("shadowsocks: %s: session key: %w", s.c.addr, err)
+	}
+	if m.is2022 && !s.c.salts.add(salt, time.Now()) {
+		return fmt.Errorf("shadowsocks: response from %s: salt seen before (a replayed response)", s.c.addr)
+	}
+	s.r += m.keyLen
+	s.respDone = true
+	if !m.is2022 {
+		return s.readChunk()
+	}
+	hl := 1 + 8 + m.keyLen + 2
+	if err := s.fill(hl + tagLen); err != nil {
+		return s.readErr("response", err)
+	}
+	h, err := s.open(hl)
+	if err != nil {
+		return s.readErr("response", err)
+	}
+	n, err := parseFixedResponse(h, s.reqSalt[:m.keyLen], time.Now())
+	if err != nil {
+		return s.readErr("response", err)
+	}
+	if err := s.fill(n + tagLen); err != nil {
+		return s.readErr("response", err)
+	}
+	if s.pend, err = s.open(n); err != nil {
+		return s.readErr("response", err)
+	}
+	return nil
+}
+
+// Close closes the stream and its transport.
+func (s *streamConn) Close() error {
+	err := net.ErrClosed
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		err = s.Conn.Close()
+		s.c.untrack(s)
+	})
+	return err
+}
