@@ -42,6 +42,10 @@ var (
 // create a TUN device or change routes.
 var ErrPermission = errors.New("TUN mode needs root or CAP_NET_ADMIN: run with sudo or `setcap cap_net_admin+ep skiff`")
 
+// ErrStillRunning is returned (wrapped) by Cleanup when the process that
+// made the recorded changes is still running.
+var ErrStillRunning = errors.New("the skiff that made the changes is still running")
+
 // Config says how to open the device and route traffic into it. Start from
 // DefaultConfig: the zero value routes nothing.
 type Config struct {
@@ -250,7 +254,7 @@ func Cleanup(stateFile string, log *slog.Logger) error {
 		return err
 	}
 	if pid := st.State.PID; pid != os.Getpid() && processAlive(pid) {
-		return fmt.Errorf("tun: skiff (pid %d) that made the changes in %s is still running: stop it first", pid, stateFile)
+		return fmt.Errorf("tun: %s: %w (pid %d): stop it first", stateFile, ErrStillRunning, pid)
 	}
 	log.Info("tun: restoring routes left by a previous run", "pid", st.State.PID, "state", stateFile)
 	return restore(st, log)

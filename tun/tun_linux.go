@@ -1,10 +1,13 @@
 package tun
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -124,6 +127,8 @@ func undo(c Change) error {
 			return nil // not ours: some other interface took the name
 		}
 		return netlink.LinkDel(l)
+	case c.Kind == "nft" && len(c.Undo) > 0 && c.Undo[0] == "nft":
+		return undoNft(c.Undo)
 	case len(c.Undo) > 0:
 		return fmt.Errorf("a %q change cannot be undone on linux", c.Kind)
 	}
@@ -193,7 +198,19 @@ func netlinkRoute(r Route) (*netlink.Route, error) {
 	return nr, nil
 }
 
-// processAlive reports whether a process with this id exists.
+// processAlive reports whether a process with this id exists and has not
+// exited (a zombie, not yet reaped by its parent, has).
 func processAlive(pid int) bool {
-	return pid > 0 && unix.Kill(pid, 0) != unix.ESRCH
+	if pid <= 0 || unix.Kill(pid, 0) == unix.ESRCH {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
 }

@@ -208,7 +208,12 @@ type TUN struct {
 	AutoRoute   bool     `json:"autoRoute,omitempty"`
 	StrictRoute bool     `json:"strictRoute,omitempty"`
 	DNSHijack   bool     `json:"dnsHijack,omitempty"`
-	KillSwitch  bool     `json:"killSwitch,omitempty"`
+	KillSwitch  bool     `json:"killSwitch,omitempty"` // block all traffic outside Skiff, also while it is not running
+	// KillSwitchAllowLAN lets the LAN through the kill switch.
+	KillSwitchAllowLAN bool `json:"killSwitchAllowLAN,omitempty"`
+	// FakeIPRange is the fake-IP pool's ranges, as core.ParseFakeIPRange
+	// reads it; empty: the default.
+	FakeIPRange string `json:"fakeIPRange,omitempty"`
 }
 
 // Duration is a time.Duration written as text ("1h30m") in JSON.

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -71,6 +70,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
 	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
 	fs.StringVar(&rf.tun.dns, "tun-dns", core.DNSFakeIP, "with --tun: DNS inside the tunnel, fake-ip or real-ip (resolved through the server)")
+	fs.BoolVar(&rf.tun.ipv6, "tun-ipv6", true, "with --tun: give the device an IPv6 address and carry IPv6 (off: IPv6 is blocked in strict mode, never leaked)")
+	fs.StringVar(&rf.tun.fakeIPRange, "tun-fakeip-range", "", "with --tun: the fake-IP ranges, an IPv4 and/or an IPv6 prefix separated by a comma (default "+dns.DefaultPrefix4.String()+","+dns.DefaultPrefix6.String()+")")
+	fs.BoolVar(&rf.tun.killSwitch, "kill-switch", false, "with --tun: block all traffic outside the tunnel, also after skiff stops or dies, until a run without it (or skiff cleanup)")
+	fs.BoolVar(&rf.tun.ksAllowLAN, "kill-switch-allow-lan", false, "with --kill-switch: let the LAN (private and link-local ranges) through, DNS excepted")
 	fs.StringVar(&rf.tun.dnsUpstream, "tun-dns-upstream", core.DefaultDNSUpstream, "with --tun: the DNS server asked through the proxy (https://host/path, tls://host, tcp://host or udp://host, with optional :port)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
@@ -91,6 +94,14 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		if _, err := dns.NewUpstream(nil, rf.tun.dnsUpstream); err != nil {
 			return nil, fmt.Errorf("--tun-dns-upstream: %v", err)
 		}
+		if rf.tun.fakeIPRange != "" {
+			var err error
+			if rf.tun.fake4, rf.tun.fake6, err = core.ParseFakeIPRange(rf.tun.fakeIPRange); err != nil {
+				return nil, fmt.Errorf("--tun-fakeip-range: %v", err)
+			}
+		}
+	} else if rf.tun.killSwitch {
+		return nil, errors.New("--kill-switch: needs --tun")
 	}
 	if len(ls)+len(saved) == 0 {
 		return nil, errors.New("--link or --node: at least one server is needed")
@@ -154,7 +165,8 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ignoreSIGPIPE()
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
@@ -178,8 +190,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}
 	if rf.tun.on {
-		cfg.TUN = &core.TUNConfig{Name: rf.tun.name, MTU: rf.tun.mtu, Strict: rf.tun.strict,
-			ExcludePrivate: rf.tun.private, IPv6: true, DNS: core.DNSConfig{Mode: rf.tun.dns, Upstream: rf.tun.dnsUpstream}}
+		cfg.TUN = rf.tun.config()
 	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)
