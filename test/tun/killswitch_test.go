@@ -256,7 +256,9 @@ func TestSkiffRunTUNKillSwitch(t *testing.T) {
 	px := l.startProxies(t)
 	sink := l.newSinkCounter(t, px)
 	state := t.TempDir()
-	t.Cleanup(func() { exec.Command("ip", "netns", "exec", l.cli, "nft", "delete", "table", "inet", "skiff_killswitch").Run() })
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "exec", l.cli, "nft", "delete", "table", "inet", "skiff_killswitch").Run()
+	})
 
 	if got := l.tryOutside(t); len(got) != 5 {
 		t.Fatalf("before skiff runs only %v of the direct connections succeed: the lab is broken", got)
