@@ -157,6 +157,8 @@ type Tunnel struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	mu sync.Mutex // serialises NetworkChanged and AddExclusions
 }
 
 // Name returns the device's name (e.g. "skiff0", "utun5").
@@ -169,6 +171,17 @@ func (t *Tunnel) MTU() int { return t.cfg.MTU }
 // to their servers and the direct outbound): they bypass the tunnel, with
 // the fwmark on Linux and bound to the current default interface elsewhere.
 func (t *Tunnel) Dialer() outbound.Dialer { return t.bind }
+
+// NetworkChanged is called when the network under the tunnel changed (see
+// package netmon): the bypass looks for the new default interface at once
+// (macOS, Windows), and the routes and rules that the OS dropped with an
+// interface are put back (Linux). It returns what it re-installed.
+func (t *Tunnel) NetworkChanged() ([]string, error) {
+	t.bind.refresh()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return repairPlatform(t)
+}
 
 // Close removes every route and rule that Open added, closes the device and
 // deletes the state file. It is safe to call more than once.
