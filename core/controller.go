@@ -26,6 +26,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/netmon"
 )
 
 // State is where the core is in its life.
@@ -161,6 +162,7 @@ type run struct {
 	inbound *mixed.Server
 	routing *routing
 	tun     *tunRun // nil unless TUN mode
+	netmon  *netmon.Monitor
 }
 
 // NewController returns a stopped Controller.
@@ -284,6 +286,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		defer r.wg.Done()
 		trimMemory(runCtx, r.stats, 2*time.Second)
 	}()
+	r.netmon = watchNetwork(r, c.log)
 	return r, st, nil
 }
 
@@ -311,6 +314,7 @@ func (c *Controller) Stop() error {
 		}
 		return nil
 	}
+	r.netmon.Stop() // no re-dial or repair while tearing down
 	var errs []error
 	if r.tun != nil && r.tun.stack != nil {
 		errs = append(errs, r.tun.stack.Close()) // no new flows from the TUN

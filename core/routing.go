@@ -27,6 +27,7 @@ type routing struct {
 	proxy   string       // the proxy target's display name
 	group   *group.Group // the failover group, when there are several nodes
 	outs    []outbound.Outbound
+	nodes   []outbound.Outbound // each node's outbound, in or out of the group
 	targets map[string]outbound.Outbound
 }
 
@@ -56,6 +57,7 @@ func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
 			return nil, fmt.Errorf("server %d: %w", i+1, err)
 		}
 		r.outs = append(r.outs, ob)
+		r.nodes = append(r.nodes, ob)
 		members = append(members, group.Member{Name: nodeName(n), Outbound: ob})
 	}
 	switch len(members) {
