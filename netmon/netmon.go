@@ -114,7 +114,8 @@ func (m *Monitor) report(reason string) {
 	}
 }
 
-// loop gathers reasons for Settle after the first and calls fn once.
+// loop gathers reasons for Settle after the first (not after a resume)
+// and calls fn once.
 func (m *Monitor) loop(ctx context.Context) {
 	for {
 		var ev Event
@@ -132,7 +133,14 @@ func (m *Monitor) loop(ctx context.Context) {
 		case r := <-m.raw:
 			add(r)
 		}
-		settle := time.NewTimer(m.cfg.Settle)
+		// A resume is acted on at once: the connections are likely dead,
+		// and the apps' first flows after it come within milliseconds.
+		// Network changes come in bursts and are gathered.
+		wait := m.cfg.Settle
+		if ev.Resume {
+			wait = 0
+		}
+		settle := time.NewTimer(wait)
 	gather:
 		for {
 			select {

@@ -1,0 +1,158 @@
+package tun_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+// Uplink B of the client namespace (TEST-NET-1), beside the lab's A.
+const (
+	upBCli4 = "192.0.2.1"
+	upBSrv4 = "192.0.2.2"
+)
+
+// addUplinkB joins the namespaces by a second veth, B, whose client end
+// has upBCli4; the default route stays on A.
+func (l *lab) addUplinkB(t *testing.T) (vethA, vethB string) {
+	t.Helper()
+	id := strings.TrimPrefix(l.cli, "tuntest-c")
+	vethA, vethB = "vc"+id, "vb"+id
+	run(t, "ip", "link", "add", vethB, "netns", l.cli, "type", "veth", "peer", "name", "wb"+id, "netns", l.srv)
+	run(t, "ip", "-n", l.cli, "addr", "add", upBCli4+"/24", "dev", vethB)
+	run(t, "ip", "-n", l.srv, "addr", "add", upBSrv4+"/24", "dev", "wb"+id)
+	run(t, "ip", "-n", l.cli, "link", "set", vethB, "up")
+	run(t, "ip", "-n", l.srv, "link", "set", "wb"+id, "up")
+	return vethA, vethB
+}
+
+// firstSuccess makes new connections through the tunnel, one after the
+// other, from `since` until one succeeds or 15 s pass, and returns how
+// long after `since` the first one succeeded (-1: none did).
+func (l *lab) firstSuccess(target string, since time.Time) time.Duration {
+	for time.Since(since) < 15*time.Second {
+		if out, err := l.client("tcp " + target); err == nil && strings.HasPrefix(out, "ok") {
+			return time.Since(since)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return -1
+}
+
+// TestSkiffRunTUNNetworkChange: a client with two uplinks. In the middle
+// of a download through `skiff run --tun`, the default route moves from A
+// to B and A's address is deleted (a Wi-Fi change). New connections
+// succeed within 2 s, through a Hysteria2 and through a VLESS primary, and
+// the Hysteria2 connection is dialled again from the new uplink's address
+// (sing-box logs a connection from it).
+func TestSkiffRunTUNNetworkChange(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pick func(*proxies) proxy
+	}{
+		{"hysteria2", func(p *proxies) proxy { return p.hy2 }},
+		{"vless-ws-tls", func(p *proxies) proxy { return p.vlessWS }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLab(t)
+			harness.NeedSkiff(t)
+			px := l.startProxies(t)
+			vethA, vethB := l.addUplinkB(t)
+			p := tc.pick(px)
+			s := l.startSkiff(t, t.TempDir(), []string{p.link}, "--log-level", "debug")
+			if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+				t.Fatalf("through skiff before the change: %v %s", err, out)
+			}
+			dl := l.start(helperEnv+"=client", fmt.Sprintf("SKIFF_TUN_ARGS=download %s:7004 100000", echoAddr4))
+			time.Sleep(time.Second)
+
+			changed := time.Now()
+			run(t, "ip", "-n", l.cli, "route", "replace", "default", "via", upBSrv4, "dev", vethB)
+			run(t, "ip", "-n", l.cli, "addr", "del", cliAddr4+"/24", "dev", vethA)
+			took := l.firstSuccess(echoAddr4+":7001", changed)
+			t.Logf("%s: first new connection through the tunnel %v after the uplink changed", tc.name, took.Round(time.Millisecond))
+			if took < 0 || took > 2*time.Second {
+				t.Errorf("%s: no new connection within 2 s of the uplink change (first after %v)", tc.name, took)
+			}
+			dl.cmd.Process.Kill()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := s.p.WaitText(ctx, "netmon: network changed"); err != nil {
+				t.Fatalf("skiff's log does not show the network change: %v", err)
+			}
+			if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+				t.Errorf("through skiff after it handled the change: %v %s", err, out)
+			}
+			if tc.name == "hysteria2" {
+				// quic-go moves a connection to the new address by
+				// itself (the server saw the old socket's port from the
+				// new address); a re-dial is a new socket: a new port.
+				before, after := serverPorts(px.proc.Output(), cliAddr4), serverPorts(px.proc.Output(), upBCli4)
+				redialled := false
+				for p := range after {
+					if !before[p] {
+						redialled = true
+					}
+				}
+				t.Logf("sing-box saw ports %v from uplink A, %v from B", keys(before), keys(after))
+				if !redialled {
+					t.Error("no connection from a new socket after the change: the QUIC connection was not dialled again")
+				}
+			}
+			s.stop(t)
+		})
+	}
+}
+
+// TestSkiffRunTUNResume stops `skiff run --tun` (Hysteria2) with SIGSTOP
+// for 30 s while the server restarts (its connection state is gone, as a
+// flushed NAT mapping would lose it), then SIGCONT: traffic goes through
+// again within 2 s.
+func TestSkiffRunTUNResume(t *testing.T) {
+	l := newLab(t)
+	harness.NeedSkiff(t)
+	px := l.startProxies(t)
+	s := l.startSkiff(t, t.TempDir(), []string{px.hy2.link})
+	if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+		t.Fatalf("through skiff: %v %s", err, out)
+	}
+	syscall.Kill(s.p.Pid(), syscall.SIGSTOP)
+	stopped := time.Now()
+	px.restart(t)
+	time.Sleep(30*time.Second - time.Since(stopped))
+	syscall.Kill(s.p.Pid(), syscall.SIGCONT)
+	resumed := time.Now()
+	took := l.firstSuccess(echoAddr4+":7001", resumed)
+	t.Logf("after SIGSTOP 30 s with a server restart: first connection %v after SIGCONT", took.Round(time.Millisecond))
+	if took < 0 || took > 2*time.Second {
+		t.Errorf("no connection within 2 s of the resume (first after %v)", took)
+	}
+	s.stop(t)
+}
+
+// serverPorts returns the client ports sing-box's log shows Hysteria2
+// connections from addr with.
+func serverPorts(log, addr string) map[string]bool {
+	ports := map[string]bool{}
+	re := regexp.MustCompile(`inbound/hysteria2\[hysteria2\]: inbound (?:packet )?connection from ` + regexp.QuoteMeta(addr) + `:(\d+)`)
+	for _, m := range re.FindAllStringSubmatch(log, -1) {
+		ports[m[1]] = true
+	}
+	return ports
+}
+
+func keys(m map[string]bool) []string {
+	var k []string
+	for s := range m {
+		k = append(k, s)
+	}
+	slices.Sort(k)
+	return k
+}
