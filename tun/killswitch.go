@@ -18,8 +18,8 @@ import (
 //
 //   - everything through the TUN device Device (present or not);
 //   - Skiff's own sockets to the servers (Linux: the fwmark Mark, the same
-//     mark that keeps them out of the tunnel; macOS and Windows: traffic to
-//     Servers);
+//     mark that keeps them out of the tunnel; Windows: Skiff's executable;
+//     macOS: traffic to Servers);
 //   - loopback, DHCP (v4 and v6) and IPv6 neighbour discovery;
 //   - with AllowLAN, the private and link-local ranges (PrivatePrefixes),
 //     except DNS.
@@ -35,7 +35,11 @@ type KillSwitch struct {
 	Device   string         // DefaultName when ""
 	Mark     uint32         // DefaultMark when 0
 	AllowLAN bool           // let the LAN through
-	Servers  []netip.Prefix // the servers' addresses (macOS, Windows)
+	Servers  []netip.Prefix // the servers' addresses (macOS)
+	// Addrs are the device's addresses (Windows, where what enters the
+	// tunnel is matched by its source address); DefaultAddr4 and
+	// DefaultAddr6 when nil.
+	Addrs []netip.Prefix
 	// StateFile is the tunnel's state file (DefaultStateFile() when ""):
 	// the kill switch's record is KillSwitchFile(StateFile).
 	StateFile string
@@ -48,6 +52,9 @@ func (k *KillSwitch) fill() {
 	}
 	if k.Mark == 0 {
 		k.Mark = DefaultMark
+	}
+	if k.Addrs == nil {
+		k.Addrs = []netip.Prefix{DefaultAddr4, DefaultAddr6}
 	}
 	if k.StateFile == "" {
 		k.StateFile = DefaultStateFile()

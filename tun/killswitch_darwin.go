@@ -41,3 +41,5 @@ func enableKillSwitch(k *KillSwitch, st *stateFile) error {
 	}
 	return st.record(Change{Kind: "command", Undo: []string{"pfctl", "-X", token}})
 }
+
+func undoWFP([]string) error { return fmt.Errorf("no WFP on macOS") }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -149,5 +150,46 @@ func TestKillSwitchFile(t *testing.T) {
 	}
 	if KillSwitchOn(state) {
 		t.Error("record left after DisableKillSwitch")
+	}
+}
+
+func TestPlanWFPKillSwitch(t *testing.T) {
+	names := func(rules []wfpRule) []string {
+		s := make([]string, len(rules))
+		for i, r := range rules {
+			s[i] = r.String()
+		}
+		return s
+	}
+	k := KillSwitch{}
+	k.fill()
+	got := names(planWFPKillSwitch(&k))
+	want := []string{
+		"v4 w15 permit loopback",
+		"v4 w14 permit app",
+		"v4 w13 permit from 172.19.0.0/30",
+		"v4 w12 permit proto 17 port 67",
+		"v4 w9 block",
+		"v6 w15 permit loopback",
+		"v6 w14 permit app",
+		"v6 w13 permit from fdfe:dcba:9876::/126",
+		"v6 w12 permit proto 17 port 547",
+		"v6 w12 permit proto 58 to fe80::/10,ff02::/16",
+		"v6 w9 block",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("plan:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	k.AllowLAN = true
+	got = names(planWFPKillSwitch(&k))
+	for _, w := range []string{
+		"v4 w11 block proto 6,17 port 53",
+		"v4 w10 permit to 10.0.0.0/8,100.64.0.0/10,169.254.0.0/16,172.16.0.0/12,192.168.0.0/16,224.0.0.0/4,255.255.255.255/32",
+		"v6 w11 block proto 6,17 port 53",
+		"v6 w10 permit to fc00::/7,fe80::/10,ff00::/8",
+	} {
+		if !slices.Contains(got, w) {
+			t.Errorf("allow-LAN plan lacks %q:\n%s", w, strings.Join(got, "\n"))
+		}
 	}
 }
