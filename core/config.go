@@ -42,4 +42,3 @@ type Config struct {
 
 // DefaultListen is the local proxy's address when Config.Listen is empty.
 const DefaultListen = "127.0.0.1:1080"
-

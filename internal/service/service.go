@@ -34,9 +34,9 @@ const Group = "skiff"
 
 // Options configure Run.
 type Options struct {
-	Socket   string       // "": DefaultSocket
-	StateDir string       // where the profile is kept; "": DefaultStateDir
-	Group    string       // the operators' group; "": Group
+	Socket   string // "": DefaultSocket
+	StateDir string // where the profile is kept; "": DefaultStateDir
+	Group    string // the operators' group; "": Group
 	// LogLevel is the core's log level; nil: Info.
 	LogLevel slog.Leveler
 }
