@@ -147,7 +147,7 @@ type ImportResult struct {
 	Format       string   `json:"format,omitempty"`
 	Nodes        int      `json:"nodes"`       // nodes in the body
 	Added        int      `json:"added"`       // of them, new to the profile
-	Unsupported  int      `json:"unsupported"` // of them, not dialable by this Skiff
+	Unsupported  []string `json:"unsupported,omitempty"` // of them, those this Skiff cannot dial: "name: why"
 	Warnings     []string `json:"warnings,omitempty"`
 	// Error is why a subscription's fetch failed (the URL is saved and
 	// retried); nil when it worked.

@@ -453,7 +453,11 @@ func result(res *subscription.Result) *ImportResult {
 	}
 	out.Format = string(res.Format)
 	out.Nodes = len(res.Nodes)
-	out.Unsupported = res.Unsupported()
+	for _, n := range res.Nodes {
+		if ok, why := subscription.Supported(n); !ok {
+			out.Unsupported = append(out.Unsupported, n.Name+": "+why)
+		}
+	}
 	for _, w := range res.Warnings {
 		out.Warnings = append(out.Warnings, w.String())
 	}
