@@ -145,8 +145,8 @@ type ImportResult struct {
 	Subscription string   `json:"subscription,omitempty"` // the subscription's ID, for a URL
 	Existing     bool     `json:"existing,omitempty"`     // the URL was already saved (it was refreshed)
 	Format       string   `json:"format,omitempty"`
-	Nodes        int      `json:"nodes"`       // nodes in the body
-	Added        int      `json:"added"`       // of them, new to the profile
+	Nodes        int      `json:"nodes"`                 // nodes in the body
+	Added        int      `json:"added"`                 // of them, new to the profile
 	Unsupported  []string `json:"unsupported,omitempty"` // of them, those this Skiff cannot dial: "name: why"
 	Warnings     []string `json:"warnings,omitempty"`
 	// Error is why a subscription's fetch failed (the URL is saved and

@@ -122,7 +122,10 @@ func (l *Local) Disconnect(context.Context) error {
 	l.mu.Lock()
 	l.route = nil
 	l.mu.Unlock()
-	return Wrap(err)
+	if err != nil {
+		return Wrap(err)
+	}
+	return nil
 }
 
 // Status implements Backend.
