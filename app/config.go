@@ -87,7 +87,7 @@ func buildConfig(p *profile.Profile, prefs Prefs) (route, error) {
 	r.cfg.Policy.ProbeURL = p.Settings.ProbeURL
 	if prefs.Mode == ModeTUN {
 		tc := core.DefaultTUNConfig()
-		tc.Strict = p.Settings.TUN.StrictRoute
+		tc.Strict = p.Settings.TUN.Strict()
 		tc.MTU = p.Settings.TUN.MTU
 		tc.IPv6 = prefs.IPv6
 		tc.DNS.Mode = prefs.DNSMode
