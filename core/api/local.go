@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -37,6 +38,8 @@ type Local struct {
 	mu    sync.Mutex // guards route and ref
 	route *Route     // what the running Connect used
 	ref   *subscription.Refresher
+
+	killSwitch atomic.Bool // ApplyKillSwitch was called: the profile's setting is applied on every save
 }
 
 // NewLocal returns a Backend over ctrl and store; f fetches subscriptions
@@ -292,6 +295,28 @@ func (l *Local) SetProfile(_ context.Context, p *profile.Profile, rev string) er
 		return err
 	}
 	l.profileChanged()
+	if l.killSwitch.Load() {
+		if err := l.ApplyKillSwitch(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplyKillSwitch puts the saved profile's kill switch in force, or removes
+// it when the setting is off, and from then on again whenever the profile
+// is saved. The service calls it when it starts, before anything connects,
+// so that the kill switch holds from boot and after a crash.
+func (l *Local) ApplyKillSwitch() error {
+	l.killSwitch.Store(true)
+	p, err := l.store.Load()
+	if p == nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	tc := plan.TUN(p.Settings.TUN)
+	if err := core.ApplyKillSwitch(&tc, "", nil, l.log); err != nil {
+		return fmt.Errorf("kill switch: %w", err)
+	}
 	return nil
 }
 
@@ -303,6 +328,9 @@ func (l *Local) update(fn func(*profile.Profile) error) error {
 	l.pmu.Unlock()
 	if err == nil {
 		l.profileChanged()
+		if l.killSwitch.Load() {
+			err = l.ApplyKillSwitch()
+		}
 	}
 	return err
 }
@@ -342,7 +370,7 @@ func CheckProfile(p *profile.Profile) error {
 	if _, err := plan.Rules(p.Routes.Rules); err != nil {
 		return err
 	}
-	return nil
+	return plan.CheckTUN(p.Settings.TUN)
 }
 
 // Import implements Backend.

@@ -46,6 +46,11 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stderr, "skiff: %v\n", err)
 				return 1
 			}
+			// With the service gone nothing would ever lift the kill
+			// switch: the uninstaller does (the recorded routes, too).
+			if code := runCleanup(nil, nil, stdout, stderr); code != 0 {
+				return code
+			}
 			return 0
 		}
 	}

@@ -78,6 +78,12 @@ func Run(ctx context.Context, o Options) error {
 		log.Warn("service: profile", "err", err)
 	}
 	local := api.NewLocal(ctrl, store, nil)
+	// The kill switch before anything else: it holds from boot, while
+	// nothing is connected yet. An error is logged, not fatal: the service
+	// must come up to be told to turn it off.
+	if err := local.ApplyKillSwitch(); err != nil {
+		log.Error("service: kill switch", "err", err)
+	}
 	if err := local.Start(ctx); err != nil {
 		return err
 	}
