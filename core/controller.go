@@ -23,7 +23,6 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/netmon"
 )
@@ -227,7 +226,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		cfg.Dialer = t.Dialer()
 	}
 	if cfg.Dialer == nil {
-		cfg.Dialer = &outbound.SystemDialer{}
+		cfg.Dialer = proxyModeDialer()
 	}
 	fail := func(err error, closers ...func() error) (*run, Status, error) {
 		for _, c := range closers {

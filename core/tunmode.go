@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"time"
 
@@ -146,6 +147,30 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 	}
 	log.Info("tun: up", "device", t.Name(), "mtu", t.MTU(), "strict", cfg.StrictRoute, "kill_switch", tc.KillSwitch)
 	return t, nil
+}
+
+// proxyModeDialer is the outbounds' dialer without TUN: the system's, its
+// sockets marked as TUN mode's are when a kill switch is in force on
+// Linux (left by a TUN run or the service), so that the proxy still
+// reaches its servers through it. Marking needs CAP_NET_ADMIN, which a
+// process that could not have made the kill switch may lack: then the
+// sockets stay unmarked, and blocked.
+func proxyModeDialer() outbound.Dialer {
+	if runtime.GOOS == "linux" && tun.KillSwitchOn("") && canMark() {
+		return &outbound.SystemDialer{Mark: tun.DefaultMark}
+	}
+	return &outbound.SystemDialer{}
+}
+
+// canMark reports whether this process may set SO_MARK.
+func canMark() bool {
+	d := &outbound.SystemDialer{Mark: tun.DefaultMark}
+	pc, err := d.ListenPacket(context.Background(), "udp", "127.0.0.1:0")
+	if err != nil {
+		return false
+	}
+	pc.Close()
+	return true
 }
 
 // fakeIPRanges returns the fake-IP pool's ranges.

@@ -299,6 +299,23 @@ func TestSkiffRunTUNKillSwitch(t *testing.T) {
 		t.Errorf("after a clean stop with the kill switch on, these succeeded: %v", got)
 	}
 
+	// The local proxy (no TUN) reaches its server through the kill switch:
+	// its sockets carry the mark while one is in force.
+	proxy := harness.Start(t, "skiff-proxy", "ip", "netns", "exec", l.cli, "sh", "-c",
+		`mount --bind "$1" /run/skiff && shift && exec "$@"`, "sh", state,
+		harness.NeedSkiff(t), "run", "--link", px.vlessWS.link, "--listen", "127.0.0.1:11080")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	if err := proxy.WaitText(ctx, "skiff: listening"); err != nil {
+		t.Fatalf("skiff run (proxy mode): %v", err)
+	}
+	cancel()
+	out, err := exec.Command("ip", "netns", "exec", l.cli, "curl", "-sS", "--max-time", "10",
+		"-x", "socks5h://127.0.0.1:11080", "http://"+echoAddr4+"/proxy").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), httpMarker) {
+		t.Errorf("the local proxy with the kill switch in force: %v %s", err, out)
+	}
+	proxy.Stop()
+
 	// The setting off: a run without it removes the kill switch.
 	s = l.startSkiff(t, state, []string{px.hy2.link})
 	s.stop(t)
