@@ -149,6 +149,11 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 	return t, nil
 }
 
+// KillSwitchInForce reports whether a kill switch is recorded as in force
+// (in the default state directory): the window shows that traffic is
+// blocked while Skiff is not connected.
+func KillSwitchInForce() bool { return tun.KillSwitchOn("") }
+
 // proxyModeDialer is the outbounds' dialer without TUN: the system's, its
 // sockets marked as TUN mode's are when a kill switch is in force on
 // Linux (left by a TUN run or the service), so that the proxy still
