@@ -156,3 +156,47 @@ func keys(m map[string]bool) []string {
 	slices.Sort(k)
 	return k
 }
+
+// TestSkiffRunTUNRepair removes some of skiff's routes and rules behind
+// its back (as the OS does when an interface goes away) and then changes
+// the default route: skiff puts back what is missing, and carries traffic.
+func TestSkiffRunTUNRepair(t *testing.T) {
+	l := newLab(t)
+	harness.NeedSkiff(t)
+	px := l.startProxies(t)
+	s := l.startSkiff(t, t.TempDir(), []string{px.hy2.link})
+	during := l.routing()
+	run(t, "ip", "-n", l.cli, "route", "del", "default", "table", "5348")
+	run(t, "ip", "-n", l.cli, "rule", "del", "priority", "5305")
+	run(t, "ip", "-n", l.cli, "-6", "rule", "del", "priority", "5306")
+	if l.routing() == during {
+		t.Fatal("nothing was removed: the test proves nothing")
+	}
+	run(t, "ip", "-n", l.cli, "route", "add", "default", "via", srvAddr4, "metric", "500")
+	if got, ok := l.waitRoutingWith(); !ok {
+		t.Errorf("skiff did not put its routes and rules back after the network change:\n%s", got)
+	}
+	if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+		t.Errorf("through skiff after the repair: %v %s", err, out)
+	}
+	s.stop(t)
+	if !strings.Contains(s.p.Output(), "re-installed what the network change removed") {
+		t.Error("skiff's log does not say what it re-installed")
+	}
+}
+
+// waitRoutingWith waits up to 5 s for the routes and rules that
+// TestSkiffRunTUNRepair removed to be back, and returns what it saw.
+func (l *lab) waitRoutingWith() (string, bool) {
+	var got string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		r4 := run(l.t, "ip", "-n", l.cli, "-4", "route", "show", "table", "5348")
+		ru4 := run(l.t, "ip", "-n", l.cli, "-4", "rule")
+		ru6 := run(l.t, "ip", "-n", l.cli, "-6", "rule")
+		got = r4 + ru4 + ru6
+		if strings.Contains(r4, "default dev skiff0") && strings.Contains(ru4, "5305:") && strings.Contains(ru6, "5306:") {
+			return got, true
+		}
+	}
+	return got, false
+}
