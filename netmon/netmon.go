@@ -8,7 +8,9 @@
 //
 // The OS sources are netlink on Linux, NotifyRouteChange2,
 // NotifyUnicastIpAddressChange and NotifyIpInterfaceChange on Windows and
-// the route socket on macOS. Everywhere a clock watcher adds resumes: a
+// the route socket on macOS; resumes come from logind's PrepareForSleep
+// on Linux (over D-Bus, where there is a system bus). Everywhere a clock
+// watcher adds resumes: a
 // tick that comes late (the process was stopped, the machine slept) or a
 // wall clock that moved apart from the monotonic one (Linux's monotonic
 // clock stands still in suspend).
@@ -85,6 +87,9 @@ func Start(cfg Config, fn func(Event)) *Monitor {
 	m := &Monitor{cfg: cfg, fn: fn, raw: make(chan string, 64), cancel: cancel}
 	if err := watchOS(ctx, &m.wg, cfg.Ignore, m.report); err != nil {
 		cfg.Logger.Warn("netmon: cannot watch the OS for network changes; only resumes are noticed", "err", err)
+	}
+	if err := watchSleep(ctx, &m.wg, m.report); err != nil {
+		cfg.Logger.Debug("netmon: no sleep notifications; the clock watcher notices resumes", "err", err)
 	}
 	m.wg.Add(2)
 	go func() {
