@@ -8,8 +8,8 @@ import "time"
 // way to the server may have dropped, so it would stay silent until its
 // idle time-out. The next flow dials a new connection from a new socket;
 // the old one keeps carrying its open streams while it still can, and is
-// closed once the new one is up (the run goroutine closes it when quic-go
-// gives up on it before that).
+// closed once the new one is up, or after retiredLinger with no new one
+// (the run goroutine closes it when quic-go gives up on it before that).
 func (c *Client) NetworkChanged() {
 	c.mu.Lock()
 	old := c.cur
@@ -21,18 +21,25 @@ func (c *Client) NetworkChanged() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
+		linger := time.NewTimer(retiredLinger)
+		defer linger.Stop()
 		select {
 		case <-old.qc.Context().Done():
 		case <-c.ctx.Done():
-		case <-c.newConn(old):
+		case <-c.newConn(old, linger.C):
 		}
 		old.qc.CloseWithError(closeCodeOK, "")
 	}()
 }
 
+// retiredLinger is how long a retired connection may go on carrying its
+// streams while no new connection replaces it.
+const retiredLinger = 2 * time.Minute
+
 // newConn returns a channel closed once a live connection other than old
-// is up, or the client closes; it polls, as a change is rare.
-func (c *Client) newConn(old *qconn) <-chan struct{} {
+// is up, the client closes, old dies or stop fires; it polls, as a change
+// is rare.
+func (c *Client) newConn(old *qconn, stop <-chan time.Time) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
@@ -47,6 +54,8 @@ func (c *Client) newConn(old *qconn) <-chan struct{} {
 			case <-c.ctx.Done():
 				return
 			case <-old.qc.Context().Done():
+				return
+			case <-stop:
 				return
 			case <-time.After(200 * time.Millisecond):
 			}
