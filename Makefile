@@ -18,7 +18,7 @@ DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxran
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin
 
 # Packages built for the other desktop systems by `make cross` (CGO off).
-CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./internal/...
+CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./netmon/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.

@@ -87,10 +87,19 @@ func buildConfig(p *profile.Profile, prefs Prefs) (route, error) {
 	r.cfg.Policy.ProbeURL = p.Settings.ProbeURL
 	if prefs.Mode == ModeTUN {
 		tc := core.DefaultTUNConfig()
-		tc.Strict = p.Settings.TUN.StrictRoute
+		tc.Strict = p.Settings.TUN.Strict()
 		tc.MTU = p.Settings.TUN.MTU
 		tc.IPv6 = prefs.IPv6
 		tc.DNS.Mode = prefs.DNSMode
+		tc.KillSwitch = p.Settings.TUN.KillSwitch
+		tc.KillSwitchAllowLAN = p.Settings.TUN.KillSwitchAllowLAN
+		tc.CrashMonitor = true // cli.Main runs the monitor
+		if s := p.Settings.TUN.FakeIPRange; s != "" {
+			var err error
+			if tc.DNS.FakeIPRange4, tc.DNS.FakeIPRange6, err = core.ParseFakeIPRange(s); err != nil {
+				return r, fmt.Errorf("settings: %w", err)
+			}
+		}
 		r.cfg.TUN = &tc
 	}
 	rules, err := coreRules(p.Routes.Rules)

@@ -158,7 +158,8 @@ func TestProtocolLabel(t *testing.T) {
 
 func TestBuildConfigTUN(t *testing.T) {
 	p := testProfile(t)
-	p.Settings.TUN.StrictRoute = true
+	strict := true
+	p.Settings.TUN.StrictRoute = &strict
 	p.Settings.TUN.MTU = 1500
 	rt, err := buildConfig(p, Prefs{Mode: ModeTUN, IPv6: true, DNSMode: core.DNSRealIP})
 	if err != nil {

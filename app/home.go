@@ -39,6 +39,7 @@ type homeView struct {
 	errBox    *fyne.Container
 	errText   *widget.Label
 	subNote   *widget.Label
+	ksBox     *fyne.Container // traffic is blocked: the kill switch is on and Skiff is not connected
 	flowNote  *widget.Label
 	graph     *Graph
 	rates     *widget.Label
@@ -91,6 +92,13 @@ func newHomeView(u *UI) *homeView {
 	h.subNote.Importance = widget.WarningImportance
 	h.subNote.Hide()
 
+	ksText := widget.NewLabel("Traffic is blocked: Skiff is not connected and the kill switch is on.")
+	ksText.Wrapping = fyne.TextWrapWord
+	ksText.Importance = widget.WarningImportance
+	ksOff := widget.NewButton("Turn the kill switch off", h.onKillSwitchOff)
+	h.ksBox = container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), container.NewHBox(widget.NewButton("Connect", h.onToggle), ksOff), ksText)
+	h.ksBox.Hide()
+
 	h.graph = newGraph()
 	h.rates = widget.NewLabel("")
 	h.totals = widget.NewLabel("")
@@ -102,7 +110,7 @@ func newHomeView(u *UI) *homeView {
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
-	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.flowNote, h.subNote)
+	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
 	figures := container.NewVBox(
 		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
 		container.NewHBox(h.memCore, h.memWindow),
@@ -111,6 +119,22 @@ func newHomeView(u *UI) *homeView {
 	h.setMode(u.Prefs().Mode)
 	h.update(core.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
 	return h
+}
+
+// onKillSwitchOff turns the kill switch off: the setting, and the rules now.
+func (h *homeView) onKillSwitchOff() {
+	if err := h.u.update(func(p *profile.Profile) error {
+		p.Settings.TUN.KillSwitch = false
+		return nil
+	}); err != nil {
+		h.showError("Could not save the profile: " + err.Error())
+		return
+	}
+	if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
+		h.showError("The kill switch could not be turned off: " + err.Error())
+		return
+	}
+	h.ksBox.Hide()
 }
 
 // setMode shows mode and the note about it.
@@ -250,6 +274,11 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 		h.setError(h.userErr)
 	default:
 		h.setError("")
+	}
+
+	if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
+		h.ksBox.Hidden = !blocked
+		h.ksBox.Refresh()
 	}
 
 	rt := h.u.currentRoute()

@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -30,6 +31,7 @@ type settingsView struct {
 	startLogin, startConn *widget.Check
 	listen                *widget.Entry
 	strict, ipv6          *widget.Check
+	killSwitch            *widget.Check
 	mtu                   *widget.Entry
 	dns                   *widget.Select
 	probe                 *widget.Entry
@@ -45,6 +47,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
 	v.strict = widget.NewCheck("Strict route (no traffic around the tunnel)", nil)
 	v.ipv6 = widget.NewCheck("Route IPv6 too", nil)
+	v.killSwitch = widget.NewCheck("Block all traffic outside Skiff (kill switch; also while disconnected)", nil)
 	v.mtu = widget.NewEntry()
 	v.mtu.SetPlaceHolder("default (9000)")
 	v.dns = widget.NewSelect([]string{"fake-ip", "real-ip"}, nil)
@@ -68,7 +71,7 @@ func newSettingsView(u *UI) *settingsView {
 	form := widget.NewForm(
 		widget.NewFormItem("Startup", container.NewVBox(v.startLogin, v.startConn)),
 		widget.NewFormItem("Local proxy address", v.listen),
-		widget.NewFormItem("TUN", container.NewVBox(v.strict, v.ipv6, tunNote)),
+		widget.NewFormItem("TUN", container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
 		widget.NewFormItem("TUN MTU", v.mtu),
 		widget.NewFormItem("DNS mode", v.dns),
 		widget.NewFormItem("Probe URL", v.probe),
@@ -100,7 +103,8 @@ func (v *settingsView) showPrefs(p Prefs) {
 // setProfile shows the profile's settings.
 func (v *settingsView) setProfile(p *profile.Profile) {
 	s := p.Settings
-	v.strict.SetChecked(s.TUN.StrictRoute)
+	v.strict.SetChecked(s.TUN.Strict())
+	v.killSwitch.SetChecked(s.TUN.KillSwitch)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -165,13 +169,21 @@ func (v *settingsView) save() {
 		return
 	}
 	if err := v.u.update(func(pr *profile.Profile) error {
-		pr.Settings.TUN.StrictRoute = v.strict.Checked
+		strict := v.strict.Checked
+		pr.Settings.TUN.StrictRoute = &strict
+		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.RefreshInterval = profile.Duration(iv)
 		return nil
 	}); err != nil {
 		v.say("Could not save the profile: "+err.Error(), true)
+		return
+	}
+	// The kill switch takes effect at once, either way.
+	tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
+	if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
+		v.say("Saved, but the kill switch could not be changed now (it needs the rights TUN mode needs): "+err.Error(), true)
 		return
 	}
 	v.say("Saved. The proxy address and TUN options apply the next time you connect.", false)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/flow"
@@ -28,6 +31,9 @@ type DNSConfig struct {
 	// reads it (https://, tls://, tcp://, udp:// or host[:port]); empty:
 	// DefaultDNSUpstream.
 	Upstream string
+	// FakeIPRange4 and FakeIPRange6 are the fake-IP pool's ranges (see
+	// ParseFakeIPRange); both zero: dns.DefaultPrefix4 and DefaultPrefix6.
+	FakeIPRange4, FakeIPRange6 netip.Prefix
 }
 
 // DefaultDNSUpstream is the DoH server asked through the proxy. It is
@@ -41,6 +47,8 @@ type dnsHandler struct {
 	next *Engine
 	srv  *dns.Server
 	pool *dns.Pool // nil in real-IP mode
+
+	unmappedLogged atomic.Int64 // when rewrite last logged an unmapped fake address (UnixNano)
 }
 
 // newDNSHandler builds the DNS server of a run: names that the rules send
@@ -64,7 +72,7 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 	proxyMode := dns.ModeFake
 	switch cfg.Mode {
 	case "", DNSFakeIP:
-		pool, err := dns.NewPool(dns.PoolConfig{})
+		pool, err := dns.NewPool(dns.PoolConfig{Prefix4: cfg.FakeIPRange4, Prefix6: cfg.FakeIPRange6})
 		if err != nil {
 			return nil, fmt.Errorf("dns: %w", err)
 		}
@@ -98,16 +106,22 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 	return h, nil
 }
 
-// rewrite gives a flow to a fake address its name back. It fails for a
-// fake address that no name holds any more (the app kept it longer than
-// the pool did): sending that on would reach nobody.
+// rewrite gives a flow to a fake address its name back. A fake address
+// that no name holds (the app kept it longer than the pool did, or took it
+// from somewhere else: the range is ordinary address space, 198.18.0.0/15
+// is a benchmarking range) goes on as the plain address it is, and the log
+// says why, at most once a second.
 func (h *dnsHandler) rewrite(m *flow.Metadata) error {
 	if h.pool == nil || !m.Destination.IP.IsValid() || !h.pool.Contains(m.Destination.IP) {
 		return nil
 	}
 	name, ok := h.pool.Name(m.Destination.IP)
 	if !ok {
-		return fmt.Errorf("dns: fake address %s holds no name any more", m.Destination.IP)
+		if now := time.Now().UnixNano(); now-h.unmappedLogged.Load() >= int64(time.Second) {
+			h.unmappedLogged.Store(now)
+			h.next.log.Warn("dns: address in the fake-IP range holds no name; sending it on as a plain address", "dst", m.Destination.String())
+		}
+		return nil
 	}
 	m.Destination = flow.Addr{Name: name, Port: m.Destination.Port}
 	m.Host = name

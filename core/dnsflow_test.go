@@ -102,11 +102,76 @@ func TestDNSHandlerFakeIP(t *testing.T) {
 	if err := h.rewrite(&m); err != nil || m.Destination.Name != "www.skiff.test" || m.Destination.Port != 80 || m.Host != "www.skiff.test" {
 		t.Errorf("rewrite: %+v, %v", m, err)
 	}
-	// A fake address that holds no name is refused, not sent on.
-	m.Destination.IP = netip.MustParseAddr("198.19.200.200")
-	if err := h.HandleStream(context.Background(), m, nil); err == nil || !strings.Contains(err.Error(), "holds no name") {
-		t.Errorf("stale fake address: err %v", err)
+	// A fake address that holds no name goes on as the plain address.
+	stale := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: netip.MustParseAddr("198.19.200.200"), Port: 80}}
+	m = stale
+	var logged strings.Builder
+	h.next.log = slog.New(slog.NewTextHandler(&logged, nil))
+	if err := h.rewrite(&m); err != nil || m != stale {
+		t.Errorf("stale fake address: %+v, %v; want it unchanged", m, err)
 	}
+	if !strings.Contains(logged.String(), "holds no name") || !strings.Contains(logged.String(), "198.19.200.200:80") {
+		t.Errorf("no log line says why the fake address went on as it is: %q", logged.String())
+	}
+}
+
+func TestDNSHandlerFakeIPRange(t *testing.T) {
+	p4, p6, err := ParseFakeIPRange("10.200.0.0/16, fd00:5::/64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetProxy, Dialer: &outbound.SystemDialer{}}
+	rt, err := buildRouting(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.close()
+	eng := NewEngine(rt.router, stats.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	h, err := newDNSHandler(eng, DNSConfig{FakeIPRange4: p4, FakeIPRange6: p6}, rt, &dns.SystemUpstream{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ip := query(t, h, "www.skiff.test"); !p4.Contains(ip) {
+		t.Errorf("fake address %v, want one from %v", ip, p4)
+	}
+	tc := TUNConfig{DNS: DNSConfig{FakeIPRange4: p4, FakeIPRange6: p6}}
+	if got := tc.fakeIPRanges(); len(got) != 2 || got[0] != p4 || got[1] != p6 {
+		t.Errorf("routed ranges %v", got)
+	}
+}
+
+func TestParseFakeIPRange(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		p4, p6 string
+		err    string
+	}{
+		{in: "198.18.0.0/15", p4: "198.18.0.0/15"},
+		{in: "fd00::/64", p6: "fd00::/64"},
+		{in: "10.9.8.7/16,fd00:1::/64", p4: "10.9.0.0/16", p6: "fd00:1::/64"},
+		{in: "", err: "no prefix"},
+		{in: "10.0.0.0/28", err: "too small"},
+		{in: "10.0.0.0/16,10.1.0.0/16", err: "one range per family"},
+		{in: "banana", err: "fake-IP range"},
+	} {
+		p4, p6, err := ParseFakeIPRange(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || p4.String() != orInvalid(tc.p4) || p6.String() != orInvalid(tc.p6) {
+			t.Errorf("%q: %v %v %v", tc.in, p4, p6, err)
+		}
+	}
+}
+
+func orInvalid(s string) string {
+	if s == "" {
+		return netip.Prefix{}.String()
+	}
+	return s
 }
 
 func TestDNSHandlerLocalNameDirect(t *testing.T) {

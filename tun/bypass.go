@@ -21,13 +21,14 @@ type bypass struct {
 
 	stopOnce sync.Once
 	done     chan struct{}
+	kick     chan struct{} // look for the default interface now
 	wg       sync.WaitGroup
 }
 
 var _ outbound.Dialer = (*bypass)(nil)
 
 func newBypass(mark uint32) *bypass {
-	return &bypass{mark: mark, done: make(chan struct{})}
+	return &bypass{mark: mark, done: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 func (b *bypass) dialer() *outbound.SystemDialer {
@@ -84,11 +85,22 @@ func (b *bypass) follow(t *Tunnel, interval time.Duration, find func(skip string
 			select {
 			case <-tk.C:
 				update()
+			case <-b.kick:
+				update()
 			case <-b.done:
 				return
 			}
 		}
 	}()
+}
+
+// refresh makes follow look for the default interface at once (the network
+// changed); without follow (Linux) it does nothing.
+func (b *bypass) refresh() {
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
 }
 
 func (b *bypass) stop() {

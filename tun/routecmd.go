@@ -42,6 +42,9 @@ func undo(c Change) error {
 	if len(c.Undo) == 0 {
 		return nil
 	}
+	if c.Kind == "wfp" {
+		return undoWFP(c.Undo) // the Windows kill switch's filters
+	}
 	err := runCmd(c.Undo...)
 	if err != nil && routeGone(err) {
 		return nil

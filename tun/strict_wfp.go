@@ -34,6 +34,7 @@ type wfpRule struct {
 	Protocols  []uint8        // FWPM_CONDITION_IP_PROTOCOL, any of
 	RemotePort uint16         // FWPM_CONDITION_IP_REMOTE_PORT
 	Remote     []netip.Prefix // FWPM_CONDITION_IP_REMOTE_ADDRESS, any of
+	Local      []netip.Prefix // FWPM_CONDITION_IP_LOCAL_ADDRESS, any of
 }
 
 // String formats the rule for logs and tests, e.g.
@@ -76,6 +77,13 @@ func (r wfpRule) String() string {
 			p[i] = n.String()
 		}
 		b.WriteString(" to " + strings.Join(p, ","))
+	}
+	if len(r.Local) > 0 {
+		p := make([]string, len(r.Local))
+		for i, n := range r.Local {
+			p[i] = n.String()
+		}
+		b.WriteString(" from " + strings.Join(p, ","))
 	}
 	return b.String()
 }

@@ -201,6 +201,10 @@ func wfpConditions(arena *wfpArena, r wfpRule, tunnelLUID uint64, appID *fwpByte
 		typ, v := pinAddrMask(arena, p)
 		add(fwpmConditionIPRemoteAddress, fwpMatchEqual, typ, v)
 	}
+	for _, p := range r.Local {
+		typ, v := pinAddrMask(arena, p)
+		add(fwpmConditionIPLocalAddress, fwpMatchEqual, typ, v)
+	}
 	return c
 }
 

@@ -42,6 +42,10 @@ var (
 // create a TUN device or change routes.
 var ErrPermission = errors.New("TUN mode needs root or CAP_NET_ADMIN: run with sudo or `setcap cap_net_admin+ep skiff`")
 
+// ErrStillRunning is returned (wrapped) by Cleanup when the process that
+// made the recorded changes is still running.
+var ErrStillRunning = errors.New("the skiff that made the changes is still running")
+
 // Config says how to open the device and route traffic into it. Start from
 // DefaultConfig: the zero value routes nothing.
 type Config struct {
@@ -153,6 +157,8 @@ type Tunnel struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	mu sync.Mutex // serialises NetworkChanged and AddExclusions
 }
 
 // Name returns the device's name (e.g. "skiff0", "utun5").
@@ -165,6 +171,17 @@ func (t *Tunnel) MTU() int { return t.cfg.MTU }
 // to their servers and the direct outbound): they bypass the tunnel, with
 // the fwmark on Linux and bound to the current default interface elsewhere.
 func (t *Tunnel) Dialer() outbound.Dialer { return t.bind }
+
+// NetworkChanged is called when the network under the tunnel changed (see
+// package netmon): the bypass looks for the new default interface at once
+// (macOS, Windows), and the routes and rules that the OS dropped with an
+// interface are put back (Linux). It returns what it re-installed.
+func (t *Tunnel) NetworkChanged() ([]string, error) {
+	t.bind.refresh()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return repairPlatform(t)
+}
 
 // Close removes every route and rule that Open added, closes the device and
 // deletes the state file. It is safe to call more than once.
@@ -250,7 +267,7 @@ func Cleanup(stateFile string, log *slog.Logger) error {
 		return err
 	}
 	if pid := st.State.PID; pid != os.Getpid() && processAlive(pid) {
-		return fmt.Errorf("tun: skiff (pid %d) that made the changes in %s is still running: stop it first", pid, stateFile)
+		return fmt.Errorf("tun: %s: %w (pid %d): stop it first", stateFile, ErrStillRunning, pid)
 	}
 	log.Info("tun: restoring routes left by a previous run", "pid", st.State.PID, "state", stateFile)
 	return restore(st, log)

@@ -137,3 +137,8 @@ func routeGone(err error) bool {
 func processAlive(pid int) bool {
 	return pid > 0 && unix.Kill(pid, 0) != unix.ESRCH
 }
+
+// repairPlatform has nothing to put back here: the routes are the
+// system's, changed with its commands, and the bypass follows the default
+// interface by itself.
+func repairPlatform(t *Tunnel) ([]string, error) { return nil, nil }

@@ -1,10 +1,13 @@
 package tun
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -93,6 +96,49 @@ func openPlatform(t *Tunnel) error {
 	return nil
 }
 
+// repairPlatform puts back the recorded routes and rules that are
+// missing. Adding a rule that exists fails with EEXIST and changes nothing;
+// a route is replaced (the same route again). The routes go first: a rule
+// is only as good as the table it looks up.
+func repairPlatform(t *Tunnel) ([]string, error) {
+	var fixed []string
+	var errs []error
+	changes := append([]Change(nil), t.state.State.Changes...)
+	for _, c := range changes {
+		if c.Route == nil {
+			continue
+		}
+		nr, err := netlinkRoute(*c.Route)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tun: route %s: %w", c.Route, err))
+			continue
+		}
+		have, err := netlink.RouteListFiltered(nr.Family, &netlink.Route{Table: nr.Table, Dst: nr.Dst, LinkIndex: nr.LinkIndex},
+			netlink.RT_FILTER_TABLE|netlink.RT_FILTER_DST|netlink.RT_FILTER_OIF)
+		if err == nil && len(have) > 0 {
+			continue
+		}
+		if err := netlink.RouteReplace(nr); err != nil {
+			errs = append(errs, fmt.Errorf("tun: re-add route %s: %w", c.Route, err))
+			continue
+		}
+		fixed = append(fixed, "route "+c.Route.String())
+	}
+	for _, c := range changes {
+		if c.Rule == nil {
+			continue
+		}
+		err := netlink.RuleAdd(netlinkRule(*c.Rule))
+		switch {
+		case err == nil:
+			fixed = append(fixed, "rule "+c.Rule.String())
+		case !errors.Is(err, syscall.EEXIST):
+			errs = append(errs, fmt.Errorf("tun: re-add rule %s: %w", c.Rule, err))
+		}
+	}
+	return fixed, errors.Join(errs...)
+}
+
 func undo(c Change) error {
 	switch {
 	case c.Rule != nil:
@@ -124,6 +170,8 @@ func undo(c Change) error {
 			return nil // not ours: some other interface took the name
 		}
 		return netlink.LinkDel(l)
+	case c.Kind == "nft" && len(c.Undo) > 0 && c.Undo[0] == "nft":
+		return undoNft(c.Undo)
 	case len(c.Undo) > 0:
 		return fmt.Errorf("a %q change cannot be undone on linux", c.Kind)
 	}
@@ -193,7 +241,19 @@ func netlinkRoute(r Route) (*netlink.Route, error) {
 	return nr, nil
 }
 
-// processAlive reports whether a process with this id exists.
+// processAlive reports whether a process with this id exists and has not
+// exited (a zombie, not yet reaped by its parent, has).
 func processAlive(pid int) bool {
-	return pid > 0 && unix.Kill(pid, 0) != unix.ESRCH
+	if pid <= 0 || unix.Kill(pid, 0) == unix.ESRCH {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+		return b[i+2] != 'Z' && b[i+2] != 'X'
+	}
+	return true
 }

@@ -19,7 +19,8 @@ func runCleanup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if !tun.HasLeftovers(*state) {
+	routes, ks := tun.HasLeftovers(*state), tun.KillSwitchOn(*state)
+	if !routes && !ks {
 		fmt.Fprintln(stdout, "nothing to clean")
 		return 0
 	}
@@ -28,10 +29,19 @@ func runCleanup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := tun.Cleanup(*state, log); err != nil {
-		fmt.Fprintf(stderr, "skiff cleanup: %v\n", err)
-		return 1
+	if routes {
+		if err := tun.Cleanup(*state, log); err != nil {
+			fmt.Fprintf(stderr, "skiff cleanup: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "routes and rules restored")
 	}
-	fmt.Fprintln(stdout, "routes and rules restored")
+	if ks {
+		if err := tun.DisableKillSwitch(*state, log); err != nil {
+			fmt.Fprintf(stderr, "skiff cleanup: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "kill switch removed")
+	}
 	return 0
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/skiffvpn/skiff/internal/crashwatch"
 )
 
 // command is one subcommand: it gets the arguments after its name and
@@ -22,12 +24,13 @@ var commands = map[string]command{
 	"gui":     {"open the window (the default without a command)", runGUI},
 	"import":  {"add a subscription URL, a file of links/Clash/sing-box/SIP008, or - for stdin", runImport},
 	"nodes":   {"list saved nodes (--json for scripts)", runNodes},
-	"cleanup": {"restore routes and rules left by a TUN run that did not stop", runCleanup},
+	"cleanup": {"restore routes and rules left by a TUN run that did not stop; remove the kill switch", runCleanup},
 	"run":     {"run the core headless: a local SOCKS5/HTTP proxy through the servers of --link", runCmd},
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	crashwatch.MaybeMonitor() // a copy of skiff that restores routes after a crash
 	if len(args) == 0 {
 		if c, ok := commands["gui"]; ok {
 			return c.run(nil, stdin, stdout, stderr)

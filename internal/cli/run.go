@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -43,6 +42,10 @@ type runFlags struct {
 	probeURL  string
 	lanDirect bool
 	tun       tunFlags
+	// base is the run the profile plans for a single --node (its group
+	// type, rules and final target); nil with --link or several --node.
+	base     *core.Config
+	probeSet bool // --probe-url was given
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -57,7 +60,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		configDir string
 	)
 	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
-	fs.Var(&saved, "node", "a saved node's name or ID (see `skiff nodes`); repeat for failover order, after any --link")
+	fs.Var(&saved, "node", "a saved node's or group's name or ID (see `skiff nodes`): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
 	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
 	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
@@ -71,6 +74,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.tun.name, "tun-name", tun.DefaultName, "with --tun: the device's name (Linux, Windows)")
 	fs.IntVar(&rf.tun.mtu, "tun-mtu", tun.DefaultMTU, "with --tun: the device's MTU")
 	fs.StringVar(&rf.tun.dns, "tun-dns", core.DNSFakeIP, "with --tun: DNS inside the tunnel, fake-ip or real-ip (resolved through the server)")
+	fs.BoolVar(&rf.tun.ipv6, "tun-ipv6", true, "with --tun: give the device an IPv6 address and carry IPv6 (off: IPv6 is blocked in strict mode, never leaked)")
+	fs.StringVar(&rf.tun.fakeIPRange, "tun-fakeip-range", "", "with --tun: the fake-IP ranges, an IPv4 and/or an IPv6 prefix separated by a comma (default "+dns.DefaultPrefix4.String()+","+dns.DefaultPrefix6.String()+")")
+	fs.BoolVar(&rf.tun.killSwitch, "kill-switch", false, "with --tun: block all traffic outside the tunnel, also after skiff stops or dies, until a run without it (or skiff cleanup)")
+	fs.BoolVar(&rf.tun.ksAllowLAN, "kill-switch-allow-lan", false, "with --kill-switch: let the LAN (private and link-local ranges) through, DNS excepted")
 	fs.StringVar(&rf.tun.dnsUpstream, "tun-dns-upstream", core.DefaultDNSUpstream, "with --tun: the DNS server asked through the proxy (https://host/path, tls://host, tcp://host or udp://host, with optional :port)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
@@ -82,6 +89,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { rf.probeSet = rf.probeSet || f.Name == "probe-url" })
 	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
@@ -91,6 +99,14 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		if _, err := dns.NewUpstream(nil, rf.tun.dnsUpstream); err != nil {
 			return nil, fmt.Errorf("--tun-dns-upstream: %v", err)
 		}
+		if rf.tun.fakeIPRange != "" {
+			var err error
+			if rf.tun.fake4, rf.tun.fake6, err = core.ParseFakeIPRange(rf.tun.fakeIPRange); err != nil {
+				return nil, fmt.Errorf("--tun-fakeip-range: %v", err)
+			}
+		}
+	} else if rf.tun.killSwitch {
+		return nil, errors.New("--kill-switch: needs --tun")
 	}
 	if len(ls)+len(saved) == 0 {
 		return nil, errors.New("--link or --node: at least one server is needed")
@@ -103,12 +119,22 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		}
 		rf.nodes = append(rf.nodes, n)
 	}
-	for _, name := range saved {
-		n, err := lookupNodeIn(configDir, name)
+	if len(saved) == 1 && len(ls) == 0 {
+		// One saved node or group: the profile's own plan for it.
+		pl, err := planFor(configDir, saved[0])
 		if err != nil {
 			return nil, err
 		}
-		rf.nodes = append(rf.nodes, n)
+		rf.base = &pl.Config
+		rf.nodes = pl.Config.Nodes
+	} else {
+		for _, name := range saved {
+			n, err := lookupNodeIn(configDir, name)
+			if err != nil {
+				return nil, err
+			}
+			rf.nodes = append(rf.nodes, n)
+		}
 	}
 	if rf.pprof != "" && !isLoopback(rf.pprof) {
 		return nil, fmt.Errorf("--pprof: %q is not a loopback address", rf.pprof)
@@ -154,7 +180,8 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ignoreSIGPIPE()
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
@@ -173,13 +200,19 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		log.Info("pprof listening", "addr", srv.Addr)
 	}
 
-	cfg := core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN, Policy: group.Policy{ProbeURL: rf.probeURL}}
+	cfg := core.Config{Nodes: rf.nodes}
+	if rf.base != nil {
+		cfg = *rf.base
+	}
+	cfg.Listen, cfg.AllowLAN = rf.listen, rf.allowLAN
+	if rf.base == nil || rf.probeSet {
+		cfg.Policy.ProbeURL = rf.probeURL
+	}
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}
 	if rf.tun.on {
-		cfg.TUN = &core.TUNConfig{Name: rf.tun.name, MTU: rf.tun.mtu, Strict: rf.tun.strict,
-			ExcludePrivate: rf.tun.private, IPv6: true, DNS: core.DNSConfig{Mode: rf.tun.dns, Upstream: rf.tun.dnsUpstream}}
+		cfg.TUN = rf.tun.config()
 	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)

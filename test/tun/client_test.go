@@ -21,6 +21,7 @@ import (
 // follows the routes into the TUN.
 //
 //	tcp ADDR          one echo round trip
+//	dialloop ADDR     after a line on stdin, connect until one echo succeeds; print the time
 //	udp ADDR          one UDP echo round trip
 //	resolve NAME      look NAME up with the namespace's resolver
 //	many ADDR N       N concurrent echo connections held open together
@@ -46,6 +47,29 @@ func runClient(args []string) error {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	case "dialloop":
+		// Ready, then on a line from stdin: new connections (1 s
+		// time-out each, one echo) until one succeeds or 15 s pass;
+		// prints how long the first success took from the line.
+		fmt.Println("ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return err
+		}
+		start := time.Now()
+		for time.Since(start) < 15*time.Second {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err == nil {
+				c.SetDeadline(time.Now().Add(time.Second))
+				err = echo(c, 1024)
+				c.Close()
+				if err == nil {
+					fmt.Printf("ok dialloop %d\n", time.Since(start).Milliseconds())
+					return nil
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return errors.New("dialloop: no connection in 15 s")
 	case "tcp":
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {

@@ -30,6 +30,8 @@ type proxy struct {
 // proxies is the sing-box server in the server namespace.
 type proxies struct {
 	hy2, vlessWS, vlessTCP proxy
+	proc                   *harness.Process // sing-box
+	restart                func(t *testing.T)
 }
 
 // startProxies starts sing-box in the server namespace with a Hysteria2, a
@@ -79,12 +81,19 @@ func (l *lab) startProxies(t *testing.T) *proxies {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	proc := harness.Start(t, "sing-box", "ip", "netns", "exec", l.srv, sb, "run", "--disable-color", "-c", path)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := proc.WaitText(ctx, "sing-box started"); err != nil {
-		t.Fatal(err)
+	start := func(t *testing.T) {
+		t.Helper()
+		p.proc = harness.Start(t, "sing-box", "ip", "netns", "exec", l.srv, sb, "run", "--disable-color", "-c", path)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := p.proc.WaitText(ctx, "sing-box started"); err != nil {
+			t.Fatal(err)
+		}
 	}
+	start(t)
+	// restart stops sing-box and starts it again: every connection's
+	// state on the server is gone.
+	p.restart = func(t *testing.T) { p.proc.Stop(); start(t) }
 	for _, port := range []int{p.vlessWS.srv.Port, p.vlessTCP.srv.Port} {
 		if out, err := l.client(fmt.Sprintf("wait %s:%d", srvAddr4, port)); err != nil {
 			t.Fatalf("sing-box does not listen on %d: %v %s", port, err, out)
