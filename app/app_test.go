@@ -20,9 +20,9 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
-	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/link"
 	nodepkg "github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"

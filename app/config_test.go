@@ -81,4 +81,3 @@ func TestProtocolLabel(t *testing.T) {
 		}
 	}
 }
-

@@ -49,11 +49,11 @@ type homeView struct {
 	conns     *widget.Label
 
 	running    bool
-	userErr    string      // an error the window found before the core was asked
+	userErr    string     // an error the window found before the core was asked
 	shown      api.Status // the status last drawn
-	drawn      bool        // whether shown was drawn at all
-	lastSample time.Time   // the newest sample the graph shows
-	memAt      time.Time   // when the memory figures were last shown
+	drawn      bool       // whether shown was drawn at all
+	lastSample time.Time  // the newest sample the graph shows
+	memAt      time.Time  // when the memory figures were last shown
 }
 
 func newHomeView(u *UI) *homeView {

@@ -2,9 +2,9 @@ package app
 
 import (
 	"context"
-	"time"
 	"log/slog"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
