@@ -68,4 +68,3 @@ func TestListenSocket(t *testing.T) {
 	}
 	ln.Close()
 }
-
