@@ -588,6 +588,11 @@ func TestService(t *testing.T) {
 		}
 	})
 
+	t.Run("window", func(t *testing.T) {
+		l.asOK(t, l.member, "disconnect")
+		l.testWindow(t)
+	})
+
 	t.Run("disconnect", func(t *testing.T) {
 		l.asOK(t, l.member, "disconnect")
 		if st := l.status(t); st.State != "stopped" {
