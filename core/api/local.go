@@ -241,6 +241,10 @@ func (l *Local) Watch(ctx context.Context, o WatchOptions) (<-chan Notice, error
 // notice turns a core event into a Notice.
 func (l *Local) notice(ev core.Event) Notice {
 	st := l.status(ev.Status)
+	if st.State == core.Running && st.Member == "" {
+		// The event's status was taken before the group picked a member.
+		st.Member = l.ctrl.Status().Member
+	}
 	n := Notice{Time: ev.Time, Status: &st, Message: ev.Message}
 	switch ev.Kind {
 	case core.EventSwitch:
