@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -49,11 +50,11 @@ type homeView struct {
 	conns     *widget.Label
 
 	running    bool
-	userErr    string      // an error the window found before the core was asked
-	shown      core.Status // the status last drawn
-	drawn      bool        // whether shown was drawn at all
-	lastSample time.Time   // the newest sample the graph shows
-	memAt      time.Time   // when the memory figures were last shown
+	userErr    string     // an error the window found before the core was asked
+	shown      api.Status // the status last drawn
+	drawn      bool       // whether shown was drawn at all
+	lastSample time.Time  // the newest sample the graph shows
+	memAt      time.Time  // when the memory figures were last shown
 }
 
 func newHomeView(u *UI) *homeView {
@@ -117,7 +118,7 @@ func newHomeView(u *UI) *homeView {
 	)
 	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
 	h.setMode(u.Prefs().Mode)
-	h.update(core.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
+	h.update(api.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
 	return h
 }
 
@@ -143,7 +144,7 @@ func (h *homeView) setMode(mode string) {
 	note := ""
 	if !ok {
 		note = why
-	} else if hint := privilegeHint(); hint != "" {
+	} else if hint := privilegeHint(h.u.service); hint != "" && mode == ModeTUN {
 		note = hint
 	}
 	if mode == ModeTUN && ok {
@@ -220,8 +221,12 @@ func (h *homeView) Error() string {
 // noteFailure shows the latest failure of a server to carry a connection
 // (the core's EventFlowFailed): with a single server it is the only sign
 // that the server is down or refuses the credentials.
-func (h *homeView) noteFailure(ev core.Event) {
-	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(ev.Message))
+func (h *homeView) noteFailure(ev api.Notice) {
+	e := ev.Error
+	if e == nil {
+		e = &api.Error{Code: api.CodeInternal, Message: ev.Message}
+	}
+	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(e, h.u.service))
 	h.flowNote.Show()
 }
 
@@ -257,7 +262,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 }
 
 // update shows the core's state and figures.
-func (h *homeView) update(st core.Status, s core.Snapshot) {
+func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
 	// Redraw only what changed: an idle window should cost next to nothing.
 	if st.State != h.shown.State || st.Listen != h.shown.Listen || !h.drawn {
@@ -268,8 +273,8 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	}
 	h.shown, h.drawn = st, true
 	switch {
-	case st.State == core.Failed && st.Err != "":
-		h.setError(explain(st.Err))
+	case st.State == core.Failed && st.Error != nil:
+		h.setError(explain(st.Error, h.u.service))
 	case h.userErr != "":
 		h.setError(h.userErr)
 	default:
@@ -299,14 +304,18 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	}
 	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
 	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
-	// The core runs in the window's process for now, so the figures are
-	// the core's and the window's together; they separate once the core
-	// runs as its own (privileged) process. Memory moves all the time:
-	// show it every few seconds.
+	// With the service the figures are the service's; with the core in
+	// this process, the core's and the window's together. Memory moves
+	// all the time: show it every few seconds.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
 		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
-		setText(h.memWindow, "(core and window share one process)")
+		if h.u.service {
+			w := stats.ReadMemory()
+			setText(h.memWindow, fmt.Sprintf("(the service; this window: RSS %s)", bytesString(int64(w.RSS))))
+		} else {
+			setText(h.memWindow, "(core and window share one process)")
+		}
 	}
 	conns := fmt.Sprintf("Connections: %d", s.Connections)
 	if s.Panics > 0 {
@@ -318,7 +327,7 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 }
 
 // drawState shows the switch and the state line for st.
-func (h *homeView) drawState(st core.Status) {
+func (h *homeView) drawState(st api.Status) {
 	switch st.State {
 	case core.Running:
 		h.toggle.SetText("Disconnect")
@@ -359,8 +368,8 @@ func setText(l *widget.Label, s string) {
 
 // member names what carries traffic now and why: the failover group's
 // current member and its last switch, or the single server.
-func (h *homeView) member(rt route, st core.Status) (string, string) {
-	groups := h.u.ctrl.Groups()
+func (h *homeView) member(rt route, st api.Status) (string, string) {
+	groups := h.u.groups()
 	name := st.Member
 	if name == "" {
 		name = st.Outbound
@@ -369,7 +378,7 @@ func (h *homeView) member(rt route, st core.Status) (string, string) {
 		}
 	}
 	label := name
-	for _, n := range rt.cfg.Nodes {
+	for _, n := range rt.nodes {
 		if n.Name == name {
 			label = fmt.Sprintf("%s (%s)", name, protocolLabel(n))
 		}
@@ -388,7 +397,7 @@ func (h *homeView) member(rt route, st core.Status) (string, string) {
 	switch {
 	case st.Reason != "":
 		return label, st.Reason
-	case len(rt.cfg.Nodes) > 1:
+	case len(rt.nodes) > 1:
 		return label, "first in the failover order, healthy"
 	}
 	return label, "the only server of the route"
