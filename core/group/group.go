@@ -68,6 +68,16 @@ type Policy struct {
 	UDPSilence    time.Duration // a UDP session unanswered this long moves to the next member
 	IdleAfter     time.Duration // no probing when no flow has started for this long
 	Tolerance     time.Duration // urltest: how much faster another member must be to switch
+
+	// Throttle detection (failover groups): see judge.go.
+	SpeedURL    string        // URL serving at least SpeedBytes, fetched through members to compare their goodput; "off": no throttle detection
+	SpeedBytes  int64         // most bytes one speed probe reads
+	SpeedTime   time.Duration // longest one speed probe runs
+	SpeedMargin float64       // how many times the next member's goodput must exceed a throttled one's to take new flows
+	// KeepStarved keeps the streams that starve on a member left as
+	// throttled; by default they are closed, so that their applications
+	// reconnect, through the member that took over.
+	KeepStarved bool
 }
 
 // DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
@@ -78,7 +88,10 @@ type Policy struct {
 // RTTs + 100 ms of the current one, bounded to 300 ms-1.5 s; a dial fails
 // after 8 RTTs + 1 s, within 2.5-5 s; a UDP
 // session moves on after 2 s without replies; probing stops after 5 minutes
-// without flows; urltest switches for 50 ms.
+// without flows; urltest switches for 50 ms. A failover member that looks
+// throttled is compared with the next one by speed probes of
+// https://speed.cloudflare.com/__down (at most 1 MiB or 3 s each), and
+// left when the next delivers 3 times as much.
 func DefaultPolicy() Policy {
 	return Policy{
 		ProbeURL:      "http://cp.cloudflare.com/generate_204",
@@ -94,6 +107,10 @@ func DefaultPolicy() Policy {
 		UDPSilence:    2 * time.Second,
 		IdleAfter:     5 * time.Minute,
 		Tolerance:     50 * time.Millisecond,
+		SpeedURL:      "https://speed.cloudflare.com/__down?bytes=1048576",
+		SpeedBytes:    1 << 20,
+		SpeedTime:     3 * time.Second,
+		SpeedMargin:   3,
 	}
 }
 
@@ -107,6 +124,16 @@ func (p Policy) withDefaults() Policy {
 	if p.ProbeURL == "" {
 		p.ProbeURL = d.ProbeURL
 	}
+	if p.SpeedURL == "" {
+		p.SpeedURL = d.SpeedURL
+	}
+	if p.SpeedBytes <= 0 {
+		p.SpeedBytes = d.SpeedBytes
+	}
+	if p.SpeedMargin <= 1 {
+		p.SpeedMargin = d.SpeedMargin
+	}
+	set(&p.SpeedTime, d.SpeedTime)
 	if p.RecoverProbes <= 0 {
 		p.RecoverProbes = d.RecoverProbes
 	}
@@ -148,6 +175,7 @@ type Group struct {
 	mode    Mode
 	members []Member
 	health  []*health
+	meters  []*meter
 	policy  Policy
 	onEvent func(Event)
 
@@ -161,7 +189,8 @@ type Group struct {
 	selected   int // selector's choice
 	lastActive time.Time
 	probing    bool          // a prober goroutine is running
-	probeNow   chan int      // member indexes to probe at once
+	watching   bool          // a watcher goroutine is running
+	probeNow   chan probeReq // members to probe soon
 	done       chan struct{} // closed by Close
 	closed     bool
 	wg         sync.WaitGroup
@@ -183,12 +212,14 @@ func New(name string, mode Mode, members []Member, opts Options) (*Group, error)
 		members:  members,
 		policy:   opts.Policy.withDefaults(),
 		onEvent:  opts.OnEvent,
-		probeNow: make(chan int, len(members)),
+		probeNow: make(chan probeReq, len(members)),
 		done:     make(chan struct{}),
 	}
 	g.health = make([]*health, len(members))
+	g.meters = make([]*meter, len(members))
 	for i := range g.health {
 		g.health[i] = &health{}
+		g.meters[i] = newMeter()
 	}
 	return g, nil
 }
@@ -354,12 +385,19 @@ func (g *Group) touch() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.lastActive = time.Now()
-	if g.probing || g.closed {
+	if g.closed {
 		return
 	}
-	g.probing = true
-	g.wg.Add(1)
-	go g.probeLoop()
+	if !g.probing {
+		g.probing = true
+		g.wg.Add(1)
+		go g.probeLoop()
+	}
+	if !g.watching && g.mode == Failover && g.policy.SpeedURL != "off" {
+		g.watching = true
+		g.wg.Add(1)
+		go g.watchLoop()
+	}
 }
 
 // refresh recomputes the current member after a health change and emits an
@@ -476,7 +514,9 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			dcancel()
 			switch {
 			case err == nil:
-				g.health[i].dialOK(time.Now(), time.Since(t0))
+				d := time.Since(t0)
+				g.health[i].dialOK(time.Now(), d)
+				g.meters[i].dialed(time.Now(), d)
 			case dialCtx.Err() != nil:
 				// The caller gave up: that says nothing about the member.
 			case timedOut:
@@ -536,10 +576,13 @@ func closeLosers[T interface{ Close() error }](results <-chan attempt[T], pendin
 // DialContext opens a stream to dst through the best member, falling over
 // to the next ones as described in the package comment.
 func (g *Group) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	c, _, err := hedge(ctx, g, "dial "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.Conn, error) {
+	c, i, err := hedge(ctx, g, "dial "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.Conn, error) {
 		return m.DialContext(ctx, network, dst)
 	})
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	return g.meters[i].wrap(c), nil
 }
 
 // ListenPacket opens a UDP session through the best member. The session

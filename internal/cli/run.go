@@ -41,6 +41,7 @@ type runFlags struct {
 	pprof     string
 	level     slog.Level
 	probeURL  string
+	speedURL  string
 	lanDirect bool
 	tun       tunFlags
 }
@@ -64,6 +65,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
 	fs.StringVar(&rf.probeURL, "probe-url", group.DefaultPolicy().ProbeURL, "URL fetched through a server to check its health (with several --link)")
+	fs.StringVar(&rf.speedURL, "speed-url", group.DefaultPolicy().SpeedURL, "URL serving bytes, fetched (up to 1 MiB) through two servers to compare them when the first looks throttled; off: no throttle detection")
 	fs.BoolVar(&rf.lanDirect, "lan-direct", false, "send private and LAN destinations direct instead of through the server")
 	fs.BoolVar(&rf.tun.on, "tun", false, "also capture all traffic with a TUN device and routes (needs root or CAP_NET_ADMIN)")
 	fs.BoolVar(&rf.tun.strict, "tun-strict", true, "with --tun: stop DNS and traffic bound to other interfaces from leaving outside the tunnel")
@@ -173,7 +175,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		log.Info("pprof listening", "addr", srv.Addr)
 	}
 
-	cfg := core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN, Policy: group.Policy{ProbeURL: rf.probeURL}}
+	cfg := core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN, Policy: group.Policy{ProbeURL: rf.probeURL, SpeedURL: rf.speedURL}}
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}

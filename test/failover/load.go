@@ -85,6 +85,7 @@ type Load struct {
 	Origin string       // "ip:port"
 	Rate   int          // new connections per second
 	tmo    atomic.Int64 // per-request deadline (a time.Duration)
+	dl     atomic.Int64 // bytes the long download has received, over all its connections
 	mu     sync.Mutex
 	res    []Result
 	segs   []Segment
@@ -253,6 +254,7 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		c.SetDeadline(time.Now().Add(DownloadStall))
 		n, err := resp.Body.Read(buf)
 		s.Bytes += int64(n)
+		l.dl.Add(int64(n))
 		l.mu.Lock()
 		l.cur.Bytes = s.Bytes
 		l.mu.Unlock()
@@ -265,6 +267,9 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		}
 	}
 }
+
+// Downloaded returns how many bytes the long download has received so far.
+func (l *Load) Downloaded() int64 { return l.dl.Load() }
 
 // Results returns the finished requests that started in [from, to),
 // ordered by start.

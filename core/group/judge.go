@@ -1,0 +1,110 @@
+package group
+
+import (
+	"fmt"
+	"time"
+)
+
+// Throttle judging. A member that carries flows is judged once a second
+// from what it delivers (sample); when it looks throttled, the group
+// measures it and the next member with a short speed probe each, and moves
+// new flows only when the next member is clearly faster (decide). Looking
+// throttled only buys a measurement: the thresholds here are loose, the
+// margin in decide is what protects a working primary.
+//
+// Loss alone is never a sign: a lossy path that delivers is not throttled.
+// An idle member (no bytes arriving, few dials) is not judged at all.
+
+// sample is what a member delivered over the last window.
+type sample struct {
+	Secs       int           // window length, seconds
+	Bytes      int64         // bytes received by its streams in the window
+	Active     int           // seconds of the window in which bytes arrived
+	Peak       float64       // best 3-second goodput it delivered lately, bytes/s
+	Declared   float64       // receive rate declared to its server, bytes/s; 0: none
+	Dials      int           // dials that finished in the window
+	DialMedian time.Duration // their median connect time
+	DialMin    time.Duration // least connect time of the last ten minutes
+	RTT        time.Duration // path's smoothed RTT, where the outbound knows it; 0: unknown
+	MinRTT     time.Duration // path's least RTT; 0: unknown
+	LossPct    float64       // packets lost / sent, per cent, where known (shown, never judged)
+}
+
+// Judging thresholds.
+const (
+	judgeSecs    = 5       // window, seconds
+	farBelowPeak = 8       // goodput this many times below the member's own recent best
+	farBelowDecl = 20      // goodput this many times below the declared receive rate
+	minPeak      = 125_000 // bytes/s (1 Mbit/s): a lower best says nothing
+	rttInflation = 4       // smoothed RTT this many times the path's least...
+	rttSlack     = 30 * time.Millisecond
+	dialsJudged  = 8 // ...or at least this many dials in the window, their median
+	dialInflate  = 4 // this many times the least connect time
+	dialSlack    = 20 * time.Millisecond
+)
+
+func (s sample) rate() float64 { return float64(s.Bytes) / float64(s.Secs) }
+
+// sustained reports whether bytes arrived through (nearly) the whole
+// window: demand the member is serving, not a burst.
+func (s sample) sustained() bool { return s.Bytes > 0 && s.Active >= s.Secs-1 }
+
+// judge reports whether s looks throttled, and why in plain words.
+func judge(s sample) (suspect bool, why string) {
+	if !s.sustained() && s.Dials < dialsJudged {
+		return false, "idle"
+	}
+	r := s.rate()
+	switch {
+	case s.sustained() && s.Peak >= minPeak && r*farBelowPeak < s.Peak:
+		return true, fmt.Sprintf("%s, down from %s", mbit(r), mbit(s.Peak))
+	case s.sustained() && s.Declared > 0 && r*farBelowDecl < s.Declared:
+		return true, fmt.Sprintf("%s of %s declared", mbit(r), mbit(s.Declared))
+	case s.sustained() && s.RTT > 0 && s.MinRTT > 0 && s.RTT > rttInflation*s.MinRTT+rttSlack:
+		return true, fmt.Sprintf("RTT %v over a least %v", s.RTT.Round(time.Millisecond), s.MinRTT.Round(time.Millisecond))
+	case s.Dials >= dialsJudged && s.DialMin > 0 && s.DialMedian > dialInflate*s.DialMin+dialSlack:
+		return true, fmt.Sprintf("new connections take %v, at best %v", s.DialMedian.Round(time.Millisecond), s.DialMin.Round(time.Millisecond))
+	}
+	return false, ""
+}
+
+// speed is one member's speed probe.
+type speed struct {
+	Rate  float64       // goodput, bytes/s
+	Bytes int64         // bytes it read
+	First time.Duration // until the response's header arrived
+	Err   error         // the probe failed (Rate is then 0)
+}
+
+// decide reports whether new flows should leave cur for next: next must
+// deliver margin times what cur does. A failed probe of next never moves
+// flows; a failed probe of cur counts as nothing delivered.
+func decide(cur, next speed, margin float64) bool {
+	if next.Err != nil || next.Rate <= 0 {
+		return false
+	}
+	return next.Rate >= margin*cur.Rate
+}
+
+// recovered reports whether a member left as throttled delivers again: a
+// good margin above what it gave when it was left, and no longer so far
+// below the member that took over that it would be left again at once.
+func recovered(now speed, whenLeft, taker float64, margin float64) bool {
+	if now.Err != nil || now.Rate <= 0 {
+		return false
+	}
+	return now.Rate >= margin*whenLeft && now.Rate*margin > taker
+}
+
+// mbit formats bytes/s as Mbit/s.
+func mbit(bps float64) string {
+	m := bps * 8 / 1e6
+	switch {
+	case m >= 10:
+		return fmt.Sprintf("%.0f Mbit/s", m)
+	case m >= 1:
+		return fmt.Sprintf("%.1f Mbit/s", m)
+	default:
+		return fmt.Sprintf("%.2f Mbit/s", m)
+	}
+}
