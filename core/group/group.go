@@ -90,7 +90,7 @@ type Policy struct {
 // session moves on after 2 s without replies; probing stops after 5 minutes
 // without flows; urltest switches for 50 ms. A failover member that looks
 // throttled is compared with the next one by speed probes of
-// https://speed.cloudflare.com/__down (at most 1 MiB or 3 s each), and
+// https://speed.cloudflare.com/__down (at most 1 MiB or 2 s each), and
 // left when the next delivers 3 times as much.
 func DefaultPolicy() Policy {
 	return Policy{
@@ -109,7 +109,7 @@ func DefaultPolicy() Policy {
 		Tolerance:     50 * time.Millisecond,
 		SpeedURL:      "https://speed.cloudflare.com/__down?bytes=1048576",
 		SpeedBytes:    1 << 20,
-		SpeedTime:     3 * time.Second,
+		SpeedTime:     2 * time.Second,
 		SpeedMargin:   3,
 	}
 }

@@ -75,8 +75,7 @@ type health struct {
 	// Throttling: a member left because it delivered far less than the
 	// next one returns only when speed probes find it delivering again.
 	throttled bool
-	leftRate  float64 // its goodput when it was left, bytes/s
-	takerRate float64 // the goodput of the member that took over, bytes/s
+	mark      throttleMark // what was measured when it was left
 }
 
 // Re-measuring a throttled member: speed probes cost the user's traffic,
@@ -226,26 +225,26 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 	return false
 }
 
-// throttle records that the member was left as throttled: it delivered
-// left bytes/s where the next member, taker, delivered far more. It reports
+// throttle records that the member was left as throttled, with what was
+// measured then (m). It reports
 // whether the member went from usable to Failing (see fail, whose flap
 // damping applies).
-func (h *health) throttle(now time.Time, err error, hold time.Duration, left, taker float64) (wentDown bool) {
+func (h *health) throttle(now time.Time, err error, hold time.Duration, m throttleMark) (wentDown bool) {
 	wentDown = h.fail(now, err, false, hold)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.throttled = true
-	h.leftRate, h.takerRate = left, taker
+	h.mark = m
 	h.failures = 0
 	return wentDown
 }
 
-// throttleInfo reports whether the member is left as throttled, with the
-// goodputs of throttle.
-func (h *health) throttleInfo() (throttled bool, left, taker float64) {
+// throttleInfo reports whether the member is left as throttled, and what
+// was measured then.
+func (h *health) throttleInfo() (throttled bool, m throttleMark) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.throttled, h.leftRate, h.takerRate
+	return h.throttled, h.mark
 }
 
 func (h *health) get() Health {

@@ -32,7 +32,7 @@ type sample struct {
 
 // Judging thresholds.
 const (
-	judgeSecs    = 5       // window, seconds
+	judgeSecs    = 3       // window, seconds
 	farBelowPeak = 8       // goodput this many times below the member's own recent best
 	farBelowDecl = 20      // goodput this many times below the declared receive rate
 	minPeak      = 125_000 // bytes/s (1 Mbit/s): a lower best says nothing
@@ -87,13 +87,30 @@ func decide(cur, next speed, margin float64) bool {
 }
 
 // recovered reports whether a member left as throttled delivers again: a
-// good margin above what it gave when it was left, and no longer so far
-// below the member that took over that it would be left again at once.
-func recovered(now speed, whenLeft, taker float64, margin float64) bool {
+// margin above what it gave when it was left, and either half the best it
+// delivered to live flows before (its own measure: a primary may be slower
+// than its fallback by nature) or no longer so far below the member that
+// took over that it would be left again at once.
+func recovered(now speed, t throttleMark, margin float64) bool {
 	if now.Err != nil || now.Rate <= 0 {
 		return false
 	}
-	return now.Rate >= margin*whenLeft && now.Rate*margin > taker
+	return now.Rate >= margin*t.Left && (now.Rate >= t.Before/2 || now.Rate*margin > t.Taker)
+}
+
+// throttleMark is what was measured when a member was left as throttled.
+type throttleMark struct {
+	Left   float64 // its speed probe, bytes/s
+	Taker  float64 // the speed probe of the member that took over
+	Before float64 // the best its live flows got lately (meter peak)
+}
+
+// rttString formats an RTT for an event.
+func rttString(d time.Duration) string {
+	if d < 10*time.Millisecond {
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
 }
 
 // mbit formats bytes/s as Mbit/s.

@@ -54,8 +54,8 @@ func (g *Group) probeLoop() {
 			}
 			n++
 			go func() {
-				if throttled, left, taker := g.health[i].throttleInfo(); throttled {
-					rtt, note, err := g.remeasure(ctx, i, left, taker)
+				if throttled, mark := g.health[i].throttleInfo(); throttled {
+					rtt, note, err := g.remeasure(ctx, i, mark)
 					results <- result{i, rtt, err, note}
 					return
 				}

@@ -146,7 +146,7 @@ func (g *Group) applyCheck(r checkResult) bool {
 		fmt.Fprintf(&b, " (%v)", r.curSp.Err)
 	}
 	if r.s.RTT > 0 {
-		fmt.Fprintf(&b, ", RTT %v", r.s.RTT.Round(time.Millisecond))
+		fmt.Fprintf(&b, ", RTT %s", rttString(r.s.RTT))
 	}
 	if r.s.LossPct > 0 {
 		fmt.Fprintf(&b, ", loss %.0f %%", r.s.LossPct)
@@ -160,7 +160,8 @@ func (g *Group) applyCheck(r checkResult) bool {
 		}
 	}
 	reason := b.String()
-	if g.health[r.cur].throttle(time.Now(), errors.New(reason), p.RecoverHold, r.curSp.Rate, r.nxSp.Rate) {
+	mark := throttleMark{Left: r.curSp.Rate, Taker: r.nxSp.Rate, Before: r.s.Peak}
+	if g.health[r.cur].throttle(time.Now(), errors.New(reason), p.RecoverHold, mark) {
 		g.refresh(reason)
 	}
 	for _, c := range starving {
@@ -170,17 +171,16 @@ func (g *Group) applyCheck(r checkResult) bool {
 	return true
 }
 
-// remeasure is the prober's probe of member i, left as throttled when it
-// delivered left bytes/s and the member that took over taker: a speed
-// probe, good when the member delivers again (recovered). The note says
-// how much, for the recovery event.
-func (g *Group) remeasure(ctx context.Context, i int, left, taker float64) (time.Duration, string, error) {
+// remeasure is the prober's probe of member i, left as throttled with
+// mark: a speed probe, good when the member delivers again (recovered).
+// The note says how much, for the recovery event.
+func (g *Group) remeasure(ctx context.Context, i int, mark throttleMark) (time.Duration, string, error) {
 	sp := g.speed(ctx, i)
 	if sp.Err != nil {
 		return 0, "", sp.Err
 	}
-	if !recovered(sp, left, taker, g.policy.SpeedMargin) {
-		return 0, "", fmt.Errorf("still throttled: %s (%s when left; %s for the member that took over)", mbit(sp.Rate), mbit(left), mbit(taker))
+	if !recovered(sp, mark, g.policy.SpeedMargin) {
+		return 0, "", fmt.Errorf("still throttled: %s (%s when left, %s before; %s for the member that took over)", mbit(sp.Rate), mbit(mark.Left), mbit(mark.Before), mbit(mark.Taker))
 	}
-	return sp.First, fmt.Sprintf(", %s (%s when left)", mbit(sp.Rate), mbit(left)), nil
+	return sp.First, fmt.Sprintf(", %s (%s when left)", mbit(sp.Rate), mbit(mark.Left)), nil
 }
