@@ -81,7 +81,7 @@ type health struct {
 // Re-measuring a throttled member: speed probes cost the user's traffic,
 // so they come at growing intervals.
 const (
-	throttleRetryMin = 5 * time.Second // first re-measure; doubles per probe that finds it throttled
+	throttleRetryMin = 5 * time.Second // first re-measures; doubles every second probe that finds it throttled
 	throttleRetryMax = 5 * time.Minute
 )
 
@@ -274,7 +274,7 @@ func (h *health) nextProbe(p *Policy) time.Duration {
 	if h.throttled {
 		switch h.state {
 		case Failing:
-			return min(throttleRetryMin<<min(max(h.failures-1, 0), 16), throttleRetryMax)
+			return min(throttleRetryMin<<min(h.failures/2, 16), throttleRetryMax)
 		case Recovering:
 			return throttleRetryMin
 		}

@@ -19,7 +19,7 @@ import (
 type sample struct {
 	Secs       int           // window length, seconds
 	Bytes      int64         // bytes received by its streams in the window
-	Active     int           // seconds of the window in which bytes arrived
+	Streams    int           // streams that received something in every second of the window
 	Peak       float64       // best 3-second goodput it delivered lately, bytes/s
 	Declared   float64       // receive rate declared to its server, bytes/s; 0: none
 	Dials      int           // dials that finished in the window
@@ -45,9 +45,10 @@ const (
 
 func (s sample) rate() float64 { return float64(s.Bytes) / float64(s.Secs) }
 
-// sustained reports whether bytes arrived through (nearly) the whole
-// window: demand the member is serving, not a burst.
-func (s sample) sustained() bool { return s.Bytes > 0 && s.Active >= s.Secs-1 }
+// sustained reports whether a stream received through the whole window:
+// demand the member is serving, not a burst nor a string of short
+// requests.
+func (s sample) sustained() bool { return s.Bytes > 0 && s.Streams > 0 }
 
 // judge reports whether s looks throttled, and why in plain words.
 func judge(s sample) (suspect bool, why string) {
@@ -76,11 +77,18 @@ type speed struct {
 	Err   error         // the probe failed (Rate is then 0)
 }
 
-// decide reports whether new flows should leave cur for next: next must
-// deliver margin times what cur does. A failed probe of next never moves
-// flows; a failed probe of cur counts as nothing delivered.
-func decide(cur, next speed, margin float64) bool {
+// decide reports whether new flows should leave cur for next: cur must
+// deliver less than half the best its live flows got lately (before, when
+// that is known), and next margin times what cur does. A failed probe of
+// next never moves flows; a failed probe of cur counts as nothing
+// delivered. The first condition keeps a lossy or moderately policed
+// primary that still serves its applications: a faster fallback alone is
+// no reason to leave the member the user put first.
+func decide(cur, next speed, before, margin float64) bool {
 	if next.Err != nil || next.Rate <= 0 {
+		return false
+	}
+	if before >= minPeak && 2*cur.Rate >= before {
 		return false
 	}
 	return next.Rate >= margin*cur.Rate

@@ -101,16 +101,20 @@ func (m *meter) tick() {
 	m.mu.Unlock()
 }
 
-// window returns the bytes received in the last n seconds and in how many
-// of them something arrived.
-func (m *meter) window(n int) (bytes int64, active int) {
+// window returns the bytes received in the last n seconds and how many
+// open streams received something in each of them.
+func (m *meter) window(n int) (bytes int64, streams int) {
 	for _, b := range m.secs[:n] {
 		bytes += b
-		if b > 0 {
-			active++
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.flows {
+		if c.active(n) == n {
+			streams++
 		}
 	}
-	return bytes, active
+	return bytes, streams
 }
 
 // starving returns the open streams that get (nearly) nothing: stalled
@@ -198,19 +202,26 @@ func (c *meteredConn) tick() {
 	c.lastRx, c.lastTx = rx, tx
 }
 
+// active returns in how many of the last n seconds the stream received.
+func (c *meteredConn) active(n int) int {
+	k := 0
+	for _, b := range c.secs[:n] {
+		if b > 0 {
+			k++
+		}
+	}
+	return k
+}
+
 func (c *meteredConn) starving(floor float64, window int) bool {
 	if c.waiting >= stallSecs {
 		return true
 	}
 	var bytes int64
-	active := 0
 	for _, b := range c.secs[:window] {
 		bytes += b
-		if b > 0 {
-			active++
-		}
 	}
-	return active >= window-1 && float64(bytes)/float64(window) < floor
+	return c.active(window) >= window-1 && float64(bytes)/float64(window) < floor
 }
 
 type meteredCW struct{ *meteredConn }

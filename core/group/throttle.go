@@ -110,7 +110,7 @@ func (g *Group) judgedLocked() (cur, next int) {
 func (g *Group) sample(i int, now time.Time) sample {
 	m := g.meters[i]
 	s := sample{Secs: judgeSecs, Peak: m.peak}
-	s.Bytes, s.Active = m.window(judgeSecs)
+	s.Bytes, s.Streams = m.window(judgeSecs)
 	s.Dials, s.DialMedian, s.DialMin = m.dialFigures(now, now.Add(-judgeSecs*time.Second))
 	if ps, ok := g.members[i].Outbound.(outbound.PathStatser); ok {
 		if st, ok := ps.PathStats(); ok {
@@ -136,7 +136,7 @@ func (g *Group) speed(ctx context.Context, i int) speed {
 // moved the flows.
 func (g *Group) applyCheck(r checkResult) bool {
 	p := &g.policy
-	if !decide(r.curSp, r.nxSp, p.SpeedMargin) {
+	if !decide(r.curSp, r.nxSp, r.s.Peak, p.SpeedMargin) {
 		return false
 	}
 	cur, next := g.members[r.cur].Name, g.members[r.next].Name

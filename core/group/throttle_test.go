@@ -25,16 +25,16 @@ func TestJudge(t *testing.T) {
 		suspect bool
 	}{
 		{"idle", sample{Secs: 5, Peak: 100 * mbitps}, false},
-		{"one burst after a fast past", sample{Secs: 5, Bytes: 200_000, Active: 1, Peak: 100 * mbitps}, false},
-		{"steady at its best", sample{Secs: 5, Bytes: 5 * 20 * mbitps, Active: 5, Peak: 20 * mbitps}, false},
-		{"paced download, half its best", sample{Secs: 5, Bytes: 5 * 8 * mbitps, Active: 5, Peak: 16 * mbitps}, false},
-		{"starved: 0.9 of 16 Mbit/s", sample{Secs: 5, Bytes: 5 * 0.9 * mbitps, Active: 5, Peak: 16 * mbitps}, true},
-		{"starved but one quiet second", sample{Secs: 5, Bytes: 4 * 0.9 * mbitps, Active: 4, Peak: 16 * mbitps}, true},
-		{"slow but never was fast", sample{Secs: 5, Bytes: 5 * 0.1 * mbitps, Active: 5, Peak: 0.5 * mbitps}, false},
-		{"far below the declared rate", sample{Secs: 5, Bytes: 5 * 1 * mbitps, Active: 5, Peak: 1.5 * mbitps, Declared: 100 * mbitps}, true},
-		{"near the declared rate", sample{Secs: 5, Bytes: 5 * 80 * mbitps, Active: 5, Peak: 90 * mbitps, Declared: 100 * mbitps}, false},
-		{"10 % loss, still fast", sample{Secs: 5, Bytes: 5 * 14 * mbitps, Active: 5, Peak: 16 * mbitps, RTT: 3 * time.Millisecond, MinRTT: time.Millisecond, LossPct: 10}, false},
-		{"RTT inflated under load", sample{Secs: 5, Bytes: 5 * 5 * mbitps, Active: 5, Peak: 8 * mbitps, RTT: 250 * time.Millisecond, MinRTT: 20 * time.Millisecond}, true},
+		{"one burst after a fast past", sample{Secs: 5, Bytes: 200_000, Streams: 0, Peak: 100 * mbitps}, false},
+		{"steady at its best", sample{Secs: 5, Bytes: 5 * 20 * mbitps, Streams: 1, Peak: 20 * mbitps}, false},
+		{"paced download, half its best", sample{Secs: 5, Bytes: 5 * 8 * mbitps, Streams: 1, Peak: 16 * mbitps}, false},
+		{"starved: 0.9 of 16 Mbit/s", sample{Secs: 5, Bytes: 5 * 0.9 * mbitps, Streams: 1, Peak: 16 * mbitps}, true},
+		{"short requests only, after a fast past", sample{Secs: 5, Bytes: 5 * 0.02 * mbitps, Streams: 0, Peak: 9.5 * mbitps}, false},
+		{"slow but never was fast", sample{Secs: 5, Bytes: 5 * 0.1 * mbitps, Streams: 1, Peak: 0.5 * mbitps}, false},
+		{"far below the declared rate", sample{Secs: 5, Bytes: 5 * 1 * mbitps, Streams: 1, Peak: 1.5 * mbitps, Declared: 100 * mbitps}, true},
+		{"near the declared rate", sample{Secs: 5, Bytes: 5 * 80 * mbitps, Streams: 1, Peak: 90 * mbitps, Declared: 100 * mbitps}, false},
+		{"10 % loss, still fast", sample{Secs: 5, Bytes: 5 * 14 * mbitps, Streams: 1, Peak: 16 * mbitps, RTT: 3 * time.Millisecond, MinRTT: time.Millisecond, LossPct: 10}, false},
+		{"RTT inflated under load", sample{Secs: 5, Bytes: 5 * 5 * mbitps, Streams: 1, Peak: 8 * mbitps, RTT: 250 * time.Millisecond, MinRTT: 20 * time.Millisecond}, true},
 		{"RTT inflated, idle", sample{Secs: 5, RTT: 250 * time.Millisecond, MinRTT: 20 * time.Millisecond}, false},
 		{"new connections slow", sample{Secs: 5, Dials: 100, DialMedian: 47 * time.Millisecond, DialMin: 2 * time.Millisecond}, true},
 		{"new connections as usual", sample{Secs: 5, Dials: 100, DialMedian: 5 * time.Millisecond, DialMin: 2 * time.Millisecond}, false},
@@ -58,17 +58,21 @@ func TestDecide(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		cur, next speed
+		before    float64
 		move      bool
 	}{
-		{"throttled primary, fast fallback", speed{Rate: 0.9 * mbitps}, speed{Rate: 180 * mbitps}, true},
-		{"primary still faster", speed{Rate: 11 * mbitps}, speed{Rate: 2.5 * mbitps}, false},
-		{"fallback faster, not by the margin", speed{Rate: 40 * mbitps}, speed{Rate: 100 * mbitps}, false},
-		{"exactly the margin", speed{Rate: 10 * mbitps}, speed{Rate: 30 * mbitps}, true},
-		{"primary's probe got nothing", speed{Err: fail}, speed{Rate: 5 * mbitps}, true},
-		{"fallback's probe failed", speed{Rate: 0.1 * mbitps}, speed{Err: fail}, false},
-		{"both failed", speed{Err: fail}, speed{Err: fail}, false},
+		{"throttled primary, fast fallback", speed{Rate: 0.9 * mbitps}, speed{Rate: 180 * mbitps}, 16 * mbitps, true},
+		{"primary still faster", speed{Rate: 11 * mbitps}, speed{Rate: 2.5 * mbitps}, 16 * mbitps, false},
+		{"lossy primary, far faster fallback, primary serves its apps", speed{Rate: 35 * mbitps}, speed{Rate: 5000 * mbitps}, 16 * mbitps, false},
+		{"moderately policed primary serving half its best", speed{Rate: 9 * mbitps}, speed{Rate: 180 * mbitps}, 16 * mbitps, false},
+		{"fallback faster, not by the margin", speed{Rate: 4 * mbitps}, speed{Rate: 10 * mbitps}, 16 * mbitps, false},
+		{"exactly the margin", speed{Rate: 4 * mbitps}, speed{Rate: 12 * mbitps}, 16 * mbitps, true},
+		{"no earlier best known: margin alone", speed{Rate: 10 * mbitps}, speed{Rate: 30 * mbitps}, 0, true},
+		{"primary's probe got nothing", speed{Err: fail}, speed{Rate: 5 * mbitps}, 16 * mbitps, true},
+		{"fallback's probe failed", speed{Rate: 0.1 * mbitps}, speed{Err: fail}, 16 * mbitps, false},
+		{"both failed", speed{Err: fail}, speed{Err: fail}, 16 * mbitps, false},
 	} {
-		if got := decide(tc.cur, tc.next, 3); got != tc.move {
+		if got := decide(tc.cur, tc.next, tc.before, 3); got != tc.move {
 			t.Errorf("%s: decide = %v, want %v", tc.name, got, tc.move)
 		}
 	}
@@ -163,8 +167,8 @@ func TestMeterStarving(t *testing.T) {
 			t.Errorf("starving: %p = %v, want %v", c, got[c], want)
 		}
 	}
-	if b, act := m.window(judgeSecs); act != judgeSecs || b != judgeSecs*10_010_000 {
-		t.Errorf("window = %d bytes over %d active seconds", b, act)
+	if b, streams := m.window(judgeSecs); streams != 2 || b != judgeSecs*10_010_000 {
+		t.Errorf("window = %d bytes, %d streaming; want %d, 2 (slow and fast)", b, streams, judgeSecs*10_010_000)
 	}
 }
 
