@@ -62,9 +62,9 @@ func judge(s sample) (suspect bool, why string) {
 	case s.sustained() && s.Declared > 0 && r*farBelowDecl < s.Declared:
 		return true, fmt.Sprintf("%s of %s declared", mbit(r), mbit(s.Declared))
 	case s.sustained() && s.RTT > 0 && s.MinRTT > 0 && s.RTT > rttInflation*s.MinRTT+rttSlack:
-		return true, fmt.Sprintf("RTT %v over a least %v", s.RTT.Round(time.Millisecond), s.MinRTT.Round(time.Millisecond))
+		return true, fmt.Sprintf("RTT %s over a least %s", rttString(s.RTT), rttString(s.MinRTT))
 	case s.Dials >= dialsJudged && s.DialMin > 0 && s.DialMedian > dialInflate*s.DialMin+dialSlack:
-		return true, fmt.Sprintf("new connections take %v, at best %v", s.DialMedian.Round(time.Millisecond), s.DialMin.Round(time.Millisecond))
+		return true, fmt.Sprintf("new connections take %s, at best %s", rttString(s.DialMedian), rttString(s.DialMin))
 	}
 	return false, ""
 }

@@ -91,6 +91,7 @@ type Load struct {
 	segs   []Segment
 	starts []time.Time // when each request started, finished or not
 	cur    *Segment    // the download running now; nil between two
+	curC   net.Conn    // its connection
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -228,6 +229,14 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		return s
 	}
 	defer c.Close()
+	l.mu.Lock()
+	l.curC = c
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.curC = nil
+		l.mu.Unlock()
+	}()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c.SetDeadline(time.Now().Add(DownloadStall))
@@ -266,6 +275,26 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 			return s
 		}
 	}
+}
+
+// RestartDownload ends the running download, as a user starting another
+// one: the next goes wherever the client sends new connections now.
+func (l *Load) RestartDownload() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.curC != nil {
+		l.curC.Close()
+	}
+}
+
+// DownloadVia returns the member carrying the running download, or "".
+func (l *Load) DownloadVia() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return ""
+	}
+	return l.cur.Member
 }
 
 // Downloaded returns how many bytes the long download has received so far.

@@ -64,9 +64,18 @@ type window struct {
 	probeKB    float64       // bytes the origin served to speed probes, kB
 }
 
-// measure runs apply, holds for hold, and measures [onset, onset+hold).
+// measure starts a new long download, through the member carrying new
+// flows (the primary), runs apply, holds for hold, and measures [onset,
+// onset+hold).
 func (b *bench) measure(t *testing.T, apply func(), hold time.Duration, during func(time.Time)) *window {
 	t.Helper()
+	b.load.RestartDownload()
+	for deadline := time.Now().Add(10 * time.Second); b.load.DownloadVia() != Primary; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new long download did not start via %s (via %q)", Primary, b.load.DownloadVia())
+		}
+	}
+	time.Sleep(3 * time.Second) // at its pace: the member's goodput is known
 	dl0, pr0 := b.load.Downloaded(), b.speedN.Load()
 	apply()
 	w := &window{at: time.Now(), toFallback: -1}
