@@ -17,12 +17,25 @@
 // a minimum time, so that a lossy primary does not make the group flap. A
 // member that fails again soon after returning waits longer for its next
 // return (flap damping).
+//
+// A failover group also leaves a member that is throttled (slow, not
+// dead): every stream it hands out is counted (meter.go), and once a
+// second the member carrying new flows is judged by what it delivers
+// (judge.go). Looking throttled only buys a measurement: a short speed
+// probe through it and through the next member (throttle.go), and new
+// flows move only when the next delivers several times as much while the
+// member gives less than half of what its flows got before. Streams
+// starving on the member left are closed, so that their applications
+// reconnect through the next one. The member is re-measured by speed
+// probes at growing intervals and returns, after the same hysteresis and
+// flap damping as a dead one, when it delivers again.
 package group
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -166,6 +179,10 @@ type Options struct {
 	// OnEvent, if set, is called for every switch, synchronously: it must
 	// not block.
 	OnEvent func(Event)
+	// Log, if set, receives a line for every throttle check (a member that
+	// looked throttled, measured against the next), also those that moved
+	// nothing.
+	Log *slog.Logger
 }
 
 // Group is an outbound.Outbound over members. Its methods are safe for
@@ -178,6 +195,7 @@ type Group struct {
 	meters  []*meter
 	policy  Policy
 	onEvent func(Event)
+	log     *slog.Logger
 
 	// emitMu orders switch events as the switches happen: it is held from
 	// working out a switch to reporting it, so two members failing at once
@@ -212,6 +230,7 @@ func New(name string, mode Mode, members []Member, opts Options) (*Group, error)
 		members:  members,
 		policy:   opts.Policy.withDefaults(),
 		onEvent:  opts.OnEvent,
+		log:      opts.Log,
 		probeNow: make(chan probeReq, len(members)),
 		done:     make(chan struct{}),
 	}

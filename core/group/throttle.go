@@ -11,10 +11,12 @@ import (
 )
 
 // Checks of a member that looks throttled cost two speed probes; one that
-// finds nothing makes the next wait twice as long.
+// finds nothing makes the next wait twice as long, until the member has
+// looked fine for checkCalm.
 const (
 	checkBackoffMin = 30 * time.Second
 	checkBackoffMax = 10 * time.Minute
+	checkCalm       = 2 * time.Minute
 )
 
 // checkResult is the outcome of comparing the member carrying new flows
@@ -40,7 +42,7 @@ func (g *Group) watchLoop() {
 	defer tick.Stop()
 	checks := make(chan checkResult, 1)
 	checking := false
-	var nextCheck time.Time
+	var nextCheck, calmSince time.Time
 	backoff := checkBackoffMin
 	for {
 		select {
@@ -69,12 +71,20 @@ func (g *Group) watchLoop() {
 			m.tick()
 		}
 		now := time.Now()
-		if checking || cur < 0 || next < 0 || now.Before(nextCheck) {
+		if checking || cur < 0 || next < 0 {
 			continue
 		}
 		s := g.sample(cur, now)
 		suspect, why := judge(s)
-		if !suspect {
+		switch {
+		case suspect:
+			calmSince = time.Time{}
+		case calmSince.IsZero():
+			calmSince = now
+		case now.Sub(calmSince) >= checkCalm:
+			backoff = checkBackoffMin // a new episode gets a prompt check
+		}
+		if !suspect || now.Before(nextCheck) {
 			continue
 		}
 		checking = true
@@ -136,7 +146,19 @@ func (g *Group) speed(ctx context.Context, i int) speed {
 // moved the flows.
 func (g *Group) applyCheck(r checkResult) bool {
 	p := &g.policy
-	if !decide(r.curSp, r.nxSp, r.s.Peak, p.SpeedMargin) {
+	move := decide(r.curSp, r.nxSp, r.s.Peak, p.SpeedMargin)
+	if g.log != nil {
+		errOf := func(s speed) string {
+			if s.Err != nil {
+				return s.Err.Error()
+			}
+			return ""
+		}
+		g.log.Info("throttle check", "group", g.name, "member", g.members[r.cur].Name, "looked", r.why,
+			"speed", mbit(r.curSp.Rate), "err", errOf(r.curSp), "best_before", mbit(r.s.Peak),
+			"next", g.members[r.next].Name, "next_speed", mbit(r.nxSp.Rate), "next_err", errOf(r.nxSp), "move", move)
+	}
+	if !move {
 		return false
 	}
 	cur, next := g.members[r.cur].Name, g.members[r.next].Name
