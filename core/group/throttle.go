@@ -42,7 +42,8 @@ func (g *Group) watchLoop() {
 	defer tick.Stop()
 	checks := make(chan checkResult, 1)
 	checking := false
-	var nextCheck, calmSince time.Time
+	var nextCheck, calmSince, lastCheck time.Time
+	var lastRate float64 // the member's speed probe at the last check that moved nothing
 	backoff := checkBackoffMin
 	for {
 		select {
@@ -50,11 +51,13 @@ func (g *Group) watchLoop() {
 			return
 		case r := <-checks:
 			checking = false
+			lastCheck = time.Now()
 			if g.applyCheck(r) {
-				backoff = checkBackoffMin
+				backoff, lastRate = checkBackoffMin, 0
 			} else {
 				nextCheck = time.Now().Add(backoff)
 				backoff = min(2*backoff, checkBackoffMax)
+				lastRate = r.curSp.Rate
 			}
 			continue
 		case <-tick.C:
@@ -84,7 +87,10 @@ func (g *Group) watchLoop() {
 		case now.Sub(calmSince) >= checkCalm:
 			backoff = checkBackoffMin // a new episode gets a prompt check
 		}
-		if !suspect || now.Before(nextCheck) {
+		// A stream now getting far less than the last check measured is
+		// news: it is checked without waiting out the back-off.
+		worse := s.sustained() && s.rate()*g.policy.SpeedMargin < lastRate && now.Sub(lastCheck) >= checkBackoffMin
+		if !suspect || (now.Before(nextCheck) && !worse) {
 			continue
 		}
 		checking = true
