@@ -16,7 +16,7 @@ import (
 const (
 	checkBackoffMin = 30 * time.Second
 	checkBackoffMax = 10 * time.Minute
-	checkCalm       = 2 * time.Minute
+	checkCalm       = 10 * time.Minute
 )
 
 // checkResult is the outcome of comparing the member carrying new flows
@@ -43,7 +43,7 @@ func (g *Group) watchLoop() {
 	checks := make(chan checkResult, 1)
 	checking := false
 	var nextCheck, calmSince, lastCheck time.Time
-	var lastRate float64 // the member's speed probe at the last check that moved nothing
+	var lastLive float64 // the member's live goodput at the last check that moved nothing
 	backoff := checkBackoffMin
 	for {
 		select {
@@ -53,11 +53,11 @@ func (g *Group) watchLoop() {
 			checking = false
 			lastCheck = time.Now()
 			if g.applyCheck(r) {
-				backoff, lastRate = checkBackoffMin, 0
+				backoff, lastLive = checkBackoffMin, 0
 			} else {
 				nextCheck = time.Now().Add(backoff)
 				backoff = min(2*backoff, checkBackoffMax)
-				lastRate = r.curSp.Rate
+				lastLive = r.s.rate()
 			}
 			continue
 		case <-tick.C:
@@ -87,9 +87,11 @@ func (g *Group) watchLoop() {
 		case now.Sub(calmSince) >= checkCalm:
 			backoff = checkBackoffMin // a new episode gets a prompt check
 		}
-		// A stream now getting far less than the last check measured is
-		// news: it is checked without waiting out the back-off.
-		worse := s.sustained() && s.rate()*g.policy.SpeedMargin < lastRate && now.Sub(lastCheck) >= checkBackoffMin
+		// Goodput fallen to a third of what the member delivered at the
+		// last check (which found it fine) is news: it is checked without
+		// waiting out the back-off, at most every checkBackoffMin, and
+		// each such check needs a further fall.
+		worse := s.sustained() && s.rate()*g.policy.SpeedMargin < lastLive && now.Sub(lastCheck) >= checkBackoffMin
 		if !suspect || (now.Before(nextCheck) && !worse) {
 			continue
 		}
