@@ -85,7 +85,7 @@ type Policy struct {
 	// Throttle detection (failover groups): see judge.go.
 	SpeedURL    string        // URL serving at least SpeedBytes, fetched through members to compare their goodput; "off": no throttle detection
 	SpeedBytes  int64         // most bytes one speed probe reads
-	SpeedTime   time.Duration // longest one speed probe runs
+	SpeedTime   time.Duration // longest one speed probe reads, after the response's header (which must come within ProbeTimeout)
 	SpeedMargin float64       // how many times the next member's goodput must exceed a throttled one's to take new flows
 	// KeepStarved keeps the streams that starve on a member left as
 	// throttled; by default they are closed, so that their applications
@@ -103,7 +103,7 @@ type Policy struct {
 // session moves on after 2 s without replies; probing stops after 5 minutes
 // without flows; urltest switches for 50 ms. A failover member that looks
 // throttled is compared with the next one by speed probes of
-// https://speed.cloudflare.com/__down (at most 1 MiB or 2 s each), and
+// https://speed.cloudflare.com/__down (at most 1 MiB or 2 s after the header each), and
 // left when the next delivers 3 times as much.
 func DefaultPolicy() Policy {
 	return Policy{

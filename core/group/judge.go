@@ -80,12 +80,15 @@ type speed struct {
 // decide reports whether new flows should leave cur for next: cur must
 // deliver less than half the best its live flows got lately (before, when
 // that is known), and next margin times what cur does. A failed probe of
-// next never moves flows; a failed probe of cur counts as nothing
-// delivered. The first condition keeps a lossy or moderately policed
-// primary that still serves its applications: a faster fallback alone is
-// no reason to leave the member the user put first.
+// next never moves flows; nor does a probe of cur that failed before any
+// byte came (no answer in time says nothing about its goodput: a lossy
+// path can be late with one response, and a dead one is the dead-member
+// logic's); one that failed after some bytes counts as nothing delivered.
+// The first condition keeps a lossy or moderately policed primary that
+// still serves its applications: a faster fallback alone is no reason to
+// leave the member the user put first.
 func decide(cur, next speed, before, margin float64) bool {
-	if next.Err != nil || next.Rate <= 0 {
+	if next.Err != nil || next.Rate <= 0 || (cur.Err != nil && cur.Bytes == 0) {
 		return false
 	}
 	if before >= minPeak && 2*cur.Rate >= before {

@@ -177,14 +177,14 @@ func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.D
 // minSpeedBytes is the least body a speed probe must read to say anything.
 const minSpeedBytes = 16 << 10
 
-// Speed fetches url, which serves bytes, through ob, reading at most
-// maxBytes of the body within limit (the whole request), and returns the
+// Speed fetches url, which serves bytes, through ob and returns the
 // body's goodput: bytes over the time from the response's header to the
-// last byte read. Running out of time is not an error when enough arrived:
-// the rate is what the path delivered meanwhile. A path that delivered less
-// than 16 KiB within limit fails.
-func Speed(ctx context.Context, ob outbound.Outbound, url string, maxBytes int64, limit time.Duration) (rate float64, n int64, first time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
+// last byte read, reading at most maxBytes for at most limit after the
+// header, which must come within headerTimeout. Running out of time is not
+// an error when enough arrived: the rate is what the path delivered
+// meanwhile. A path that delivered less than 16 KiB fails.
+func Speed(ctx context.Context, ob outbound.Outbound, url string, maxBytes int64, limit, headerTimeout time.Duration) (rate float64, n int64, first time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, headerTimeout+limit)
 	defer cancel()
 	c, tr := probeClient(ob, 0)
 	defer tr.CloseIdleConnections()
@@ -200,6 +200,11 @@ func Speed(ctx context.Context, ob outbound.Outbound, url string, maxBytes int64
 	defer resp.Body.Close()
 	t1 := time.Now()
 	first = t1.Sub(t0)
+	if first > headerTimeout {
+		return 0, 0, first, fmt.Errorf("speed probe: no response within %v", headerTimeout)
+	}
+	stop := time.AfterFunc(limit, cancel)
+	defer stop.Stop()
 	if resp.StatusCode != http.StatusOK {
 		return 0, 0, first, fmt.Errorf("speed probe %s: status %d", url, resp.StatusCode)
 	}

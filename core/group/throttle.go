@@ -144,7 +144,7 @@ func (g *Group) sample(i int, now time.Time) sample {
 // speed runs one speed probe through member i.
 func (g *Group) speed(ctx context.Context, i int) speed {
 	p := &g.policy
-	rate, n, first, err := Speed(ctx, g.members[i].Outbound, p.SpeedURL, p.SpeedBytes, p.SpeedTime)
+	rate, n, first, err := Speed(ctx, g.members[i].Outbound, p.SpeedURL, p.SpeedBytes, p.SpeedTime, p.ProbeTimeout)
 	return speed{Rate: rate, Bytes: n, First: first, Err: err}
 }
 

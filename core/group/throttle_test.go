@@ -68,7 +68,8 @@ func TestDecide(t *testing.T) {
 		{"fallback faster, not by the margin", speed{Rate: 4 * mbitps}, speed{Rate: 10 * mbitps}, 16 * mbitps, false},
 		{"exactly the margin", speed{Rate: 4 * mbitps}, speed{Rate: 12 * mbitps}, 16 * mbitps, true},
 		{"no earlier best known: margin alone", speed{Rate: 10 * mbitps}, speed{Rate: 30 * mbitps}, 0, true},
-		{"primary's probe got nothing", speed{Err: fail}, speed{Rate: 5 * mbitps}, 16 * mbitps, true},
+		{"primary's probe got a few bytes, then nothing", speed{Bytes: 9000, Err: fail}, speed{Rate: 5 * mbitps}, 16 * mbitps, true},
+		{"primary's probe got no answer in time", speed{Err: fail}, speed{Rate: 3000 * mbitps}, 16 * mbitps, false},
 		{"fallback's probe failed", speed{Rate: 0.1 * mbitps}, speed{Err: fail}, 16 * mbitps, false},
 		{"both failed", speed{Err: fail}, speed{Err: fail}, 16 * mbitps, false},
 	} {
