@@ -240,7 +240,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		}
 		return nil, Status{}, err
 	}
-	rt, err := buildRouting(&cfg, c.onSwitch)
+	rt, err := buildRouting(&cfg, c.onSwitch, c.log)
 	if err != nil {
 		return fail(err)
 	}

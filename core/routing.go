@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/outbound"
@@ -47,8 +48,9 @@ func (r *routing) close() error {
 
 // buildRouting builds the outbounds of cfg's nodes (several nodes become a
 // failover group in the given order), the direct and block outbounds, and a
-// rule table over them. onSwitch receives the group's switch events.
-func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
+// rule table over them. onSwitch receives the group's switch events; log
+// (may be nil) its throttle checks.
+func buildRouting(cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*routing, error) {
 	r := &routing{targets: map[string]outbound.Outbound{
 		TargetDirect: direct.New(cfg.Dialer),
 		TargetBlock:  block.New(),
@@ -74,7 +76,7 @@ func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
 		if mode == "" {
 			mode = group.Failover
 		}
-		g, err := group.New(TargetProxy, mode, members, group.Options{Policy: cfg.Policy, OnEvent: onSwitch})
+		g, err := group.New(TargetProxy, mode, members, group.Options{Policy: cfg.Policy, OnEvent: onSwitch, Log: log})
 		if err != nil {
 			r.close()
 			return nil, err

@@ -17,12 +17,25 @@
 // a minimum time, so that a lossy primary does not make the group flap. A
 // member that fails again soon after returning waits longer for its next
 // return (flap damping).
+//
+// A failover group also leaves a member that is throttled (slow, not
+// dead): every stream it hands out is counted (meter.go), and once a
+// second the member carrying new flows is judged by what it delivers
+// (judge.go). Looking throttled only buys a measurement: a short speed
+// probe through it and through the next member (throttle.go), and new
+// flows move only when the next delivers several times as much while the
+// member gives less than half of what its flows got before. Streams
+// starving on the member left are closed, so that their applications
+// reconnect through the next one. The member is re-measured by speed
+// probes at growing intervals and returns, after the same hysteresis and
+// flap damping as a dead one, when it delivers again.
 package group
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
@@ -69,6 +82,16 @@ type Policy struct {
 	UDPSilence    time.Duration // a UDP session unanswered this long moves to the next member
 	IdleAfter     time.Duration // no probing when no flow has started for this long
 	Tolerance     time.Duration // urltest: how much faster another member must be to switch
+
+	// Throttle detection (failover groups): see judge.go.
+	SpeedURL    string        // URL serving at least SpeedBytes, fetched through members to compare their goodput; "off": no throttle detection
+	SpeedBytes  int64         // most bytes one speed probe reads
+	SpeedTime   time.Duration // longest one speed probe reads, after the response's header (which must come within ProbeTimeout)
+	SpeedMargin float64       // how many times the next member's goodput must exceed a throttled one's to take new flows
+	// KeepStarved keeps the streams that starve on a member left as
+	// throttled; by default they are closed, so that their applications
+	// reconnect, through the member that took over.
+	KeepStarved bool
 }
 
 // DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
@@ -79,7 +102,10 @@ type Policy struct {
 // RTTs + 100 ms of the current one, bounded to 300 ms-1.5 s; a dial fails
 // after 8 RTTs + 1 s, within 2.5-5 s; a UDP
 // session moves on after 2 s without replies; probing stops after 5 minutes
-// without flows; urltest switches for 50 ms.
+// without flows; urltest switches for 50 ms. A failover member that looks
+// throttled is compared with the next one by speed probes of
+// https://speed.cloudflare.com/__down (at most 1 MiB or 2 s after the header each), and
+// left when the next delivers 3 times as much.
 func DefaultPolicy() Policy {
 	return Policy{
 		ProbeURL:      "http://cp.cloudflare.com/generate_204",
@@ -95,6 +121,10 @@ func DefaultPolicy() Policy {
 		UDPSilence:    2 * time.Second,
 		IdleAfter:     5 * time.Minute,
 		Tolerance:     50 * time.Millisecond,
+		SpeedURL:      "https://speed.cloudflare.com/__down?bytes=1048576",
+		SpeedBytes:    1 << 20,
+		SpeedTime:     2 * time.Second,
+		SpeedMargin:   3,
 	}
 }
 
@@ -108,6 +138,16 @@ func (p Policy) withDefaults() Policy {
 	if p.ProbeURL == "" {
 		p.ProbeURL = d.ProbeURL
 	}
+	if p.SpeedURL == "" {
+		p.SpeedURL = d.SpeedURL
+	}
+	if p.SpeedBytes <= 0 {
+		p.SpeedBytes = d.SpeedBytes
+	}
+	if p.SpeedMargin <= 1 {
+		p.SpeedMargin = d.SpeedMargin
+	}
+	set(&p.SpeedTime, d.SpeedTime)
 	if p.RecoverProbes <= 0 {
 		p.RecoverProbes = d.RecoverProbes
 	}
@@ -140,6 +180,10 @@ type Options struct {
 	// OnEvent, if set, is called for every switch, synchronously: it must
 	// not block.
 	OnEvent func(Event)
+	// Log, if set, receives a line for every throttle check (a member that
+	// looked throttled, measured against the next), also those that moved
+	// nothing.
+	Log *slog.Logger
 }
 
 // Group is an outbound.Outbound over members. Its methods are safe for
@@ -149,8 +193,10 @@ type Group struct {
 	mode    Mode
 	members []Member
 	health  []*health
+	meters  []*meter
 	policy  Policy
 	onEvent func(Event)
+	log     *slog.Logger
 
 	// emitMu orders switch events as the switches happen: it is held from
 	// working out a switch to reporting it, so two members failing at once
@@ -162,7 +208,8 @@ type Group struct {
 	selected   int // selector's choice
 	lastActive time.Time
 	probing    bool          // a prober goroutine is running
-	probeNow   chan int      // member indexes to probe at once
+	watching   bool          // a watcher goroutine is running
+	probeNow   chan probeReq // members to probe soon
 	done       chan struct{} // closed by Close
 	closed     bool
 	wg         sync.WaitGroup
@@ -184,12 +231,15 @@ func New(name string, mode Mode, members []Member, opts Options) (*Group, error)
 		members:  members,
 		policy:   opts.Policy.withDefaults(),
 		onEvent:  opts.OnEvent,
-		probeNow: make(chan int, len(members)),
+		log:      opts.Log,
+		probeNow: make(chan probeReq, len(members)),
 		done:     make(chan struct{}),
 	}
 	g.health = make([]*health, len(members))
+	g.meters = make([]*meter, len(members))
 	for i := range g.health {
 		g.health[i] = &health{}
+		g.meters[i] = newMeter()
 	}
 	return g, nil
 }
@@ -355,12 +405,19 @@ func (g *Group) touch() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.lastActive = time.Now()
-	if g.probing || g.closed {
+	if g.closed {
 		return
 	}
-	g.probing = true
-	g.wg.Add(1)
-	go g.probeLoop()
+	if !g.probing {
+		g.probing = true
+		g.wg.Add(1)
+		go g.probeLoop()
+	}
+	if !g.watching && g.mode == Failover && g.policy.SpeedURL != "off" {
+		g.watching = true
+		g.wg.Add(1)
+		go g.watchLoop()
+	}
 }
 
 // refresh recomputes the current member after a health change and emits an
@@ -477,7 +534,9 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			dcancel()
 			switch {
 			case err == nil:
-				g.health[i].dialOK(time.Now(), time.Since(t0))
+				d := time.Since(t0)
+				g.health[i].dialOK(time.Now(), d)
+				g.meters[i].dialed(time.Now(), d)
 			case dialCtx.Err() != nil:
 				// The caller gave up: that says nothing about the member.
 			case timedOut:
@@ -545,10 +604,13 @@ func closeLosers[T interface{ Close() error }](results <-chan attempt[T], pendin
 // DialContext opens a stream to dst through the best member, falling over
 // to the next ones as described in the package comment.
 func (g *Group) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	c, _, err := hedge(ctx, g, "dial "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.Conn, error) {
+	c, i, err := hedge(ctx, g, "dial "+dst.String(), func(ctx context.Context, m outbound.Outbound) (net.Conn, error) {
 		return m.DialContext(ctx, network, dst)
 	})
-	return c, err
+	if err != nil {
+		return nil, err
+	}
+	return g.meters[i].wrap(c), nil
 }
 
 // ListenPacket opens a UDP session through the best member. The session

@@ -47,6 +47,7 @@ type MemberState struct {
 	LastError string        // the last failure in plain words; "" when none
 	LastCheck time.Time     // last dial or probe result
 	Successes int           // consecutive successful probes while Recovering
+	Throttled bool          // left because it delivered far less than the next member; re-measured by speed probes
 }
 
 // health tracks one member. Its methods are safe for concurrent use.
@@ -70,7 +71,19 @@ type health struct {
 	// its next return held back longer.
 	upAt     time.Time // when it last returned from Failing
 	relapses int       // returns that ended in a failure soon after; 0..maxRelapses
+
+	// Throttling: a member left because it delivered far less than the
+	// next one returns only when speed probes find it delivering again.
+	throttled bool
+	mark      throttleMark // what was measured when it was left
 }
+
+// Re-measuring a throttled member: speed probes cost the user's traffic,
+// so they come at growing intervals.
+const (
+	throttleRetryMin = 5 * time.Second // first re-measures; doubles every second probe that finds it throttled
+	throttleRetryMax = 5 * time.Minute
+)
 
 // Timeout weighing and flap damping.
 const (
@@ -206,9 +219,32 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 		h.lastErr = ""
 		h.upAt = now
 		h.timeouts = 0
+		h.throttled = false
 		return true
 	}
 	return false
+}
+
+// throttle records that the member was left as throttled, with what was
+// measured then (m). It reports
+// whether the member went from usable to Failing (see fail, whose flap
+// damping applies).
+func (h *health) throttle(now time.Time, err error, hold time.Duration, m throttleMark) (wentDown bool) {
+	wentDown = h.fail(now, err, false, hold)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.throttled = true
+	h.mark = m
+	h.failures = 0
+	return wentDown
+}
+
+// throttleInfo reports whether the member is left as throttled, and what
+// was measured then.
+func (h *health) throttleInfo() (throttled bool, m throttleMark) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.throttled, h.mark
 }
 
 func (h *health) get() Health {
@@ -226,7 +262,7 @@ func (h *health) rtt() time.Duration {
 func (h *health) snapshot(name string) MemberState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return MemberState{Name: name, Health: h.state, RTT: h.srtt, LastError: h.lastErr, LastCheck: h.lastCheck, Successes: h.successes}
+	return MemberState{Name: name, Health: h.state, RTT: h.srtt, LastError: h.lastErr, LastCheck: h.lastCheck, Successes: h.successes, Throttled: h.throttled}
 }
 
 // nextProbe returns how long to wait before the next probe of this member:
@@ -235,6 +271,14 @@ func (h *health) snapshot(name string) MemberState {
 func (h *health) nextProbe(p *Policy) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.throttled {
+		switch h.state {
+		case Failing:
+			return min(throttleRetryMin<<min(h.failures/2, 16), throttleRetryMax)
+		case Recovering:
+			return throttleRetryMin
+		}
+	}
 	switch h.state {
 	case Failing:
 		d := p.RetryMin << min(max(h.failures-1, 0), 16)

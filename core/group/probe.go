@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -27,8 +28,8 @@ func (g *Group) probeLoop() {
 		select {
 		case <-g.done:
 			return
-		case i := <-g.probeNow:
-			due[i] = time.Time{}
+		case r := <-g.probeNow:
+			due[r.i] = time.Now().Add(r.after)
 		case <-timer.C:
 		}
 		g.mu.Lock()
@@ -41,9 +42,10 @@ func (g *Group) probeLoop() {
 
 		now := time.Now()
 		type result struct {
-			i   int
-			rtt time.Duration
-			err error
+			i    int
+			rtt  time.Duration
+			err  error
+			note string // for the recovery event
 		}
 		results := make(chan result, len(g.members))
 		n := 0
@@ -53,12 +55,22 @@ func (g *Group) probeLoop() {
 			}
 			n++
 			go func() {
+				if throttled, mark := g.health[i].throttleInfo(); throttled {
+					var rtt time.Duration
+					var note string
+					err := guard.Do(ctx, "re-measure", func() (err error) {
+						rtt, note, err = g.remeasure(ctx, i, mark)
+						return err
+					})
+					results <- result{i, rtt, err, note}
+					return
+				}
 				var rtt time.Duration
 				err := guard.Do(ctx, "probe", func() (err error) {
 					rtt, err = Probe(ctx, g.members[i].Outbound, g.policy.ProbeURL, g.policy.ProbeTimeout)
 					return err
 				})
-				results <- result{i, rtt, err}
+				results <- result{i, rtt, err, ""}
 			}()
 		}
 		for ; n > 0; n-- {
@@ -74,7 +86,7 @@ func (g *Group) probeLoop() {
 			} else {
 				before := g.health[r.i].get()
 				if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
-					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v", g.members[r.i].Name, g.policy.RecoverProbes, g.health[r.i].hold(g.policy.RecoverHold)))
+					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v%s", g.members[r.i].Name, g.policy.RecoverProbes, g.health[r.i].hold(g.policy.RecoverHold), r.note))
 				} else if g.mode == URLTest || before == Unknown {
 					g.refresh(fmt.Sprintf("latency of %s: %v", g.members[r.i].Name, r.rtt.Round(time.Millisecond)))
 				}
@@ -91,19 +103,35 @@ func (g *Group) probeLoop() {
 	}
 }
 
+// probeReq asks the prober to probe member i after after.
+type probeReq struct {
+	i     int
+	after time.Duration
+}
+
 // requestProbe asks the prober to probe member i at once.
 func (g *Group) requestProbe(i int) {
 	g.touch()
 	select {
-	case g.probeNow <- i:
+	case g.probeNow <- probeReq{i, 0}:
 	default: // a probe request is already queued
 	}
 }
 
-// Probe fetches url through ob and returns how long the response took to
-// arrive (connection set-up included, as other clients' "URL test" delay
-// does). Any 2xx or 3xx status is a success; redirects are not followed.
-func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.Duration) (time.Duration, error) {
+// scheduleProbe makes the prober probe member i after after, from now,
+// whatever it had planned; it waits while the prober is busy.
+func (g *Group) scheduleProbe(i int, after time.Duration) {
+	g.touch()
+	select {
+	case g.probeNow <- probeReq{i, after}:
+	case <-g.done:
+	}
+}
+
+// probeClient returns an HTTP client that reaches servers through ob, one
+// connection per request, and its transport (close its idle connections
+// when done).
+func probeClient(ob outbound.Outbound, timeout time.Duration) (*http.Client, *http.Transport) {
 	tr := &http.Transport{
 		Proxy: nil,
 		// The transport dials on a goroutine of its own: a panic in the
@@ -116,20 +144,36 @@ func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.D
 			}
 			return ob.DialContext(ctx, "tcp", dst)
 		},
-		DisableKeepAlives: true,
-		MaxIdleConns:      -1,
+		DisableKeepAlives:  true,
+		DisableCompression: true,
+		MaxIdleConns:       -1,
 	}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{
+	return &http.Client{
 		Transport:     tr,
 		Timeout:       timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	}, tr
+}
+
+func probeRequest(ctx context.Context, url string) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, fmt.Errorf("probe url: %w", err)
+		return nil, fmt.Errorf("probe url: %w", err)
 	}
 	req.Header.Set("User-Agent", "Skiff")
+	return req, nil
+}
+
+// Probe fetches url through ob and returns how long the response took to
+// arrive (connection set-up included, as other clients' "URL test" delay
+// does). Any 2xx or 3xx status is a success; redirects are not followed.
+func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.Duration) (time.Duration, error) {
+	c, tr := probeClient(ob, timeout)
+	defer tr.CloseIdleConnections()
+	req, err := probeRequest(ctx, url)
+	if err != nil {
+		return 0, err
+	}
 	t0 := time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
@@ -141,4 +185,59 @@ func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.D
 		return 0, fmt.Errorf("probe %s: status %d", url, resp.StatusCode)
 	}
 	return rtt, nil
+}
+
+// minSpeedBytes is the least body a speed probe must read to say anything.
+const minSpeedBytes = 16 << 10
+
+// Speed fetches url, which serves bytes, through ob and returns the
+// body's goodput: bytes over the time from the response's header to the
+// last byte read, reading at most maxBytes for at most limit after the
+// header, which must come within headerTimeout. Running out of time is not
+// an error when enough arrived: the rate is what the path delivered
+// meanwhile. A path that delivered less than 16 KiB fails.
+func Speed(ctx context.Context, ob outbound.Outbound, url string, maxBytes int64, limit, headerTimeout time.Duration) (rate float64, n int64, first time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, headerTimeout+limit)
+	defer cancel()
+	c, tr := probeClient(ob, 0)
+	defer tr.CloseIdleConnections()
+	req, err := probeRequest(ctx, url)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	t0 := time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("speed probe: %w", err)
+	}
+	defer resp.Body.Close()
+	t1 := time.Now()
+	first = t1.Sub(t0)
+	if first > headerTimeout {
+		return 0, 0, first, fmt.Errorf("speed probe: no response within %v", headerTimeout)
+	}
+	stop := time.AfterFunc(limit, cancel)
+	defer stop.Stop()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, first, fmt.Errorf("speed probe %s: status %d", url, resp.StatusCode)
+	}
+	buf := make([]byte, 32<<10)
+	last := t1
+	for n < maxBytes {
+		k, rerr := resp.Body.Read(buf[:min(int64(len(buf)), maxBytes-n)])
+		if k > 0 {
+			n += int64(k)
+			last = time.Now()
+		}
+		if rerr != nil {
+			if rerr != io.EOF && ctx.Err() == nil {
+				return 0, n, first, fmt.Errorf("speed probe: body: %w", rerr)
+			}
+			break
+		}
+	}
+	if n < minSpeedBytes {
+		return 0, n, first, fmt.Errorf("speed probe: %d bytes in %v", n, limit)
+	}
+	return float64(n) / max(last.Sub(t1), time.Millisecond).Seconds(), n, first, nil
 }

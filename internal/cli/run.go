@@ -40,12 +40,14 @@ type runFlags struct {
 	pprof     string
 	level     slog.Level
 	probeURL  string
+	speedURL  string
 	lanDirect bool
 	tun       tunFlags
 	// base is the run the profile plans for a single --node (its group
 	// type, rules and final target); nil with --link or several --node.
 	base     *core.Config
 	probeSet bool // --probe-url was given
+	speedSet bool // --speed-url was given
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -67,6 +69,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
 	fs.StringVar(&rf.probeURL, "probe-url", group.DefaultPolicy().ProbeURL, "URL fetched through a server to check its health (with several --link)")
+	fs.StringVar(&rf.speedURL, "speed-url", group.DefaultPolicy().SpeedURL, "URL serving bytes, fetched (up to 1 MiB) through two servers to compare them when the first looks throttled; off: no throttle detection")
 	fs.BoolVar(&rf.lanDirect, "lan-direct", false, "send private and LAN destinations direct instead of through the server")
 	fs.BoolVar(&rf.tun.on, "tun", false, "also capture all traffic with a TUN device and routes (needs root or CAP_NET_ADMIN)")
 	fs.BoolVar(&rf.tun.strict, "tun-strict", true, "with --tun: stop DNS and traffic bound to other interfaces from leaving outside the tunnel")
@@ -89,7 +92,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	fs.Visit(func(f *flag.Flag) { rf.probeSet = rf.probeSet || f.Name == "probe-url" })
+	fs.Visit(func(f *flag.Flag) {
+		rf.probeSet = rf.probeSet || f.Name == "probe-url"
+		rf.speedSet = rf.speedSet || f.Name == "speed-url"
+	})
 	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
@@ -207,6 +213,9 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	cfg.Listen, cfg.AllowLAN = rf.listen, rf.allowLAN
 	if rf.base == nil || rf.probeSet {
 		cfg.Policy.ProbeURL = rf.probeURL
+	}
+	if rf.base == nil || rf.speedSet {
+		cfg.Policy.SpeedURL = rf.speedURL
 	}
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -43,6 +44,8 @@ type bench struct {
 	srv     *Servers
 	origin  string
 	probe   string
+	speed   string       // skiff's --speed-url
+	speedN  atomic.Int64 // bytes the origin served to speed probes
 	load    *Load
 	skiff   *Skiff  // nil when sing-box is the client
 	refusal refusal // how the client sees skiff give up (both members down)
@@ -66,8 +69,9 @@ func newBench(t *testing.T) *bench {
 	b := &bench{report: &report{}}
 	b.topo = NewTopology(t)
 	b.fw = Firewall{Server: b.topo.Server, Client: b.topo.Client}
-	b.origin = StartOrigin(t, b.topo)
+	b.origin = StartOrigin(t, b.topo, &b.speedN)
 	b.probe = "http://" + b.origin + "/generate_204"
+	b.speed = "http://" + b.origin + "/__down?bytes=1048576"
 	b.srv = StartServers(t, b.topo)
 	return b
 }

@@ -18,7 +18,7 @@ import (
 // primary. Figures go to the log as a table.
 func TestFailover(t *testing.T) {
 	b := newBench(t)
-	b.skiff = StartSkiff(t, b.topo, b.srv, b.probe)
+	b.skiff = StartSkiff(t, b.topo, b.srv, b.probe, "--speed-url", b.speed)
 	b.refusal = socksRefusal
 	runFailover(t, b, "skiff failover figures, SOCKS5 inbound")
 }
@@ -31,7 +31,7 @@ func TestFailover(t *testing.T) {
 // down, skiff refuses the connection with a reset.
 func TestFailoverTUN(t *testing.T) {
 	b := newBench(t)
-	b.skiff = StartSkiffTUN(t, b.topo, b.srv, b.probe, true)
+	b.skiff = StartSkiffTUN(t, b.topo, b.srv, b.probe, true, "--speed-url", b.speed)
 	b.refusal = tunRefusal
 	runFailover(t, b, "skiff failover figures, TUN (--tun-strict)")
 }

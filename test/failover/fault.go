@@ -78,3 +78,22 @@ func setFaultTable(ns string, exprs []string) error {
 
 // Clear removes every fault.
 func (f Firewall) Clear() error { return f.Set() }
+
+// PoliceUDP polices the UDP packets to and from port, each way where they
+// arrive, to kbytes kB/s (a burst of 16 kB): what is over vanishes, as
+// under a provider's policer.
+func PoliceUDP(port, kbytes int) []Rule {
+	return police("udp", port, kbytes)
+}
+
+// PoliceTCP polices TCP to and from port as PoliceUDP does UDP.
+func PoliceTCP(port, kbytes int) []Rule {
+	return police("tcp", port, kbytes)
+}
+
+func police(proto string, port, kbytes int) []Rule {
+	return []Rule{
+		{"in", fmt.Sprintf("%s dport %d limit rate over %d kbytes/second burst 16 kbytes drop", proto, port, kbytes)},
+		{"out", fmt.Sprintf("%s sport %d limit rate over %d kbytes/second burst 16 kbytes drop", proto, port, kbytes)},
+	}
+}

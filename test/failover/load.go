@@ -85,11 +85,13 @@ type Load struct {
 	Origin string       // "ip:port"
 	Rate   int          // new connections per second
 	tmo    atomic.Int64 // per-request deadline (a time.Duration)
+	dl     atomic.Int64 // bytes the long download has received, over all its connections
 	mu     sync.Mutex
 	res    []Result
 	segs   []Segment
 	starts []time.Time // when each request started, finished or not
 	cur    *Segment    // the download running now; nil between two
+	curC   net.Conn    // its connection
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
 }
@@ -227,6 +229,14 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		return s
 	}
 	defer c.Close()
+	l.mu.Lock()
+	l.curC = c
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.curC = nil
+		l.mu.Unlock()
+	}()
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	c.SetDeadline(time.Now().Add(DownloadStall))
@@ -253,6 +263,7 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		c.SetDeadline(time.Now().Add(DownloadStall))
 		n, err := resp.Body.Read(buf)
 		s.Bytes += int64(n)
+		l.dl.Add(int64(n))
 		l.mu.Lock()
 		l.cur.Bytes = s.Bytes
 		l.mu.Unlock()
@@ -265,6 +276,29 @@ func (l *Load) segment(ctx context.Context) (s Segment) {
 		}
 	}
 }
+
+// RestartDownload ends the running download, as a user starting another
+// one: the next goes wherever the client sends new connections now.
+func (l *Load) RestartDownload() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.curC != nil {
+		l.curC.Close()
+	}
+}
+
+// DownloadVia returns the member carrying the running download, or "".
+func (l *Load) DownloadVia() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return ""
+	}
+	return l.cur.Member
+}
+
+// Downloaded returns how many bytes the long download has received so far.
+func (l *Load) Downloaded() int64 { return l.dl.Load() }
 
 // Results returns the finished requests that started in [from, to),
 // ordered by start.

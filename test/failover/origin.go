@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,9 +23,11 @@ const bigChunk = 32 << 10
 //	/generate_204  204, for the members' health probes
 //	/small         200 with the source address the origin saw ("10.202.0.2")
 //	/big           200 streaming zeros at ?rate=B bytes/s (default 2 MiB/s) until the client leaves
+//	/__down        200 with ?bytes=N zeros (at most 16 MiB), as fast as the path takes them: skiff's speed probes
 //
 // The download is paced so that it does not eat the shared machine's CPU.
-func StartOrigin(t testing.TB, topo *Topology) string {
+// speedServed, if not nil, counts the bytes /__down has written.
+func StartOrigin(t testing.TB, topo *Topology, speedServed *atomic.Int64) string {
 	t.Helper()
 	addr := netip.AddrPortFrom(topo.OriginIP, OriginPort).String()
 	var ln net.Listener
@@ -48,6 +51,23 @@ func StartOrigin(t testing.TB, topo *Topology) string {
 		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.Write([]byte(ap.Addr().String()))
+	})
+	mux.HandleFunc("/__down", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("bytes"))
+		n = min(max(n, 0), 16<<20)
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		buf := make([]byte, bigChunk)
+		for n > 0 {
+			k, err := w.Write(buf[:min(n, len(buf))])
+			if speedServed != nil {
+				speedServed.Add(int64(k))
+			}
+			if err != nil {
+				return
+			}
+			n -= k
+		}
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		rate, _ := strconv.Atoi(r.URL.Query().Get("rate"))

@@ -177,13 +177,13 @@ type Skiff struct {
 
 var listeningRE = regexp.MustCompile(`skiff: listening on (\S+)`)
 
-// StartSkiff starts skiff for t with the servers' links in failover order
-// and probeURL, at the default level (switches and failed dials are WARN
+// StartSkiff starts skiff for t with the servers' links in failover order,
+// probeURL and extra arguments, at the default level (switches and failed dials are WARN
 // lines; per-flow debug lines would fill the captured output in long runs).
-func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string) *Skiff {
+func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string, extra ...string) *Skiff {
 	t.Helper()
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(SkiffPort))
-	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL)
+	args := harness.SkiffRunArgs(listen, s.Links(), append([]string{"--probe-url", probeURL}, extra...)...)
 	p := harness.Start(t, "skiff", "ip", Exec(topo.Client, harness.NeedSkiff(t), args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -200,13 +200,14 @@ func StartSkiff(t testing.TB, topo *Topology, s *Servers, probeURL string) *Skif
 //
 // The origin's address is private (10.202.0.1), so private ranges are not
 // kept out of the tunnel (--tun-exclude-private=false); skiff keeps the
-// servers' own addresses out of it itself. strict is --tun-strict.
+// servers' own addresses out of it itself. strict is --tun-strict; extra
+// arguments follow.
 //
 // skiff writes its route state to /run/skiff/tun-state.json; it runs in a
 // mount namespace of its own with a private tmpfs there (unshare -m), so
 // that parallel runs, and the machine's own skiff, never share the file.
 // The namespace's routes and rules go with the namespace.
-func StartSkiffTUN(t testing.TB, topo *Topology, s *Servers, probeURL string, strict bool) *Skiff {
+func StartSkiffTUN(t testing.TB, topo *Topology, s *Servers, probeURL string, strict bool, extra ...string) *Skiff {
 	t.Helper()
 	bin := harness.NeedSkiff(t)
 	if err := os.MkdirAll("/run/skiff", 0o700); err != nil { // the mount point
@@ -215,6 +216,7 @@ func StartSkiffTUN(t testing.TB, topo *Topology, s *Servers, probeURL string, st
 	listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(SkiffPort))
 	args := harness.SkiffRunArgs(listen, s.Links(), "--probe-url", probeURL,
 		"--tun", "--tun-exclude-private=false", "--tun-strict="+strconv.FormatBool(strict))
+	args = append(args, extra...)
 	if lv := os.Getenv("FAILOVER_SKIFF_LOG"); lv != "" {
 		args = append(args, "--log-level", lv)
 	}

@@ -497,3 +497,25 @@ func (c *Client) Close() error {
 }
 
 var _ outbound.Outbound = (*Client)(nil)
+
+// PathStats reports the live QUIC connection's figures and the receive
+// rate declared to the server (Hysteria-CC-RX), for the failover group's
+// throttle judging. ok is false while there is no live connection.
+func (c *Client) PathStats() (outbound.PathStats, bool) {
+	c.mu.Lock()
+	q := c.cur
+	c.mu.Unlock()
+	if q == nil || !q.alive() {
+		return outbound.PathStats{}, false
+	}
+	s := q.qc.ConnectionStats()
+	return outbound.PathStats{
+		RTT:           s.SmoothedRTT,
+		MinRTT:        s.MinRTT,
+		BytesSent:     s.BytesSent,
+		BytesReceived: s.BytesReceived,
+		PacketsSent:   s.PacketsSent,
+		PacketsLost:   s.PacketsLost,
+		DeclaredRx:    c.rxRate,
+	}, true
+}

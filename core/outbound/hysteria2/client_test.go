@@ -22,6 +22,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -737,4 +738,27 @@ func TestPortSetSpreadsConnections(t *testing.T) {
 	if a.accepted.Load() == 0 || b.accepted.Load() == 0 {
 		t.Fatalf("connections per port: %d and %d, want both used", a.accepted.Load(), b.accepted.Load())
 	}
+}
+
+func TestPathStats(t *testing.T) {
+	srv := newTestServer(t, "secret", "", false)
+	c := newClient(t, testNode(srv.port(), "secret", ""))
+	if _, ok := c.PathStats(); ok {
+		t.Errorf("path stats before any connection")
+	}
+	echoTCP(t, c, flow.AddrFromAddrPort(nettest.TCPEcho(t)), 1<<20)
+	s, ok := c.PathStats()
+	if !ok {
+		t.Fatal("no path stats with a live connection")
+	}
+	if s.RTT <= 0 || s.MinRTT <= 0 {
+		t.Errorf("RTT %v, least %v", s.RTT, s.MinRTT)
+	}
+	if s.BytesReceived < 1<<20 || s.BytesSent < 1<<20 || s.PacketsSent == 0 {
+		t.Errorf("counters after a 1 MiB echo: %+v", s)
+	}
+	if s.DeclaredRx != 12_500_000 {
+		t.Errorf("declared receive rate %d, want 12500000 (100 Mbit/s)", s.DeclaredRx)
+	}
+	var _ outbound.PathStatser = c
 }
