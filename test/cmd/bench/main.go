@@ -4,6 +4,12 @@
 // download and upload measured separately, N runs with the median. It
 // reports throughput, the client's CPU efficiency (Mbps per core the client
 // process used) and the client's peak RSS, with skiff/sing-box ratios.
+// Then (-conns N, default 500; 0 none) a fresh client carries N concurrent
+// connections to a loopback echo, each moving -conn-size bytes each way at
+// once, held open and idle for -hold, closed and left idle for -idle-wait
+// (measure.Conns): the client's RSS, and skiff's Go heap and goroutines
+// (from its --pprof endpoint), at each phase; -conns-only skips the
+// 16-stream runs, -heapprofile saves skiff's heap profile at each phase.
 //
 // Run it with `make bench` in test/ (or `go run ./cmd/bench -quick` for a
 // short pass). It is not a timed test and is not part of CI.
@@ -291,7 +297,7 @@ func printResults(o measure.Settings, rs []measure.Result) {
 	fmt.Println("targets: the field's best published client (shared/reference/benchmarks.md) against sing-box on a 2-vCPU host;")
 	fmt.Println("         higher throughput and efficiency ratios are better, a lower memory ratio is better. The VLESS target")
 	fmt.Println("         is for VLESS without WebSocket; VLESS+WS+TLS costs more per byte. Not covered here: loss, latency,")
-	fmt.Println("         UDP throughput, many-connection memory, and a real network between client and server.")
+	fmt.Println("         UDP throughput and a real network between client and server.")
 }
 
 func target(proto string) string {
