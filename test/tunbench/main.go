@@ -503,6 +503,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		return r, err
 	}
 	defer p.Stop()
+	cpu0 := measure.CPUSeconds(pid)
 	for _, phase := range measure.Phases {
 		if _, err := waitOutput(ctx, p, regexp.MustCompile(`PHASE `+phase+`\b`), 5*time.Minute); err != nil {
 			return r, err
@@ -511,6 +512,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		r.Phases[phase] = f
 		if phase == measure.PhaseHeld {
 			r.PeakMiB, _ = measure.MemMiB(pid, "VmHWM")
+			r.CPUSeconds = measure.CPUSeconds(pid) - cpu0
 		}
 		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, name, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
 	}

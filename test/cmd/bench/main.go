@@ -189,6 +189,7 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 	fmt.Fprintf(os.Stderr, "%s via %s: %d connections\n", proto, client, o.Conns)
 	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	cpu0 := measure.CPUSeconds(p.Pid())
 	r.Outcome, err = load.Run(ctx, func(phase string) {
 		f := measure.ReadPhase(p.Pid(), pprofBase, get)
 		r.Phases[phase] = f
@@ -200,6 +201,7 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 		}
 		if phase == measure.PhaseHeld {
 			r.PeakMiB, _ = measure.MemMiB(p.Pid(), "VmHWM")
+			r.CPUSeconds = measure.CPUSeconds(p.Pid()) - cpu0
 		}
 		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, client, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
 	})

@@ -229,6 +229,7 @@ type ConnsResult struct {
 	BaseMiB          float64 // RSS before
 	PeakMiB          float64 // VmHWM after the busy phase
 	Phases           map[string]PhaseFigures
+	CPUSeconds       float64 // the client's CPU time from the start to "held" (setup and transfers; the hold is idle)
 	Outcome          ConnsOutcome
 	Err              error
 }
@@ -285,7 +286,7 @@ func PrintConns(out io.Writer, title string, cs []ConnsResult) {
 	}
 	fmt.Fprintln(out, title)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	hdr := "protocol\tclient\tconns ok\talive\tsetup+busy s\tRSS before\tpeak RSS\t"
+	hdr := "protocol\tclient\tconns ok\talive\tsetup+busy s\tclient CPU s\tRSS before\tpeak RSS\t"
 	for _, p := range Phases {
 		hdr += p + " RSS/heap/gor\t"
 	}
@@ -295,8 +296,8 @@ func PrintConns(out io.Writer, title string, cs []ConnsResult) {
 			fmt.Fprintf(w, "%s\t%s\tfailed\t\n", c.Protocol, c.Client)
 			continue
 		}
-		line := fmt.Sprintf("%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.1f\t", c.Protocol, c.Client, c.Outcome.OK, c.N, c.Outcome.Alive,
-			c.Outcome.Seconds, c.BaseMiB, c.PeakMiB)
+		line := fmt.Sprintf("%s\t%s\t%d/%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t", c.Protocol, c.Client, c.Outcome.OK, c.N, c.Outcome.Alive,
+			c.Outcome.Seconds, c.CPUSeconds, c.BaseMiB, c.PeakMiB)
 		for _, p := range Phases {
 			f := c.Phases[p]
 			s := fmt.Sprintf("%.1f", f.RSSMiB)
