@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/stats"
@@ -14,7 +16,10 @@ import (
 // after a transfer, the process would stay at its peak; users read that as
 // a leak. A forced collection returns it at once; see trimmer for when.
 // The cost is a GC of the little that is still live, once per burst.
+//
+// For as long as it runs it also holds the soft memory limit (softLimit).
 func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration) {
+	defer softLimit()()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var tr trimmer
@@ -84,4 +89,40 @@ func (t *trimmer) tick(conns int, total int64) bool {
 		t.busy = true
 	}
 	return false
+}
+
+// memoryHeadroom is how far above what the process uses when the engine
+// starts the soft memory limit lies. Near it the collector runs more often
+// instead of letting the heap grow to twice what is live (GOGC's default):
+// with 500 connections each moving 1 MiB each way at once through
+// VLESS+WS+TLS the peak RSS fell from 68 to 48 MiB, for about a fifth more
+// client CPU over the burst (1.0 to 1.2 s; Hysteria2 5.8 to 7.1 s). The 16
+// streams of the throughput benchmark stay far below it (20 MiB peak) and
+// pay nothing. It is soft: past it the runtime caps the collector's share
+// of the CPU rather than failing.
+const memoryHeadroom = 32 << 20
+
+// softLimit sets the Go runtime's soft memory limit to memoryHeadroom above
+// the memory the process holds now, unless the user set GOMEMLIMIT, and
+// returns the function that puts the previous limit back.
+func softLimit() (restore func()) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(memoryLimit(goMemory()))
+	return func() { debug.SetMemoryLimit(prev) }
+}
+
+// memoryLimit is the soft limit for a process holding base bytes.
+func memoryLimit(base uint64) int64 { return int64(base) + memoryHeadroom }
+
+// goMemory is the memory the Go runtime holds from the OS: mapped and not
+// returned.
+func goMemory() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64() - s[1].Value.Uint64()
 }

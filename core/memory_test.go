@@ -1,9 +1,51 @@
 package core
 
 import (
+	"context"
+	"math"
+	"runtime/debug"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/stats"
 )
+
+// TestSoftLimit checks that the engine's memory trimmer holds a soft limit
+// above what the process uses while it runs, leaves a GOMEMLIMIT of the
+// user's alone, and puts the previous limit back when it ends.
+func TestSoftLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	var got int64
+	for got = debug.SetMemoryLimit(-1); got == math.MaxInt64 && time.Now().Before(deadline); got = debug.SetMemoryLimit(-1) {
+		time.Sleep(time.Millisecond)
+	}
+	if got < memoryHeadroom || got > 4*memoryHeadroom {
+		t.Errorf("limit while running %d, want %d above the few MiB a test process uses", got, memoryHeadroom)
+	}
+	cancel()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after the trimmer ended %d, want the previous one back", got)
+	}
+
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(100 << 20)
+	ctx, cancel = context.WithCancel(context.Background())
+	done = make(chan struct{})
+	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	time.Sleep(50 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
+		t.Errorf("limit with GOMEMLIMIT set %d, want the user's %d", got, 100<<20)
+	}
+	cancel()
+	<-done
+}
 
 // TestTrimmer checks when memory is handed back: after most of a burst of
 // connections closed, after traffic went quiet following a busy tick, each
