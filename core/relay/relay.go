@@ -19,37 +19,10 @@ import (
 	"github.com/skiffvpn/skiff/core/guard"
 )
 
-// Buffer sizes. A stream direction starts with a small buffer and moves to
-// a large one when a read fills the small one (bulk transfer), and back when
-// shrinkAfter reads in a row bring less than the small size (interactive or
-// idle traffic). Bulk sources that deliver in pieces (a QUIC stream hands
-// over what has arrived, a WebSocket what one TLS record held) often bring
-// less than the small size in one read; going back at the first such read
-// would make the next reads small too.
-// Each direction blocks in Read holding its buffer, so this keeps an idle
-// stream at 8 KiB instead of 120 KiB, which is what matters with hundreds of
-// open connections, while bulk transfers move up to 60 KiB per read.
-//
-// 60 KiB is the largest chunk that, with WebSocket and TLS framing added
-// (four 16 KiB records, 100 bytes), still goes to a socket as one write of
-// at most one TCP segment on loopback (MSS 65483) or one GSO super-packet
-// (64 KiB): the per-write and per-segment work of the kernel is what a
-// relay pays most for after the bytes themselves. Measured on loopback
-// TCP (Linux 6.18, 2 vCPUs, a reader draining the other end): the writer
-// spends 1.7x the CPU per byte with writes of 16 KiB as with writes of
-// 56-64 KiB, and 3x with writes just over the MSS (64 KiB plus TLS
-// framing: a full segment and a tiny one).
-const (
-	SmallBufferSize = 4 << 10
-	BufferSize      = 60 << 10
-
-	// datagramBufferSize is the UDP datagram buffer: it holds any datagram
-	// of common size. A UDP session keeps one per direction for its whole
-	// life, so it stays smaller than a bulk stream's.
-	datagramBufferSize = 32 << 10
-
-	shrinkAfter = 16
-)
+// datagramBufferSize is the UDP datagram buffer: it holds any datagram of
+// common size. A UDP session keeps one per direction for its whole life, so
+// it stays smaller than a bulk stream's.
+const datagramBufferSize = 32 << 10
 
 // Counter receives the number of bytes relayed, once per successful read.
 // Implementations must be safe for concurrent use and cheap (an atomic add).
@@ -62,28 +35,7 @@ type nopCounter struct{}
 
 func (nopCounter) Add(int64) {}
 
-var (
-	smallPool    = sync.Pool{New: func() any { b := make([]byte, SmallBufferSize); return &b }}
-	largePool    = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
-	datagramPool = sync.Pool{New: func() any { b := make([]byte, datagramBufferSize); return &b }}
-)
-
-// getBuffer returns a buffer of BufferSize or SmallBufferSize bytes.
-func getBuffer(large bool) *[]byte {
-	if large {
-		return largePool.Get().(*[]byte)
-	}
-	return smallPool.Get().(*[]byte)
-}
-
-// putBuffer returns b to its pool.
-func putBuffer(b *[]byte) {
-	if len(*b) == BufferSize {
-		largePool.Put(b)
-	} else {
-		smallPool.Put(b)
-	}
-}
+var datagramPool = sync.Pool{New: func() any { b := make([]byte, datagramBufferSize); return &b }}
 
 // FrameWriter is a conn that frames what it writes (a WebSocket frame
 // around a proxy's stream, say) and can build the frame around the payload
@@ -175,8 +127,8 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 // When dst cannot end its sending half, it sets peerLinger for the other
 // direction, which reads from dst.
 func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
-	bp := getBuffer(false)
-	defer func() { putBuffer(bp) }()
+	var b buffer
+	defer b.release()
 	fw, head := dst.(FrameWriter)
 	h := 0
 	if head {
@@ -185,11 +137,11 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 		}
 	}
 	var err error
-	small := 0 // reads in a row below SmallBufferSize into the large buffer
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
+		bp := b.get()
 		buf := (*bp)[h:]
 		n, rerr := src.Read(buf)
 		if n > 0 {
@@ -204,21 +156,8 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 				err = werr
 				break
 			}
-			// Resize for the next read: see SmallBufferSize.
-			switch {
-			case n == len(buf) && len(*bp) < BufferSize:
-				putBuffer(bp)
-				bp = getBuffer(true)
-			case len(*bp) == SmallBufferSize || n >= SmallBufferSize:
-				small = 0
-			default:
-				if small++; small >= shrinkAfter {
-					putBuffer(bp)
-					bp = getBuffer(false)
-					small = 0
-				}
-			}
 		}
+		b.resize(n == len(buf))
 		if rerr != nil {
 			if rerr != io.EOF {
 				err = rerr

@@ -276,25 +276,28 @@ func (c *sizeConn) Read(p []byte) (int, error) {
 }
 
 // TestBufferSizing checks the read buffer of one direction: small at
-// first, large once a read fills it, and small again only after
-// shrinkAfter small reads in a row.
+// first and whenever a read leaves a grown buffer unfilled (the source is
+// drained and the next read may wait long), grown while reads fill it, and
+// grown only as far as the budget allows.
 func TestBufferSizing(t *testing.T) {
+	const S, M, L = SmallBufferSize, MediumBufferSize, BufferSize
 	tests := []struct {
 		name  string
+		used  int64 // budget in use by others
 		write []int // sizes written one at a time, each read before the next
 		want  []int // buffer sizes of the reads
 	}{
-		{"interactive", []int{10, 10}, []int{SmallBufferSize, SmallBufferSize, SmallBufferSize}},
-		{"grows", []int{SmallBufferSize, 100}, []int{SmallBufferSize, BufferSize, BufferSize}},
-		{"bulk in pieces stays large", append([]int{SmallBufferSize}, repeat(1000, shrinkAfter-1)...),
-			append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter)...)},
-		{"shrinks after a run of small reads", append([]int{SmallBufferSize}, repeat(1000, shrinkAfter)...),
-			append(append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter)...), SmallBufferSize)},
-		{"a large read resets the run", append(append([]int{SmallBufferSize}, repeat(1000, shrinkAfter-1)...), 8000, 1000),
-			append([]int{SmallBufferSize}, repeat(BufferSize, shrinkAfter+2)...)},
+		{"interactive", 0, []int{10, 10}, []int{S, S, S}},
+		{"grows, and shrinks once drained", 0, []int{S, 100, 10}, []int{S, L, S, S}},
+		{"stays large while reads fill it", 0, []int{S, L, L, 100}, []int{S, L, L, L, S}},
+		{"grows again after a quiet read that fills", 0, []int{S, 100, S, 100}, []int{S, L, S, L, S}},
+		{"medium when the large share is spent", Budget / 2, []int{S, M, 100}, []int{S, M, M, S}},
+		{"small when the budget is spent", Budget, []int{S, S, 100}, []int{S, S, S, S}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			budget.used.Add(tt.used)
+			defer budget.used.Add(-tt.used)
 			srcApp, srcPeer := net.Pipe()
 			dstApp, dstPeer := net.Pipe()
 			src := &sizeConn{Conn: srcApp, sizes: make(chan int, 1)}
@@ -316,6 +319,9 @@ func TestBufferSizing(t *testing.T) {
 			<-done
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("read sizes %v, want %v", got, tt.want)
+			}
+			if u := budget.used.Load(); u != tt.used {
+				t.Fatalf("budget in use %d after the copy ended, want %d", u, tt.used)
 			}
 		})
 	}

@@ -8,13 +8,15 @@
 // through the client's TUN: 16 concurrent TCP streams, download and upload
 // measured separately, N runs with the median. It reports throughput, the
 // client's CPU efficiency (Mbps per core the client process used) and its
-// peak RSS, with skiff/sing-box ratios. With -conns N it also opens N
-// concurrent TCP connections through the TUN and reports the client's RSS
-// while they are open, its peak and its idle RSS after they close.
+// peak RSS, with skiff/sing-box ratios. Then (-conns N, default 500; 0
+// none) a fresh client carries N concurrent TCP connections to an echo
+// server, each moving -conn-size bytes each way at once, held open and idle
+// for -hold, closed and left idle for -idle-wait (measure.Conns); the
+// client's RSS, and skiff's Go heap and goroutines, are read at each phase.
 //
 // Run it as root from test/: `go run ./tunbench` for the full pass (3 runs
-// of 30 s per direction), `go run ./tunbench -quick -conns 500` for a short
-// one with the many-connection test; -cpuprofile PREFIX saves and
+// of 30 s per direction), `go run ./tunbench -quick` for a short one
+// (5 s hold and idle wait); -cpuprofile PREFIX saves and
 // summarises skiff's CPU profile of the first download, -diag adds skiff's
 // Go heap figures. It is a benchmark, not part of CI. Every step has a
 // time limit and the whole run stops after -timeout; the namespaces are
@@ -46,12 +48,9 @@ import (
 // options are the command-line settings.
 type options struct {
 	measure.Settings
-	conns     int
-	connsOnly bool
-	idleWait  time.Duration
-	ipv6      bool
-	diag      bool
-	timeout   time.Duration
+	ipv6    bool
+	diag    bool
+	timeout time.Duration
 }
 
 func main() {
@@ -65,11 +64,8 @@ func main() {
 	var o options
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)",
 		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
-	flag.IntVar(&o.conns, "conns", 0, "also open this many concurrent TCP connections through the TUN (with a fresh client) and report RSS open, peak and idle")
-	flag.BoolVar(&o.connsOnly, "conns-only", false, "with -conns: skip the throughput runs")
-	flag.DurationVar(&o.idleWait, "idle-wait", 10*time.Second, "with -conns: how long after the connections close the idle RSS is read")
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
-	flag.BoolVar(&o.diag, "diag", false, "with -conns: print skiff's goroutines and Go heap before, during and after (forces GCs in skiff, so its figures are no longer like for like) and its live heap after")
+	flag.BoolVar(&o.diag, "diag", false, "print skiff's live heap during the first download and after the many-connection phase (forces GCs in skiff)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
@@ -150,7 +146,7 @@ func run(ctx context.Context, o options) error {
 
 	printHeader(b.o, b.skiffBin, skiffTUN)
 	var results []result
-	var connResults []connResult
+	var connResults []measure.ConnsResult
 	for _, proto := range o.Protocols {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -168,7 +164,7 @@ func run(ctx context.Context, o options) error {
 
 // benchProtocol starts the server for proto in the server namespace and
 // measures each client against it.
-func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []connResult, error) {
+func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []measure.ConnsResult, error) {
 	s, err := measure.Server(proto, 8443, b.cert)
 	if err != nil {
 		return nil, nil, err
@@ -196,7 +192,7 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 	for k, name := range b.o.Clients {
 		rs[k] = result{Result: measure.Result{Protocol: proto, Client: name}}
 	}
-	for i := 0; i < b.o.Runs && !b.o.connsOnly; i++ {
+	for i := 0; i < b.o.Runs && !b.o.ConnsOnly; i++ {
 		for k := range rs {
 			r := &rs[k]
 			if r.Err != nil {
@@ -211,12 +207,12 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 			}
 		}
 	}
-	if b.o.connsOnly {
+	if b.o.ConnsOnly {
 		rs = nil
 	}
-	var cs []connResult
+	var cs []measure.ConnsResult
 	for _, name := range b.o.Clients {
-		if b.o.conns <= 0 {
+		if b.o.Conns <= 0 {
 			break
 		}
 		c, err := b.connsClient(ctx, proto, name, s)
@@ -224,8 +220,8 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []co
 			if ctx.Err() != nil {
 				return nil, nil, err
 			}
-			c.err = err
-			fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, name, b.o.conns, err)
+			c.Err = err
+			fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, name, b.o.Conns, err)
 		}
 		cs = append(cs, c)
 	}
@@ -476,12 +472,11 @@ func (b *bench) load(ctx context.Context, c *client, dirn byte, dur time.Duratio
 	return m, json.Unmarshal([]byte(got[1]), &m)
 }
 
-// connsClient starts a fresh client for s and opens o.conns connections
-// through its TUN at once, reading the client's memory before, while they
-// are open, at its peak and after they have closed.
-func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.Server) (connResult, error) {
-	r := connResult{protocol: proto, client: name, n: b.o.conns}
-	c, err := b.startClient(ctx, name, proto, s, b.o.diag)
+// connsClient starts a fresh client for s and runs the many-connection
+// load through its TUN, reading the client's figures at each phase.
+func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.Server) (measure.ConnsResult, error) {
+	r := measure.ConnsResult{Protocol: proto, Client: name, N: b.o.Conns, Phases: map[string]measure.PhaseFigures{}}
+	c, err := b.startClient(ctx, name, proto, s, name == "skiff")
 	if err != nil {
 		return r, err
 	}
@@ -490,59 +485,48 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	if err := sleep(ctx, time.Second); err != nil {
 		return r, err
 	}
-	r.baseMiB, _ = measure.MemMiB(pid, "VmRSS")
-	b.goStats(c, "before")
-	fmt.Fprintf(os.Stderr, "%s via %s: opening %d connections through TUN %s\n", proto, name, b.o.conns, c.tunDev)
+	r.BaseMiB, _ = measure.MemMiB(pid, "VmRSS")
+	var base string
+	var get func(string) (string, error)
+	if c.pprofURL != "" {
+		base = strings.TrimSuffix(c.pprofURL, "profile")
+		get = func(u string) (string, error) {
+			out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
+			return string(out), err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "%s via %s: %d connections through TUN %s\n", proto, name, b.o.Conns, c.tunDev)
 	p, err := harness.StartProcess("conns", "ip", b.topo.inClient(b.self, "role", "conns",
-		"-addr", b.sinkAddr(echoPort), "-n", strconv.Itoa(b.o.conns), "-hold", "3s")...)
+		"-addr", b.sinkAddr(echoPort), "-n", strconv.Itoa(b.o.Conns), "-size", strconv.Itoa(b.o.ConnSize),
+		"-hold", b.o.Hold.String(), "-idle", b.o.IdleWait.String())...)
 	if err != nil {
 		return r, err
 	}
 	defer p.Stop()
-	m, err := waitOutput(ctx, p, regexp.MustCompile(`OPEN (\{.*\})`), 90*time.Second)
-	if err != nil {
-		return r, err
-	}
-	var open connsResult
-	if err := json.Unmarshal([]byte(m[1]), &open); err != nil {
-		return r, err
-	}
-	r.open = open
-	r.openMiB, _ = measure.MemMiB(pid, "VmRSS")
-	b.goStats(c, "open")
-	m, err = waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`\{"alive_after_hold":(\d+)\}`), 60*time.Second)
-	if err != nil {
-		return r, err
-	}
-	r.alive, _ = strconv.Atoi(m[1])
-	if err := p.Wait(ctx); err != nil {
-		return r, err
-	}
-	r.peakMiB, _ = measure.MemMiB(pid, "VmHWM")
-	// Follow the RSS as it falls (the Go runtime hands freed memory back
-	// to the OS gradually).
-	closed := time.Now()
-	var trace []string
-	for _, at := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute} {
-		if at >= b.o.idleWait {
-			break
-		}
-		if err := sleep(ctx, time.Until(closed.Add(at))); err != nil {
+	cpu0 := measure.CPUSeconds(pid)
+	for _, phase := range measure.Phases {
+		if _, err := waitOutput(ctx, p, regexp.MustCompile(`PHASE `+phase+`\b`), 5*time.Minute); err != nil {
 			return r, err
 		}
-		v, _ := measure.MemMiB(pid, "VmRSS")
-		trace = append(trace, fmt.Sprintf("%v %.1f", at, v))
+		f := measure.ReadPhase(pid, base, get)
+		r.Phases[phase] = f
+		if phase == measure.PhaseHeld {
+			r.PeakMiB, _ = measure.MemMiB(pid, "VmHWM")
+			r.CPUSeconds = measure.CPUSeconds(pid) - cpu0
+		}
+		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, name, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
 	}
-	if err := sleep(ctx, time.Until(closed.Add(b.o.idleWait))); err != nil {
+	m, err := waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`(\{.*\})`), time.Minute)
+	if err != nil {
 		return r, err
 	}
-	r.idleMiB, err = measure.MemMiB(pid, "VmRSS")
-	fmt.Fprintf(os.Stderr, "%s via %s: RSS after the connections closed (MiB): %s, %v %.1f\n", proto, name, strings.Join(trace, ", "), b.o.idleWait, r.idleMiB)
-	b.goStats(c, fmt.Sprintf("%v after close", b.o.idleWait))
-	b.heapTop(c, proto)
-	fmt.Fprintf(os.Stderr, "%s via %s: %d/%d connections up in %.1f s, %d alive after 3 s; RSS base %.1f, open %.1f, peak %.1f, idle %.1f MiB\n",
-		proto, name, open.OK, b.o.conns, open.Seconds, r.alive, r.baseMiB, r.openMiB, r.peakMiB, r.idleMiB)
-	return r, err
+	if err := json.Unmarshal([]byte(m[1]), &r.Outcome); err != nil {
+		return r, err
+	}
+	if b.o.diag {
+		b.heapTop(c, proto)
+	}
+	return r, p.Wait(ctx)
 }
 
 // skiffHasTUN reports whether the skiff binary's run command has --tun.
@@ -577,33 +561,6 @@ func tail(s string, lines int) string {
 		parts = parts[len(parts)-lines:]
 	}
 	return strings.Join(parts, "")
-}
-
-// heapRE picks figures out of /debug/pprof/heap?debug=1.
-var heapRE = regexp.MustCompile(`(?m)^# (HeapInuse|HeapIdle|HeapReleased|Sys) = (\d+)`)
-
-// goStats prints skiff's goroutine count and heap figures (from its pprof
-// endpoint, after a GC) to stderr: they tell a leak from memory the Go
-// runtime keeps. It does nothing for a client without one.
-func (b *bench) goStats(c *client, when string) {
-	if c.pprofURL == "" {
-		return
-	}
-	base := strings.TrimSuffix(c.pprofURL, "profile")
-	get := func(u string) string {
-		out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
-		if err != nil {
-			return ""
-		}
-		return string(out)
-	}
-	g, _, _ := strings.Cut(get(base+"goroutine?debug=1"), "\n")
-	var heap []string
-	for _, m := range heapRE.FindAllStringSubmatch(get(base+"heap?debug=1&gc=1"), -1) {
-		v, _ := strconv.ParseFloat(m[2], 64)
-		heap = append(heap, fmt.Sprintf("%s %.1f MiB", m[1], v/(1<<20)))
-	}
-	fmt.Fprintf(os.Stderr, "%s: Go runtime %s: %s; %s\n", c.p.Name, when, g, strings.Join(heap, ", "))
 }
 
 // heapTop prints to stderr where skiff's live heap sits once the

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"text/tabwriter"
 
 	"github.com/skiffvpn/skiff/test/harness"
 	"github.com/skiffvpn/skiff/test/internal/measure"
@@ -16,19 +15,6 @@ type result struct {
 	measure.Result        // PeakRSSMiB is the highest VmHWM over the runs
 	profile        string // skiff's CPU profile of the first run of profileDir; "" none
 	profileDir     string // "download" or "upload"
-}
-
-// connResult is one client's many-connection figures for one protocol.
-type connResult struct {
-	protocol, client string
-	n                int
-	open             connsResult
-	alive            int     // still answering after the hold
-	baseMiB          float64 // RSS before
-	openMiB          float64 // RSS with all open
-	peakMiB          float64 // VmHWM after they closed
-	idleMiB          float64 // RSS idle-wait after they closed
-	err              error
 }
 
 func printHeader(o options, skiffBin string, skiffTUN bool) {
@@ -43,10 +29,6 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 	fmt.Println("                    sing-box tun inbound, stack gvisor, auto_route, MTU 9000, route_exclude_address = server")
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "in its own namespace over a veth pair, self-signed ECDSA P-256 certificate;")
 	fmt.Println("                   Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3")
-	if o.conns > 0 {
-		fmt.Printf("           many connections: %d concurrent TCP connections to an echo server through the TUN, one round\n", o.conns)
-		fmt.Printf("           trip each, held 3 s, checked again, closed; idle RSS read %v after they closed (fresh client)\n", o.idleWait)
-	}
 	if !skiffTUN {
 		fmt.Println("skiff:     TUN mode NOT AVAILABLE in this build (`skiff run -h` has no --tun); only sing-box measured")
 	}
@@ -55,7 +37,7 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 	fmt.Println()
 }
 
-func printResults(o options, rs []result, cs []connResult, skiffTUN bool) {
+func printResults(o options, rs []result, cs []measure.ConnsResult, skiffTUN bool) {
 	if len(rs) > 0 {
 		base := make([]measure.Result, len(rs))
 		for i := range rs {
@@ -74,28 +56,8 @@ func printResults(o options, rs []result, cs []connResult, skiffTUN bool) {
 		fmt.Println()
 	}
 
-	if len(cs) > 0 {
-		fmt.Printf("many connections through the TUN (RSS of the client, MiB):\n")
-		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(w, "protocol\tclient\tconnections ok\tsetup s\talive after hold\tRSS before\tRSS open\tpeak RSS\tidle RSS\tidle - before\t")
-		for _, c := range cs {
-			if c.err != nil {
-				fmt.Fprintf(w, "%s\t%s\tfailed\t-\t-\t-\t-\t-\t-\t-\t\n", c.protocol, c.client)
-				continue
-			}
-			fmt.Fprintf(w, "%s\t%s\t%d/%d\t%.1f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t\n", c.protocol, c.client, c.open.OK, c.n, c.open.Seconds,
-				c.alive, c.baseMiB, c.openMiB, c.peakMiB, c.idleMiB, c.idleMiB-c.baseMiB)
-		}
-		w.Flush()
-		for _, c := range cs {
-			if c.err != nil {
-				fmt.Printf("%s via %s, %d connections failed: %s\n", c.protocol, c.client, c.n, c.err)
-			} else if c.open.Failed > 0 {
-				fmt.Printf("%s via %s: %d of %d connections failed, first: %s\n", c.protocol, c.client, c.open.Failed, c.n, c.open.FirstErr)
-			}
-		}
-		fmt.Println()
-	}
+	measure.PrintConns(os.Stdout, fmt.Sprintf("many connections through the TUN: %d connections to an echo server, %d KiB each way at once (busy),\n"+
+		"held open and idle %v (held), closed (closed: 2s later), idle %v after closing (idle); fresh client:", o.Conns, o.ConnSize>>10, o.Hold, o.IdleWait), cs)
 
 	for _, r := range rs {
 		if r.profile == "" {

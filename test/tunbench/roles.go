@@ -226,72 +226,40 @@ func roleLoad(args []string) error {
 	return nil
 }
 
-// connsResult is what the conns role reports.
-type connsResult struct {
-	OK       int     `json:"ok"`
-	Failed   int     `json:"failed"`
-	FirstErr string  `json:"first_err,omitempty"`
-	Seconds  float64 `json:"seconds"` // time to open and check them all
-}
-
-// roleConns opens n TCP connections to the echo server at once, checks a
-// round trip on each, prints "OPEN" with the counts, holds them open for
-// hold and closes them all.
+// roleConns runs the many-connection load (measure.Conns) against the echo
+// server through the TUN. At each phase it prints "PHASE name" and gives the
+// benchmark phaseGrace to read the client's figures; at the end it prints
+// the outcome after resultPrefix.
 func roleConns(args []string) error {
 	fs := flag.NewFlagSet("conns", flag.ContinueOnError)
 	addr := fs.String("addr", "", "echo server address")
 	n := fs.Int("n", 500, "connections")
-	hold := fs.Duration("hold", 3*time.Second, "how long to keep them open after they are up")
+	size := fs.Int("size", 1<<20, "bytes each way per connection")
+	hold := fs.Duration("hold", 30*time.Second, "how long they stay open and idle after the transfer")
+	idle := fs.Duration("idle", 30*time.Second, "how long after they close the last figures are read")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	start := time.Now()
-	conns := make([]net.Conn, *n)
-	errs := make([]error, *n)
-	var wg sync.WaitGroup
-	for i := range *n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := net.DialTimeout("tcp", *addr, 20*time.Second)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			conns[i] = c
-			errs[i] = echoCheck(c, 20*time.Second)
-		}()
+	var d net.Dialer
+	load := measure.Conns{
+		Dial: func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", *addr) },
+		N:    *n, Size: *size, Hold: *hold, Idle: *idle,
 	}
-	wg.Wait()
-	r := connsResult{Seconds: time.Since(start).Seconds()}
-	for _, err := range errs {
-		if err != nil {
-			r.Failed++
-			if r.FirstErr == "" {
-				r.FirstErr = err.Error()
-			}
-		} else {
-			r.OK++
-		}
+	out, err := load.Run(context.Background(), func(phase string) {
+		fmt.Printf("PHASE %s\n", phase)
+		time.Sleep(phaseGrace)
+	})
+	if err != nil {
+		return err
 	}
-	b, _ := json.Marshal(r)
-	fmt.Println("OPEN " + string(b))
-	time.Sleep(*hold)
-	// Check they are all still alive before closing them.
-	alive := 0
-	for _, c := range conns {
-		if c != nil && echoCheck(c, 10*time.Second) == nil {
-			alive++
-		}
-	}
-	for _, c := range conns {
-		if c != nil {
-			c.Close()
-		}
-	}
-	fmt.Printf("%s{\"alive_after_hold\":%d}\n", resultPrefix, alive)
+	b, _ := json.Marshal(out)
+	fmt.Println(resultPrefix + string(b))
 	return nil
 }
+
+// phaseGrace is how long the conns role waits at each phase for the
+// benchmark to read the client's figures.
+const phaseGrace = 1500 * time.Millisecond
 
 // devBytes returns rx+tx bytes of a network device of this namespace, 0
 // when there is none.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Conn is a crypto/tls client connection tuned for relaying bulk data. It
@@ -20,12 +21,32 @@ import (
 //     got data from Read can go on with TryRead until it has a full buffer,
 //     and hand the next layer one large chunk instead of one record's worth
 //     (16 KiB) per call: fewer writes downstream.
+//   - While no data is in flight, it holds no record buffer: see idle.go.
 //
-// Read, Write, Close and the rest are crypto/tls's.
+// Close and the rest are crypto/tls's.
 type Conn struct {
 	*tls.Conn
 	sock *sockConn
 	wm   sync.Mutex // one batch at a time
+
+	handshook bool // a Read succeeded, so the handshake is done; the reader's own
+	idleMu    sync.Mutex
+	waiting   bool        // the reader waits for the socket in waitQuiet
+	idleTimer *time.Timer // drops the record buffer after idleRelease of waiting
+	released  atomic.Int64
+}
+
+// Read reads as crypto/tls does, but waits for a quiet socket without
+// holding crypto/tls's record buffer (waitQuiet).
+func (c *Conn) Read(p []byte) (int, error) {
+	if c.handshook && len(p) > 0 {
+		c.waitQuiet()
+	}
+	n, err := c.Conn.Read(p)
+	if err == nil {
+		c.handshook = true
+	}
+	return n, err
 }
 
 // Client wraps raw in TLS with cfg. The handshake runs on the first Read or

@@ -11,3 +11,9 @@ type nonblockReader struct{}
 func (*nonblockReader) init(net.Conn) {}
 
 func (*nonblockReader) read([]byte) int { return 0 }
+
+func (*nonblockReader) canWait() bool { return false }
+
+func (*nonblockReader) ready() bool { return true }
+
+func (*nonblockReader) wait() {}

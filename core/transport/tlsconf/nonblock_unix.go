@@ -5,16 +5,20 @@ package tlsconf
 import (
 	"net"
 	"syscall"
+	"unsafe"
 )
 
 // nonblockReader reads from a socket without waiting: one read(2) on the
 // non-blocking descriptor, through syscall.RawConn so that Go's poller
 // keeps its state.
 type nonblockReader struct {
-	rc syscall.RawConn // nil: the conn is not a socket
-	fn func(fd uintptr) bool
-	p  []byte
-	n  int
+	rc   syscall.RawConn       // nil: the conn is not a socket
+	fn   func(fd uintptr) bool // readFD
+	peek func(fd uintptr) bool // peekFD
+	look func(fd uintptr) bool // lookFD
+	p    []byte
+	n    int
+	rdy  bool
 }
 
 func (r *nonblockReader) init(c net.Conn) {
@@ -28,6 +32,43 @@ func (r *nonblockReader) init(c net.Conn) {
 	}
 	r.rc = rc
 	r.fn = r.readFD // one closure for the conn's life, not one per read
+	r.peek = r.peekFD
+	r.look = r.lookFD
+}
+
+// canWait reports whether wait and ready work on this conn.
+func (r *nonblockReader) canWait() bool { return r.rc != nil }
+
+// ready reports whether a read would not wait: the kernel holds data, the
+// peer has closed, or the socket has an error. It does not wait itself.
+func (r *nonblockReader) ready() bool {
+	r.rdy = false
+	if r.rc.Read(r.look) != nil {
+		return true // closed or past its deadline: a read reports it at once
+	}
+	return r.rdy
+}
+
+// lookFD peeks once and never waits.
+func (r *nonblockReader) lookFD(fd uintptr) bool {
+	r.rdy = peekReady(fd)
+	return true
+}
+
+// wait blocks until a read would not wait, without reading: the zero-byte
+// read that lets the caller hold no buffer while the socket is quiet. It
+// returns early when the socket's read deadline passes or it is closed.
+func (r *nonblockReader) wait() {
+	r.rc.Read(r.peek)
+}
+
+func (r *nonblockReader) peekFD(fd uintptr) bool { return peekReady(fd) }
+
+// peekReady peeks at one byte of fd: false only when it would block.
+func peekReady(fd uintptr) bool {
+	var b [1]byte
+	_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, syscall.MSG_PEEK, 0, 0)
+	return errno != syscall.EAGAIN && errno != syscall.EWOULDBLOCK
 }
 
 // read reads into p what the kernel holds now. It returns 0 when it holds

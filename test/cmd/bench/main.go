@@ -4,6 +4,12 @@
 // download and upload measured separately, N runs with the median. It
 // reports throughput, the client's CPU efficiency (Mbps per core the client
 // process used) and the client's peak RSS, with skiff/sing-box ratios.
+// Then (-conns N, default 500; 0 none) a fresh client carries N concurrent
+// connections to a loopback echo, each moving -conn-size bytes each way at
+// once, held open and idle for -hold, closed and left idle for -idle-wait
+// (measure.Conns): the client's RSS, and skiff's Go heap and goroutines
+// (from its --pprof endpoint), at each phase; -conns-only skips the
+// 16-stream runs, -heapprofile saves skiff's heap profile at each phase.
 //
 // Run it with `make bench` in test/ (or `go run ./cmd/bench -quick` for a
 // short pass). It is not a timed test and is not part of CI.
@@ -26,6 +32,7 @@ func main() {
 	var o measure.Settings
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up",
 		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof)", 0)
+	flag.StringVar(&heapProfile, "heapprofile", "", "many-connection phase: save skiff's heap profile at each phase to FILE-<protocol>-<phase>.pprof")
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
 	if err := run(o); err != nil {
@@ -33,6 +40,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// heapProfile is the -heapprofile prefix; "" none.
+var heapProfile string
 
 func run(o measure.Settings) error {
 	skiffBin, err := harness.SkiffCoreBinary()
@@ -57,9 +67,15 @@ func run(o measure.Settings) error {
 		return err
 	}
 	defer sink.Close()
+	echo, err := harness.ServeTCP(harness.EchoTCP)
+	if err != nil {
+		return err
+	}
+	defer echo.Close()
 
 	printHeader(o, skiffBin)
 	var results []measure.Result
+	var conns []measure.ConnsResult
 	for _, proto := range o.Protocols {
 		port, err := harness.FreePort()
 		if err != nil {
@@ -80,6 +96,9 @@ func run(o measure.Settings) error {
 			return err
 		}
 		for _, client := range o.Clients {
+			if o.ConnsOnly {
+				break
+			}
 			r, err := benchClient(o, proto, client, s, server.Pid(), sink.Addr(), skiffBin, sbBin, dir)
 			if err != nil {
 				r.Err = err
@@ -87,58 +106,124 @@ func run(o measure.Settings) error {
 			}
 			results = append(results, r)
 		}
+		for _, client := range o.Clients {
+			if o.Conns <= 0 {
+				break
+			}
+			c, err := connsClient(o, proto, client, s, echo.Addr(), skiffBin, sbBin, dir)
+			if err != nil {
+				c.Err = err
+				fmt.Fprintf(os.Stderr, "%s via %s, %d connections: %v\n", proto, client, o.Conns, err)
+			}
+			conns = append(conns, c)
+		}
 		server.Stop()
 	}
-	printResults(o, results)
+	if len(results) > 0 {
+		printResults(o, results)
+	}
+	measure.PrintConns(os.Stdout, fmt.Sprintf("many connections through the client's SOCKS5: %d connections to a loopback echo, %d KiB each way at once (busy),\n"+
+		"held open and idle %v (held), closed (closed: %v later), idle %v after closing (idle); fresh client:", o.Conns, o.ConnSize>>10, o.Hold, 2*time.Second, o.IdleWait), conns)
 	return nil
+}
+
+// startClient starts client for s with its SOCKS5 proxy; with pprof, skiff
+// also serves its pprof endpoint, whose base URL is returned.
+func startClient(ctx context.Context, proto, client string, s *harness.Server, pprof bool, skiffBin, sbBin, dir string) (p *harness.Process, proxy, pprofBase string, err error) {
+	switch client {
+	case "skiff":
+		var extra []string
+		if pprof {
+			pp, err := harness.FreePort()
+			if err != nil {
+				return nil, "", "", err
+			}
+			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pp))
+			extra = []string{"--pprof", addr}
+			pprofBase = "http://" + addr + "/debug/pprof/"
+		}
+		p, proxy, err = harness.StartSkiffRun(ctx, skiffBin, []string{s.Link(s.Trusting())}, extra...)
+		return p, proxy, pprofBase, err
+	case "sing-box":
+		port, err := harness.FreePort()
+		if err != nil {
+			return nil, "", "", err
+		}
+		cfg, err := harness.ClientConfig(port, s.ClientOutbound())
+		if err != nil {
+			return nil, "", "", err
+		}
+		p, err = harness.StartSingBox(ctx, sbBin, dir, "client-"+proto, cfg)
+		proxy = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if err == nil {
+			if err = harness.WaitTCP(ctx, proxy); err != nil {
+				p.Stop()
+			}
+		}
+		return p, proxy, "", err
+	}
+	return nil, "", "", fmt.Errorf("unknown client %q", client)
+}
+
+// connsClient runs the many-connection load through a fresh client and
+// reads its figures at each phase.
+func connsClient(o measure.Settings, proto, client string, s *harness.Server, echo, skiffBin, sbBin, dir string) (measure.ConnsResult, error) {
+	r := measure.ConnsResult{Protocol: proto, Client: client, N: o.Conns, Phases: map[string]measure.PhaseFigures{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	p, proxy, pprofBase, err := startClient(ctx, proto, client, s, true, skiffBin, sbBin, dir)
+	cancel()
+	if err != nil {
+		return r, err
+	}
+	defer p.Stop()
+	time.Sleep(time.Second)
+	r.BaseMiB, _ = measure.MemMiB(p.Pid(), "VmRSS")
+	var get func(string) (string, error)
+	if pprofBase != "" {
+		get = measure.HTTPGet
+	}
+	load := measure.Conns{
+		Dial: func(ctx context.Context) (net.Conn, error) { return harness.DialSOCKS(ctx, proxy, echo) },
+		N:    o.Conns, Size: o.ConnSize, Hold: o.Hold, Idle: o.IdleWait,
+	}
+	fmt.Fprintf(os.Stderr, "%s via %s: %d connections\n", proto, client, o.Conns)
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cpu0 := measure.CPUSeconds(p.Pid())
+	r.Outcome, err = load.Run(ctx, func(phase string) {
+		f := measure.ReadPhase(p.Pid(), pprofBase, get)
+		r.Phases[phase] = f
+		if heapProfile != "" && pprofBase != "" {
+			path := heapProfile + "-" + proto + "-" + phase + ".pprof"
+			if err := measure.Fetch(pprofBase+"heap", path, 30*time.Second); err != nil {
+				fmt.Fprintf(os.Stderr, "heapprofile: %v\n", err)
+			}
+		}
+		if phase == measure.PhaseHeld {
+			r.PeakMiB, _ = measure.MemMiB(p.Pid(), "VmHWM")
+			r.CPUSeconds = measure.CPUSeconds(p.Pid()) - cpu0
+		}
+		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, client, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
+	})
+	if err != nil {
+		return r, fmt.Errorf("%w\n%s", err, p.Output())
+	}
+	return r, nil
 }
 
 // benchClient starts one client for s, warms it up, measures both
 // directions o.Runs times and stops it.
 func benchClient(o measure.Settings, proto, client string, s *harness.Server, serverPid int, sink, skiffBin, sbBin, dir string) (measure.Result, error) {
 	r := measure.Result{Protocol: proto, Client: client}
-	var (
-		p        *harness.Process
-		proxy    string
-		pprofURL string
-		err      error
-	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	switch client {
-	case "skiff":
-		var extra []string
-		if o.CPUProfile != "" {
-			pp, err := harness.FreePort()
-			if err != nil {
-				return r, err
-			}
-			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pp))
-			extra = []string{"--pprof", addr}
-			pprofURL = "http://" + addr + "/debug/pprof/profile"
-		}
-		p, proxy, err = harness.StartSkiffRun(ctx, skiffBin, []string{s.Link(s.Trusting())}, extra...)
-	case "sing-box":
-		var port int
-		port, err = harness.FreePort()
-		if err != nil {
-			return r, err
-		}
-		var cfg []byte
-		cfg, err = harness.ClientConfig(port, s.ClientOutbound())
-		if err != nil {
-			return r, err
-		}
-		p, err = harness.StartSingBox(ctx, sbBin, dir, "client-"+proto, cfg)
-		proxy = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err == nil {
-			err = harness.WaitTCP(ctx, proxy)
-		}
-	default:
-		return r, fmt.Errorf("unknown client %q", client)
-	}
+	p, proxy, pprofBase, err := startClient(ctx, proto, client, s, o.CPUProfile != "", skiffBin, sbBin, dir)
 	if err != nil {
 		return r, err
+	}
+	pprofURL := ""
+	if pprofBase != "" {
+		pprofURL = pprofBase + "profile"
 	}
 	defer p.Stop()
 
@@ -214,7 +299,7 @@ func printResults(o measure.Settings, rs []measure.Result) {
 	fmt.Println("targets: the field's best published client (shared/reference/benchmarks.md) against sing-box on a 2-vCPU host;")
 	fmt.Println("         higher throughput and efficiency ratios are better, a lower memory ratio is better. The VLESS target")
 	fmt.Println("         is for VLESS without WebSocket; VLESS+WS+TLS costs more per byte. Not covered here: loss, latency,")
-	fmt.Println("         UDP throughput, many-connection memory, and a real network between client and server.")
+	fmt.Println("         UDP throughput and a real network between client and server.")
 }
 
 func target(proto string) string {

@@ -35,6 +35,15 @@ type Settings struct {
 	CPUProfile string        // prefix of skiff's CPU profile files; "" none
 	// ProfileUpload profiles the first upload run instead of the download.
 	ProfileUpload bool
+	// The many-connection load (Conns): how many connections (0 none),
+	// bytes each way per connection, how long they are held open and idle,
+	// how long after they close the idle figures are read; ConnsOnly skips
+	// the throughput runs.
+	Conns     int
+	ConnSize  int
+	Hold      time.Duration
+	IdleWait  time.Duration
+	ConnsOnly bool
 
 	quick     bool
 	quickRuns int
@@ -56,6 +65,11 @@ func (s *Settings) Register(fs *flag.FlagSet, quickHelp, profileHelp string, qui
 	fs.StringVar(&s.clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", profileHelp)
 	fs.BoolVar(&s.ProfileUpload, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
+	fs.IntVar(&s.Conns, "conns", 500, "many-connection phase: this many concurrent connections to an echo server through a fresh client (0: none)")
+	fs.IntVar(&s.ConnSize, "conn-size", 1<<20, "many-connection phase: bytes each way per connection, all at once")
+	fs.DurationVar(&s.Hold, "hold", 30*time.Second, "many-connection phase: how long the connections stay open and idle after the transfer")
+	fs.DurationVar(&s.IdleWait, "idle-wait", 30*time.Second, "many-connection phase: how long after they close the idle figures are read")
+	fs.BoolVar(&s.ConnsOnly, "conns-only", false, "run only the many-connection phase, no throughput runs")
 }
 
 // ProfiledDirection is the direction (harness.SinkDownload or SinkUpload)
@@ -67,8 +81,8 @@ func (s *Settings) ProfiledDirection(download, upload byte) byte {
 	return download
 }
 
-// Resolve applies -quick (5 s per direction, 2 s warm-up and the quick
-// runs, each unless given on the command line) and splits the lists. Call
+// Resolve applies -quick (5 s per direction, 2 s warm-up, the quick runs,
+// 5 s hold and idle wait, each unless given on the command line) and splits the lists. Call
 // it after fs has been parsed.
 func (s *Settings) Resolve(fs *flag.FlagSet) {
 	if s.quick {
@@ -79,6 +93,12 @@ func (s *Settings) Resolve(fs *flag.FlagSet) {
 		}
 		if !set["warmup"] {
 			s.Warmup = 2 * time.Second
+		}
+		if !set["hold"] {
+			s.Hold = 5 * time.Second
+		}
+		if !set["idle-wait"] {
+			s.IdleWait = 5 * time.Second
 		}
 		if !set["runs"] && s.quickRuns > 0 {
 			s.Runs = s.quickRuns

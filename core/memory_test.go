@@ -1,0 +1,89 @@
+package core
+
+import (
+	"context"
+	"math"
+	"runtime/debug"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/stats"
+)
+
+// TestSoftLimit checks that the engine's memory trimmer holds a soft limit
+// above what the process uses while it runs, leaves a GOMEMLIMIT of the
+// user's alone, and puts the previous limit back when it ends.
+func TestSoftLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	var got int64
+	for got = debug.SetMemoryLimit(-1); got == math.MaxInt64 && time.Now().Before(deadline); got = debug.SetMemoryLimit(-1) {
+		time.Sleep(time.Millisecond)
+	}
+	if got < memoryHeadroom || got > 4*memoryHeadroom {
+		t.Errorf("limit while running %d, want %d above the few MiB a test process uses", got, memoryHeadroom)
+	}
+	cancel()
+	<-done
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after the trimmer ended %d, want the previous one back", got)
+	}
+
+	t.Setenv("GOMEMLIMIT", "100MiB")
+	debug.SetMemoryLimit(100 << 20)
+	ctx, cancel = context.WithCancel(context.Background())
+	done = make(chan struct{})
+	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	time.Sleep(50 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
+		t.Errorf("limit with GOMEMLIMIT set %d, want the user's %d", got, 100<<20)
+	}
+	cancel()
+	<-done
+}
+
+// TestTrimmer checks when memory is handed back: after most of a burst of
+// connections closed, after traffic went quiet following a busy tick, each
+// with its follow-up, and not while traffic flows or stays small.
+func TestTrimmer(t *testing.T) {
+	const busy, quiet = trimBusyBytes, trimQuietBytes / 2
+	type step struct {
+		conns int
+		moved int64 // bytes relayed in the tick
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		want  []int // ticks (0-based) that trim
+	}{
+		{"nothing happens", []step{{0, 0}, {2, 100}, {2, 0}, {0, 0}}, nil},
+		{"small burst of connections", []step{{10, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, nil},
+		{"burst of connections closes", []step{{500, 0}, {400, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}},
+			[]int{2, 5}},
+		{"traffic goes quiet, connections stay", []step{{500, busy}, {500, busy}, {500, quiet}, {500, quiet}, {500, quiet}, {500, quiet}, {500, quiet}},
+			[]int{2, 5}},
+		{"steady traffic", []step{{16, busy}, {16, busy}, {16, busy}, {16, busy}}, nil},
+		{"slow traffic never trims", []step{{1, busy / 4}, {1, 0}, {1, busy / 4}, {1, 0}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var tr trimmer
+			var total int64
+			var got []int
+			for i, s := range tt.steps {
+				total += s.moved
+				if tr.tick(s.conns, total) {
+					got = append(got, i)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("trims at ticks %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package tlsconf
+
+import (
+	"bytes"
+	"crypto/tls"
+	"reflect"
+	"time"
+	"unsafe"
+)
+
+// What an idle TLS connection keeps. crypto/tls writes each record from a
+// pooled buffer (outBuf, since Go 1.21), but it reads every record into a
+// buffer of its own, rawInput, which grows to hold the largest record seen
+// (16 KiB plus framing; bytes.Buffer's doubling makes it 20-37 KiB) and is
+// kept for the connection's life, with input, the reader of the last
+// record's plaintext, pointing into it. After a transfer, 500 idle VLESS
+// connections held 18.6 MiB this way. The package offers no way to drop it.
+//
+// Conn drops it while the connection is quiet: a Read that finds nothing
+// buffered in crypto/tls waits for the socket to become readable without
+// reading (a peek), and when that wait lasts idleRelease, rawInput and
+// input are replaced by empty ones, so that the memory goes to the
+// collector; the next record grows a new buffer. The fields are private, so
+// this reaches them through their offsets, found by name and type when the
+// package loads; if a Go release renames or retypes them, releasing is off
+// (TestIdleRelease fails, so that it is noticed) and Conn works as before.
+// Only the reading goroutine touches them, between crypto/tls calls: Read
+// and TryRead are not concurrent (see TryRead), writes never use them, and
+// the timer that drops them runs only while the reader is parked in the
+// wait, under idleMu.
+
+// idleRelease is how long a Read waits with nothing buffered before the
+// record buffer is dropped. Shorter would free it between the records of a
+// transfer that the network paces, and make the collector pay for a new
+// one each time.
+const idleRelease = time.Second
+
+// tlsFields are the offsets of tls.Conn's rawInput and input; ok is false
+// when they were not found as expected.
+var tlsFields = func() (f struct {
+	rawInput, input uintptr
+	ok              bool
+}) {
+	t := reflect.TypeFor[tls.Conn]()
+	ri, ok1 := t.FieldByName("rawInput")
+	in, ok2 := t.FieldByName("input")
+	if ok1 && ok2 && ri.Type == reflect.TypeFor[bytes.Buffer]() && in.Type == reflect.TypeFor[bytes.Reader]() {
+		f.rawInput, f.input, f.ok = ri.Offset, in.Offset, true
+	}
+	return f
+}()
+
+func rawInput(c *tls.Conn) *bytes.Buffer {
+	return (*bytes.Buffer)(unsafe.Add(unsafe.Pointer(c), tlsFields.rawInput))
+}
+
+func input(c *tls.Conn) *bytes.Reader {
+	return (*bytes.Reader)(unsafe.Add(unsafe.Pointer(c), tlsFields.input))
+}
+
+// buffered reports whether crypto/tls holds plaintext or record bytes.
+func buffered(c *tls.Conn) bool {
+	return rawInput(c).Len() > 0 || input(c).Len() > 0
+}
+
+// waitQuiet runs before a Read: when crypto/tls holds nothing and the
+// socket has nothing, it waits until the socket has something, dropping
+// the record buffer if that takes idleRelease. Only after the handshake
+// (c.handshook), on a socket that can wait.
+func (c *Conn) waitQuiet() {
+	if !tlsFields.ok || !c.sock.nb.canWait() || buffered(c.Conn) || c.sock.nb.ready() {
+		return
+	}
+	c.idleMu.Lock()
+	c.waiting = true
+	if c.idleTimer == nil {
+		c.idleTimer = time.AfterFunc(idleRelease, c.release)
+	} else {
+		c.idleTimer.Reset(idleRelease)
+	}
+	c.idleMu.Unlock()
+	c.sock.nb.wait()
+	c.idleMu.Lock()
+	c.waiting = false
+	c.idleTimer.Stop()
+	c.idleMu.Unlock()
+}
+
+// release drops the record buffer if the reader is still waiting with
+// nothing buffered.
+func (c *Conn) release() {
+	c.idleMu.Lock()
+	defer c.idleMu.Unlock()
+	if c.waiting && !buffered(c.Conn) {
+		*rawInput(c.Conn) = bytes.Buffer{}
+		*input(c.Conn) = bytes.Reader{}
+		c.released.Add(1)
+	}
+}
