@@ -7,6 +7,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
+	"github.com/skiffvpn/skiff/core/outbound/trojan"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
 )
 
@@ -25,6 +26,12 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		return c, nil
 	case node.VLESS:
 		c, err := vless.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.Trojan:
+		c, err := trojan.New(n, d)
 		if err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.Name, err)
 		}

@@ -29,6 +29,7 @@ type setup struct {
 	kind       harness.Kind
 	salamander bool
 	earlyData  int
+	security   string // VMess body cipher; empty: auto
 }
 
 var setups = []setup{
@@ -37,6 +38,14 @@ var setups = []setup{
 	{name: "vless-ws-tls", kind: harness.VLESSWS},
 	{name: "vless-ws-tls-earlydata", kind: harness.VLESSWS, earlyData: 2048},
 	{name: "vless-tcp-tls", kind: harness.VLESSTCP},
+	{name: "trojan-tls", kind: harness.TrojanTLS},
+	{name: "trojan-ws-tls", kind: harness.TrojanWS},
+	{name: "trojan-ws-tls-earlydata", kind: harness.TrojanWS, earlyData: 2048},
+	{name: "vmess-tcp", kind: harness.VMessTCP},
+	{name: "vmess-tcp-chacha20", kind: harness.VMessTCP, security: "chacha20-poly1305"},
+	{name: "vmess-tcp-none", kind: harness.VMessTCP, security: "none"},
+	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
+	{name: "vmess-ws-tls", kind: harness.VMessWS},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -51,13 +60,15 @@ func newServer(t *testing.T, su setup) *harness.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &harness.Server{Kind: su.kind, Port: port, Cert: cert, Path: "/ws", EarlyData: su.earlyData}
+	s := &harness.Server{Kind: su.kind, Port: port, Cert: cert, Path: "/ws", EarlyData: su.earlyData, Security: su.security}
 	switch su.kind {
 	case harness.Hysteria2:
 		s.Password = "pw-" + randomHex(12)
 		if su.salamander {
 			s.ObfsPassword = "obfs-" + randomHex(12)
 		}
+	case harness.TrojanTLS, harness.TrojanWS:
+		s.Password = "pw-" + randomHex(12)
 	default:
 		s.UUID = randomUUID()
 	}

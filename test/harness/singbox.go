@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -21,7 +22,15 @@ const (
 	Hysteria2 Kind = "hysteria2" // Hysteria2 over QUIC (optionally Salamander)
 	VLESSWS   Kind = "vless-ws"  // VLESS over WebSocket over TLS
 	VLESSTCP  Kind = "vless-tcp" // VLESS over TLS over TCP
+	TrojanTLS Kind = "trojan-tls" // Trojan over TLS over TCP
+	TrojanWS  Kind = "trojan-ws"  // Trojan over WebSocket over TLS
+	VMessTCP  Kind = "vmess-tcp"  // VMess over plain TCP
+	VMessTLS  Kind = "vmess-tls"  // VMess over TLS over TCP
+	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
 )
+
+// usesWS reports whether servers of kind k run over WebSocket.
+func (k Kind) usesWS() bool { return k == VLESSWS || k == TrojanWS || k == VMessWS }
 
 // Server describes one sing-box server and the credentials a client needs
 // for it. The same value produces the server's configuration, a skiff share
@@ -34,7 +43,10 @@ type Server struct {
 	Password     string // Hysteria2 user password
 	ObfsPassword string // Hysteria2 Salamander password; empty: no obfuscation
 
-	UUID      string // VLESS user
+	UUID      string // VLESS and VMess user
+	// Security is the VMess body cipher the clients ask for ("auto",
+	// "aes-128-gcm", "chacha20-poly1305", "none"); empty: auto.
+	Security string
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 
@@ -59,8 +71,11 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		"key_path":         s.Cert.KeyFile,
 	}
 	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port}
-	if !s.NoTLS || s.Kind == Hysteria2 {
+	if (!s.NoTLS && s.Kind != VMessTCP) || s.Kind == Hysteria2 {
 		in["tls"] = tls
+	}
+	if s.Kind.usesWS() {
+		in["transport"] = s.wsTransport()
 	}
 	switch s.Kind {
 	case Hysteria2:
@@ -73,9 +88,12 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	case VLESSWS, VLESSTCP:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
-		if s.Kind == VLESSWS {
-			in["transport"] = s.wsTransport()
-		}
+	case TrojanTLS, TrojanWS:
+		in["type"] = "trojan"
+		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
+	case VMessTCP, VMessTLS, VMessWS:
+		in["type"] = "vmess"
+		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "alterId": 0}}
 	default:
 		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
 	}
@@ -129,6 +147,23 @@ func (s *Server) Link(tls ClientTLS) string {
 		}
 		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
+	case VMessTCP, VMessTLS, VMessWS:
+		return s.vmessLink(tls)
+	case TrojanTLS, TrojanWS:
+		q.Set("security", "tls")
+		if tls.Insecure {
+			q.Set("allowInsecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pcs", tls.Pin)
+		}
+		if s.Kind == TrojanWS {
+			q.Set("type", "ws")
+			q.Set("host", "localhost")
+			q.Set("path", s.wsPath())
+		}
+		u := url.URL{Scheme: "trojan", User: url.User(s.Password), Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		return u.String()
 	default:
 		q.Set("encryption", "none")
 		q.Set("security", "tls")
@@ -138,11 +173,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		if s.Kind == VLESSWS {
 			q.Set("type", "ws")
 			q.Set("host", "localhost")
-			path := s.Path
-			if s.EarlyData > 0 {
-				path += "?ed=" + strconv.Itoa(s.EarlyData)
-			}
-			q.Set("path", path)
+			q.Set("path", s.wsPath())
 		} else {
 			q.Set("type", "tcp")
 		}
@@ -151,12 +182,54 @@ func (s *Server) Link(tls ClientTLS) string {
 	}
 }
 
+// wsPath is the WebSocket path of a link, with ?ed=N for early data.
+func (s *Server) wsPath() string {
+	if s.EarlyData > 0 {
+		return s.Path + "?ed=" + strconv.Itoa(s.EarlyData)
+	}
+	return s.Path
+}
+
+// vmessLink returns the v2rayN vmess:// link (base64 of JSON) of s.
+func (s *Server) vmessLink(t ClientTLS) string {
+	j := map[string]string{"v": "2", "ps": s.Name(), "add": "127.0.0.1", "port": strconv.Itoa(s.Port), "id": s.UUID,
+		"aid": "0", "scy": s.security(), "net": "tcp", "type": "none"}
+	if s.Kind != VMessTCP {
+		j["tls"], j["sni"] = "tls", "localhost"
+		if t.Insecure {
+			j["allowInsecure"] = "1"
+		}
+		if t.Pin != "" {
+			j["pinSHA256"] = t.Pin
+		}
+	}
+	if s.Kind == VMessWS {
+		j["net"], j["host"], j["path"] = "ws", "localhost", s.wsPath()
+	}
+	b, _ := json.Marshal(j)
+	return "vmess://" + base64.StdEncoding.EncodeToString(b)
+}
+
+func (s *Server) security() string {
+	if s.Security == "" {
+		return "auto"
+	}
+	return s.Security
+}
+
 // ClientOutbound returns a sing-box outbound that reaches the server, for
 // sing-box used as the client. It trusts the test certificate.
 func (s *Server) ClientOutbound() map[string]any {
 	out := map[string]any{"tag": "proxy", "server": "127.0.0.1", "server_port": s.Port}
 	tls := map[string]any{"enabled": true, "server_name": "localhost", "certificate_path": s.Cert.CertFile}
-	out["tls"] = tls
+	if s.Kind != VMessTCP {
+		out["tls"] = tls
+	}
+	if s.Kind.usesWS() {
+		ws := s.wsTransport()
+		ws["headers"] = map[string]any{"Host": "localhost"}
+		out["transport"] = ws
+	}
 	switch s.Kind {
 	case Hysteria2:
 		out["type"] = "hysteria2"
@@ -165,14 +238,16 @@ func (s *Server) ClientOutbound() map[string]any {
 			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case TrojanTLS, TrojanWS:
+		out["type"] = "trojan"
+		out["password"] = s.Password
+	case VMessTCP, VMessTLS, VMessWS:
+		out["type"] = "vmess"
+		out["uuid"] = s.UUID
+		out["security"] = s.security()
 	default:
 		out["type"] = "vless"
 		out["uuid"] = s.UUID
-		if s.Kind == VLESSWS {
-			ws := s.wsTransport()
-			ws["headers"] = map[string]any{"Host": "localhost"}
-			out["transport"] = ws
-		}
 	}
 	return out
 }
