@@ -19,9 +19,9 @@ type Kind string
 
 // Server setups.
 const (
-	Hysteria2 Kind = "hysteria2" // Hysteria2 over QUIC (optionally Salamander)
-	VLESSWS   Kind = "vless-ws"  // VLESS over WebSocket over TLS
-	VLESSTCP  Kind = "vless-tcp" // VLESS over TLS over TCP
+	Hysteria2 Kind = "hysteria2"  // Hysteria2 over QUIC (optionally Salamander)
+	VLESSWS   Kind = "vless-ws"   // VLESS over WebSocket over TLS
+	VLESSTCP  Kind = "vless-tcp"  // VLESS over TLS over TCP
 	TrojanTLS Kind = "trojan-tls" // Trojan over TLS over TCP
 	TrojanWS  Kind = "trojan-ws"  // Trojan over WebSocket over TLS
 	VMessTCP  Kind = "vmess-tcp"  // VMess over plain TCP
@@ -43,10 +43,10 @@ type Server struct {
 	Password     string // Hysteria2 user password
 	ObfsPassword string // Hysteria2 Salamander password; empty: no obfuscation
 
-	UUID      string // VLESS and VMess user
+	UUID string // VLESS and VMess user
 	// Security is the VMess body cipher the clients ask for ("auto",
 	// "aes-128-gcm", "chacha20-poly1305", "none"); empty: auto.
-	Security string
+	Security  string
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 
