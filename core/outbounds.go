@@ -9,6 +9,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/trojan"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
+	"github.com/skiffvpn/skiff/core/outbound/vmess"
 )
 
 // NewOutbound returns the protocol client for n, opening its sockets with d.
@@ -26,6 +27,12 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		return c, nil
 	case node.VLESS:
 		c, err := vless.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.VMess:
+		c, err := vmess.New(n, d)
 		if err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.Name, err)
 		}

@@ -113,6 +113,16 @@ type VMessOptions struct {
 	UUID     string `json:"uuid"`
 	AlterID  int    `json:"alterID,omitempty"`
 	Security string `json:"security,omitempty"` // "auto", "aes-128-gcm", "chacha20-poly1305", "none", "zero"
+	// GlobalPadding adds random padding to every chunk (sing-box
+	// global_padding, Clash global-padding).
+	GlobalPadding bool `json:"globalPadding,omitempty"`
+	// AuthenticatedLength seals chunk lengths (sing-box
+	// authenticated_length, Clash authenticated-length).
+	AuthenticatedLength bool `json:"authenticatedLength,omitempty"`
+	// PacketEncoding is how UDP is carried: "" (one stream per
+	// destination), "xudp" or "packetaddr" (sing-box packet_encoding,
+	// Clash packet-encoding).
+	PacketEncoding string `json:"packetEncoding,omitempty"`
 }
 
 // ShadowsocksOptions is Shadowsocks's settings.
