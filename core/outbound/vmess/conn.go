@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -484,7 +485,7 @@ func (c *conn) readResponse() error {
 // respError describes a failure to read the response header; a stream
 // that ends there is how a server refuses an unknown user.
 func (c *conn) respError(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
 		err = fmt.Errorf("vmess: %s closed the stream without a response (unknown user id, or not a VMess server): %w", c.client.addr, err)
 	} else {
 		err = fmt.Errorf("vmess: response from %s: %w", c.client.addr, err)
