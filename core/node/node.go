@@ -37,6 +37,10 @@ type Node struct {
 
 	TLS       *TLS       `json:"tls,omitempty"`       // nil: no TLS layer (Hysteria2 and TUIC always use TLS; for them nil means defaults)
 	Transport *Transport `json:"transport,omitempty"` // nil: plain TCP
+	// Multiplex names the stream multiplexer a configuration turned on
+	// (sing-box multiplex.protocol, Clash smux.protocol: "smux", "yamux",
+	// "h2mux"); empty: none. The stream outbounds refuse a node with one.
+	Multiplex string `json:"multiplex,omitempty"`
 
 	Hysteria2   *Hysteria2Options   `json:"hysteria2,omitempty"`
 	VLESS       *VLESSOptions       `json:"vless,omitempty"`
@@ -136,6 +140,9 @@ type ShadowsocksOptions struct {
 // TrojanOptions is Trojan's settings.
 type TrojanOptions struct {
 	Password string `json:"password"`
+	// SSMethod is trojan-go's extra Shadowsocks AEAD layer (Clash
+	// ss-opts), which Skiff does not have; empty: none.
+	SSMethod string `json:"ssMethod,omitempty"`
 }
 
 // TUICOptions is TUIC v5's settings.

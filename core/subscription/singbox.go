@@ -60,19 +60,26 @@ type sbOutbound struct {
 	ServerPorts listable    `json:"server_ports"`
 	HopInterval hopInterval `json:"hop_interval"`
 
-	Password          string `json:"password"`
-	UUID              string `json:"uuid"`
-	Flow              string `json:"flow"`
-	Security          string `json:"security"`
-	AlterID           int    `json:"alter_id"`
-	Method            string `json:"method"`
-	Plugin            string `json:"plugin"`
-	PluginOpts        string `json:"plugin_opts"`
-	UpMbps            int    `json:"up_mbps"`
-	DownMbps          int    `json:"down_mbps"`
-	CongestionControl string `json:"congestion_control"`
-	UDPRelayMode      string `json:"udp_relay_mode"`
-	Obfs              *struct {
+	Password            string `json:"password"`
+	UUID                string `json:"uuid"`
+	Flow                string `json:"flow"`
+	Security            string `json:"security"`
+	AlterID             int    `json:"alter_id"`
+	Method              string `json:"method"`
+	Plugin              string `json:"plugin"`
+	PluginOpts          string `json:"plugin_opts"`
+	UpMbps              int    `json:"up_mbps"`
+	DownMbps            int    `json:"down_mbps"`
+	CongestionControl   string `json:"congestion_control"`
+	UDPRelayMode        string `json:"udp_relay_mode"`
+	GlobalPadding       bool   `json:"global_padding"`
+	AuthenticatedLength bool   `json:"authenticated_length"`
+	PacketEncoding      string `json:"packet_encoding"`
+	Multiplex           *struct {
+		Enabled  bool   `json:"enabled"`
+		Protocol string `json:"protocol"`
+	} `json:"multiplex"`
+	Obfs *struct {
 		Type     string `json:"type"`
 		Password string `json:"password"`
 	} `json:"obfs"`
@@ -247,7 +254,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		n.VLESS = &node.VLESSOptions{UUID: o.UUID, Flow: o.Flow, Encryption: "none"}
 	case "vmess":
 		n.Protocol = node.VMess
-		n.VMess = &node.VMessOptions{UUID: o.UUID, AlterID: o.AlterID, Security: o.Security}
+		n.VMess = &node.VMessOptions{UUID: o.UUID, AlterID: o.AlterID, Security: o.Security,
+			GlobalPadding: o.GlobalPadding, AuthenticatedLength: o.AuthenticatedLength, PacketEncoding: o.PacketEncoding}
 	case "trojan":
 		n.Protocol = node.Trojan
 		n.Trojan = &node.TrojanOptions{Password: o.Password}
@@ -269,6 +277,12 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return nil, errors.New("type: missing")
 	default:
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", o.Type)
+	}
+	if m := o.Multiplex; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // sing-box's default
+		}
 	}
 	if t := o.Transport; t != nil {
 		tr := &node.Transport{Path: t.Path, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeaderName, ServiceName: t.ServiceName}

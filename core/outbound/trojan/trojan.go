@@ -51,6 +51,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if n.Trojan.Password == "" {
 		return nil, fmt.Errorf("trojan: %s: empty password", n.Address())
 	}
+	if m := n.Trojan.SSMethod; m != "" {
+		return nil, fmt.Errorf("trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", n.Address(), m)
+	}
 	st, err := stack.New("trojan", n, d)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("vless: %s: unknown flow %q", addr, o.Flow)
 	}
+	if n.Multiplex != "" {
+		return nil, fmt.Errorf("vless: %s: multiplex %q is not supported yet", addr, n.Multiplex)
+	}
 	if e := o.Encryption; e != "" && e != "none" {
 		return nil, fmt.Errorf("vless: %s: encryption %q is not supported (only \"none\")", addr, e)
 	}

@@ -40,6 +40,9 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		d = &outbound.SystemDialer{}
 	}
 	s := &Stack{proto: proto, addr: addr, dialer: d}
+	if n.Multiplex != "" {
+		return nil, fmt.Errorf("%s: %s: multiplex %q is not supported yet", proto, addr, n.Multiplex)
+	}
 	t := n.Transport
 	typ := node.TransportTCP
 	if t != nil && t.Type != "" {
