@@ -165,7 +165,11 @@ func TestProxy(t *testing.T) {
 // testTCPEcho sends size random bytes through the proxy to an echo server
 // and checks that the same bytes come back.
 func testTCPEcho(t *testing.T, proxy string, size int) {
-	echo := harness.TCPEcho(t)
+	testTCPEchoTo(t, proxy, harness.TCPEcho(t), size)
+}
+
+// testTCPEchoTo is testTCPEcho with the echo server at echo.
+func testTCPEchoTo(t *testing.T, proxy, echo string, size int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()
