@@ -119,7 +119,26 @@ func (c *conn) Read(p []byte) (int, error) {
 	} else if c.reqErr != nil {
 		return 0, c.reqErr
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if tr, ok := c.Conn.(tryReader); ok && err == nil {
+		// Go on with what has already arrived: the relay then writes
+		// up to its whole buffer to the app at once, not one TLS record
+		// (16 KiB) per system call.
+		for n < len(p) {
+			m, terr := tr.TryRead(p[n:])
+			n += m
+			if m == 0 || terr != nil {
+				break // a TryRead error shows again on the next Read
+			}
+		}
+	}
+	return n, err
+}
+
+// tryReader is a transport that reads what is there without waiting
+// (tlsconf.Conn).
+type tryReader interface {
+	TryRead(p []byte) (int, error)
 }
 
 // Close closes the stream.

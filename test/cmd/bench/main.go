@@ -223,6 +223,8 @@ func target(proto string) string {
 		return "≥1.56x / ≥1.71x / ≤0.26x"
 	case "vless-ws", "vless-tcp":
 		return "≥1.08x / ≥0.83x / ≤0.45x"
+	case "trojan-tls", "trojan-ws", "vmess-tls", "vmess-ws", "vmess-tcp":
+		return "≥1.00x / ≥1.10x / ≤0.50x" // issue 13
 	}
 	return "-"
 }
