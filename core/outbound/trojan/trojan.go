@@ -18,7 +18,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
@@ -32,9 +31,7 @@ type Client struct {
 	stack *stack.Stack
 	key   [keyLen]byte
 
-	mu     sync.Mutex
-	open   map[io.Closer]struct{}
-	closed bool
+	flows outbound.Flows
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -58,7 +55,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{stack: st, key: key(n.Trojan.Password), open: map[io.Closer]struct{}{}}, nil
+	return &Client{stack: st, key: key(n.Trojan.Password)}, nil
 }
 
 // DialContext opens a stream to dst through the server. It returns once
@@ -102,29 +99,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	open := c.open
-	c.open = nil
-	c.mu.Unlock()
-	for cl := range open {
-		cl.Close()
-	}
+	c.flows.Close()
 	return nil
 }
 
-func (c *Client) track(cl io.Closer) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cl] = struct{}{}
-	return true
-}
+func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
 
-func (c *Client) untrack(cl io.Closer) {
-	c.mu.Lock()
-	delete(c.open, cl)
-	c.mu.Unlock()
-}
+func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

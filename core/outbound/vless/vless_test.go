@@ -604,35 +604,10 @@ func TestNew(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			case err != nil && strings.Contains(err.Error(), n.VLESS.UUID):
 				t.Fatalf("error quotes the UUID: %v", err)
-			case err == nil && n.Transport != nil && n.Transport.Type == "ws":
-				if c.tls.NextProtos[0] != "http/1.1" || c.ws.MaxEarlyData != 2560 || c.ws.Path != "/x" {
-					t.Fatalf("ws: alpn %v, %+v", c.tls.NextProtos, c.ws)
-				}
+			case err == nil:
+				c.Close()
 			}
 		})
-	}
-}
-
-func TestWSHost(t *testing.T) {
-	tests := []struct {
-		server string
-		tlsOpt *node.TLS
-		tr     node.Transport
-		want   string
-	}{
-		{"1.2.3.4", nil, node.Transport{}, "1.2.3.4"},
-		{"2001:db8::1", nil, node.Transport{}, "[2001:db8::1]"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{}, "sni.example"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Headers: map[string]string{"host": "hdr.example"}}, "hdr.example"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Host: "host.example", Headers: map[string]string{"Host": "hdr.example"}}, "host.example"},
-	}
-	for _, tt := range tests {
-		tt.tr.Type = "ws"
-		n := &node.Node{Server: tt.server, Port: 443, TLS: tt.tlsOpt, Transport: &tt.tr}
-		cfg, err := wsConfig(n)
-		if err != nil || cfg.Host != tt.want {
-			t.Errorf("%s %+v: host %q, %v; want %q", tt.server, tt.tr, cfg.Host, err, tt.want)
-		}
 	}
 }
 

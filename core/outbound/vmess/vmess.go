@@ -24,7 +24,6 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/cpu"
@@ -47,9 +46,7 @@ type Client struct {
 	raw   bool     // security zero: TCP streams without chunks
 	now   func() time.Time
 
-	mu     sync.Mutex
-	open   map[io.Closer]struct{}
-	closed bool
+	flows outbound.Flows
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -97,7 +94,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("vmess: %s: packet encoding %q is not supported yet", addr, pe)
 	}
-	c := &Client{addr: addr, ck: cmdKey(id), opt: optChunkStream | optChunkMasking, now: time.Now, open: map[io.Closer]struct{}{}}
+	c := &Client{addr: addr, ck: cmdKey(id), opt: optChunkStream | optChunkMasking, now: time.Now}
 	switch sec := strings.ToLower(o.Security); sec {
 	case "", "auto":
 		c.sec = secChacha20
@@ -186,29 +183,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	open := c.open
-	c.open = nil
-	c.mu.Unlock()
-	for cl := range open {
-		cl.Close()
-	}
+	c.flows.Close()
 	return nil
 }
 
-func (c *Client) track(cl io.Closer) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cl] = struct{}{}
-	return true
-}
+func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
 
-func (c *Client) untrack(cl io.Closer) {
-	c.mu.Lock()
-	delete(c.open, cl)
-	c.mu.Unlock()
-}
+func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

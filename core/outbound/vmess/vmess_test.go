@@ -484,7 +484,6 @@ func (r *replay) Read(p []byte) (int, error) {
 
 func testConn(tr net.Conn, sec byte) *conn {
 	c := &Client{addr: "test"}
-	c.open = map[io.Closer]struct{}{}
 	rq := request{security: sec, opt: optChunkStream | optChunkMasking, cmd: cmdTCP}
 	vc := newConn(tr, c, &rq, nil, false)
 	vc.reqSent.Store(true)
