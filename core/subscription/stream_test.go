@@ -38,7 +38,10 @@ var streamFieldCases = []struct {
      h2-opts: {host: [h.example], path: /h2}}`,
 		func(n *node.Node) bool {
 			return n.Transport.Type == node.TransportH2 && n.Transport.Host == "h.example" && n.Transport.Path == "/h2"
-		}, `transport "h2"`},
+		}, ""},
+	{"clash vmess h2 without tls", `proxies:
+  - {name: a, type: vmess, server: v.example, port: 443, uuid: ` + testUUID + `, cipher: auto, network: h2}`,
+		func(n *node.Node) bool { return n.Transport.Type == node.TransportH2 }, "h2 without TLS"},
 	{"clash trojan ws", `proxies:
   - {name: a, type: trojan, server: t.example, port: 443, password: pw, sni: sni.example, alpn: [http/1.1],
      network: ws, ws-opts: {path: /tr}}`,

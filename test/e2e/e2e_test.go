@@ -46,6 +46,7 @@ var setups = []setup{
 	{name: "vmess-tcp-none", kind: harness.VMessTCP, security: "none"},
 	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
 	{name: "vmess-ws-tls", kind: harness.VMessWS},
+	{name: "vmess-h2-tls", kind: harness.VMessH2},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and

@@ -27,6 +27,7 @@ const (
 	VMessTCP  Kind = "vmess-tcp"  // VMess over plain TCP
 	VMessTLS  Kind = "vmess-tls"  // VMess over TLS over TCP
 	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
+	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
 )
 
 // usesWS reports whether servers of kind k run over WebSocket.
@@ -77,6 +78,10 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	if s.Kind.usesWS() {
 		in["transport"] = s.wsTransport()
 	}
+	if s.Kind == VMessH2 {
+		in["transport"] = map[string]any{"type": "http", "path": "/h2"}
+		tls["alpn"] = []string{"h2"}
+	}
 	switch s.Kind {
 	case Hysteria2:
 		in["type"] = "hysteria2"
@@ -91,7 +96,7 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	case TrojanTLS, TrojanWS:
 		in["type"] = "trojan"
 		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
-	case VMessTCP, VMessTLS, VMessWS:
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		in["type"] = "vmess"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "alterId": 0}}
 	default:
@@ -147,7 +152,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		}
 		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
-	case VMessTCP, VMessTLS, VMessWS:
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		return s.vmessLink(tls)
 	case TrojanTLS, TrojanWS:
 		q.Set("security", "tls")
@@ -206,6 +211,9 @@ func (s *Server) vmessLink(t ClientTLS) string {
 	if s.Kind == VMessWS {
 		j["net"], j["host"], j["path"] = "ws", "localhost", s.wsPath()
 	}
+	if s.Kind == VMessH2 {
+		j["net"], j["host"], j["path"] = "h2", "localhost", "/h2"
+	}
 	b, _ := json.Marshal(j)
 	return "vmess://" + base64.StdEncoding.EncodeToString(b)
 }
@@ -230,6 +238,9 @@ func (s *Server) ClientOutbound() map[string]any {
 		ws["headers"] = map[string]any{"Host": "localhost"}
 		out["transport"] = ws
 	}
+	if s.Kind == VMessH2 {
+		out["transport"] = map[string]any{"type": "http", "host": []string{"localhost"}, "path": "/h2"}
+	}
 	switch s.Kind {
 	case Hysteria2:
 		out["type"] = "hysteria2"
@@ -241,7 +252,7 @@ func (s *Server) ClientOutbound() map[string]any {
 	case TrojanTLS, TrojanWS:
 		out["type"] = "trojan"
 		out["password"] = s.Password
-	case VMessTCP, VMessTLS, VMessWS:
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		out["type"] = "vmess"
 		out["uuid"] = s.UUID
 		out["security"] = s.security()

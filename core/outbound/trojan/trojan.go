@@ -1,6 +1,6 @@
 // Package trojan is the Trojan client (trojan-gfw docs/protocol.md): one
-// stream to the server per TCP flow, over TLS or WebSocket over TLS (plain
-// TCP too, when a node turns TLS off), starting with the hex SHA-224 of the
+// stream to the server per TCP flow, over TLS, WebSocket over TLS or HTTP/2
+// over TLS (plain TCP too, when a node turns TLS off), starting with the hex SHA-224 of the
 // password, a command and the destination. A UDP session is one stream
 // (UDP ASSOCIATE) whose frames each carry their own destination, so one
 // stream serves every destination of the session.
@@ -100,6 +100,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
 	c.flows.Close()
+	c.stack.Close()
 	return nil
 }
 

@@ -1,10 +1,11 @@
 // Package vless is the VLESS client: one stream to the server per flow (TCP)
-// or per UDP destination, over plain TCP, TLS, or WebSocket over TLS, with
+// or per UDP destination, over plain TCP, TLS, WebSocket over TLS or HTTP/2
+// (transport/stack), with
 // the request header sent together with the flow's first bytes so that it
 // rides in WebSocket early data when the node allows it.
 //
 // Not supported yet, each reported by New: the flow xtls-rprx-vision,
-// REALITY, and the grpc, httpupgrade and h2 transports.
+// REALITY, and the grpc and httpupgrade transports.
 package vless
 
 import (
@@ -113,6 +114,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
 	c.flows.Close()
+	c.stack.Close()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 // Package vmess is the VMess client with AEAD headers (alterId 0), as
 // Xray and sing-box speak it: one stream to the server per TCP flow and per
-// UDP destination, over plain TCP, TLS, or WebSocket over TLS. The request
+// UDP destination, over plain TCP, TLS, WebSocket over TLS, or HTTP/2 over
+// TLS (the V2Ray http transport). The request
 // header is sealed with keys derived from the user id (the "VMess AEAD
 // KDF"), the body goes in chunks sealed with AES-128-GCM or
 // ChaCha20-Poly1305 (or none), chunk sizes masked with SHAKE128 and, when
@@ -184,6 +185,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
 	c.flows.Close()
+	c.stack.Close()
 	return nil
 }
 

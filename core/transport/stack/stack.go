@@ -17,6 +17,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/transport/h2"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
 )
@@ -28,6 +29,7 @@ type Stack struct {
 	dialer outbound.Dialer
 	tls    *tls.Config // nil: no TLS
 	ws     *ws.Config  // nil: no WebSocket
+	h2     *h2.Client  // nil: no HTTP/2
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
@@ -60,8 +62,13 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		if s.ws, err = WSConfig(n); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
+	case node.TransportH2:
+		if n.TLS == nil {
+			return nil, fmt.Errorf("%s: %s: transport h2 without TLS is not supported", proto, addr)
+		}
+		alpn = []string{"h2"}
 	default:
-		return nil, fmt.Errorf("%s: %s: transport %q is not supported yet (only tcp and ws)", proto, addr, typ)
+		return nil, fmt.Errorf("%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
 	}
 	if n.TLS != nil {
 		if n.TLS.Reality != nil {
@@ -69,6 +76,20 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		}
 		var err error
 		s.tls, err = tlsconf.New(n.TLS, n.Server, alpn...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+	}
+	if typ == node.TransportH2 {
+		host := t.Host
+		if host == "" {
+			host = s.tls.ServerName // the SNI, else the server
+		}
+		if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+			host = "[" + host + "]"
+		}
+		var err error
+		s.h2, err = h2.New(h2.Config{Host: host, Path: t.Path, Headers: t.Headers}, s.dialTLS)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
@@ -86,6 +107,31 @@ func (s *Stack) TLS() bool { return s.tls != nil }
 // early data) the WebSocket upgrade, bounded by ctx. Errors name the
 // server and the step.
 func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
+	if s.h2 != nil {
+		c, err := s.h2.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		return c, nil
+	}
+	conn, err := s.dialTLS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.ws != nil {
+		wc, err := ws.Client(ctx, conn, *s.ws)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		conn = wc
+	}
+	return conn, nil
+}
+
+// dialTLS connects to the server and runs the TLS handshake when the
+// stack has TLS. For HTTP/2 the server must have chosen h2.
+func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 	raw, err := s.dialer.DialContext(ctx, "tcp", s.addr)
 	if err != nil {
 		return nil, fmt.Errorf("%s: dial %s: %w", s.proto, s.addr, err)
@@ -97,17 +143,20 @@ func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
 		}
+		if s.h2 != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
+			raw.Close()
+			return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, tc.ConnectionState().NegotiatedProtocol)
+		}
 		conn = tc
 	}
-	if s.ws != nil {
-		wc, err := ws.Client(ctx, conn, *s.ws)
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
-		}
-		conn = wc
-	}
 	return conn, nil
+}
+
+// Close releases the connections the stack keeps (HTTP/2's).
+func (s *Stack) Close() {
+	if s.h2 != nil {
+		s.h2.Close()
+	}
 }
 
 // WSConfig builds the WebSocket settings of n. The Host header is the

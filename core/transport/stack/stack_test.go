@@ -49,6 +49,8 @@ func TestNew(t *testing.T) {
 		{"multiplex", func(n *node.Node) { n.Multiplex = "smux" }, `multiplex "smux" is not supported yet`},
 		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
 		{"bad pin", func(n *node.Node) { n.TLS.PinSHA256 = "12" }, "pinSHA256"},
+		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2", Path: "/h"} }, ""},
+		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "transport h2 without TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := base()
@@ -69,6 +71,10 @@ func TestNew(t *testing.T) {
 			if tc.name == "ws" && (s.tls.NextProtos[0] != "http/1.1" || s.ws.MaxEarlyData != 2560 || s.ws.Path != "/x") {
 				t.Fatalf("ws: alpn %v, %+v", s.tls.NextProtos, s.ws)
 			}
+			if tc.name == "h2" && (s.tls.NextProtos[0] != "h2" || s.h2 == nil || s.h2.Host() != "s.example") {
+				t.Fatalf("h2: alpn %v", s.tls.NextProtos)
+			}
+			s.Close()
 		})
 	}
 }
