@@ -57,6 +57,10 @@ type clashProxy struct {
 		Host []string `yaml:"host"`
 		Path string   `yaml:"path"`
 	} `yaml:"h2-opts"`
+	HTTPOpts *struct {
+		Path    []string            `yaml:"path"`
+		Headers map[string][]string `yaml:"headers"`
+	} `yaml:"http-opts"`
 
 	Password             string         `yaml:"password"`
 	UUID                 string         `yaml:"uuid"`
@@ -365,6 +369,21 @@ func (cp *clashProxy) transport() (*node.Transport, error) {
 		return t, nil
 	case "httpupgrade":
 		return &node.Transport{Type: node.TransportHTTPUpgrade, Path: "/"}, nil
+	case "http":
+		// HTTP/1.1 request disguise on plain TCP (V2Ray's tcp header
+		// "http"), kept so that the outbound can name what it lacks.
+		t := &node.Transport{Type: node.TransportTCP, HeaderType: "http"}
+		if o := cp.HTTPOpts; o != nil {
+			if len(o.Path) > 0 {
+				t.Path = o.Path[0]
+			}
+			for k, v := range o.Headers {
+				if strings.EqualFold(k, "host") && len(v) > 0 {
+					t.Host = v[0]
+				}
+			}
+		}
+		return t, nil
 	default:
 		return nil, fmt.Errorf("network %q is not a transport Skiff knows", cp.Network)
 	}

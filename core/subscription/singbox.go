@@ -315,10 +315,12 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		case "httpupgrade":
 			tr.Type = node.TransportHTTPUpgrade
 		case "http":
-			if n.TLS == nil {
-				return nil, errors.New("transport http without TLS (HTTP/1.1 header obfuscation) is not supported")
-			}
 			tr.Type = node.TransportH2
+			if n.TLS == nil {
+				// Without TLS sing-box speaks HTTP/1.1 with V2Ray's
+				// request disguise: kept, so the outbound names it.
+				tr.Type, tr.HeaderType = node.TransportTCP, "http"
+			}
 		default:
 			return nil, fmt.Errorf("transport %q is not one Skiff knows", t.Type)
 		}

@@ -42,6 +42,15 @@ var streamFieldCases = []struct {
 	{"clash vmess h2 without tls", `proxies:
   - {name: a, type: vmess, server: v.example, port: 443, uuid: ` + testUUID + `, cipher: auto, network: h2}`,
 		func(n *node.Node) bool { return n.Transport.Type == node.TransportH2 }, "h2 without TLS"},
+	{"clash vmess http header", `proxies:
+  - {name: a, type: vmess, server: v.example, port: 80, uuid: ` + testUUID + `, cipher: auto, network: http,
+     http-opts: {path: [/p], headers: {Host: [h.example]}}}`,
+		func(n *node.Node) bool {
+			return n.Transport.Type == node.TransportTCP && n.Transport.HeaderType == "http" && n.Transport.Path == "/p" && n.Transport.Host == "h.example"
+		}, `tcp header type "http"`},
+	{"sing-box vmess http without tls", `{"outbounds":[{"type":"vmess","tag":"a","server":"v.example","server_port":80,"uuid":"` + testUUID + `",
+		"transport":{"type":"http","path":"/p"}}]}`,
+		func(n *node.Node) bool { return n.Transport.HeaderType == "http" && n.Transport.Path == "/p" }, `tcp header type "http"`},
 	{"clash trojan ws", `proxies:
   - {name: a, type: trojan, server: t.example, port: 443, password: pw, sni: sni.example, alpn: [http/1.1],
      network: ws, ws-opts: {path: /tr}}`,
