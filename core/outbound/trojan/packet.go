@@ -28,8 +28,10 @@ type packetConn struct {
 	s  *conn
 	wm sync.Mutex // one frame at a time on the stream
 
-	rm sync.Mutex
-	br *bufio.Reader
+	rm       sync.Mutex
+	br       *bufio.Reader
+	last     flow.Addr // the previous datagram's source, and it boxed:
+	lastAddr net.Addr  // a reply from the same peer needs no allocation
 }
 
 func newPacketConn(s *conn) *packetConn {
@@ -70,7 +72,10 @@ func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		}
 		return 0, nil, fmt.Errorf("trojan: udp via %s: %w", pc.s.client.stack.Addr(), err)
 	}
-	return n, from, nil
+	if from != pc.last || pc.lastAddr == nil {
+		pc.last, pc.lastAddr = from, from
+	}
+	return n, pc.lastAddr, nil
 }
 
 // Close closes the stream.
