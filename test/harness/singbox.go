@@ -51,6 +51,10 @@ type Server struct {
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 
+	// LinkHost, when set, is the server's address in links instead of
+	// 127.0.0.1 (a server in another network namespace).
+	LinkHost string
+
 	// NoTLS makes a VLESS server speak without TLS, for tests that put a
 	// TLS-terminating recorder in front of it. Links still say
 	// security=tls.
@@ -62,6 +66,15 @@ func (s *Server) Name() string { return "test-" + string(s.Kind) }
 
 // Addr returns "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
+
+// linkAddr is the server's address as links give it: LinkHost or
+// 127.0.0.1, and the port.
+func (s *Server) linkAddr() string {
+	if s.LinkHost != "" {
+		return net.JoinHostPort(s.LinkHost, strconv.Itoa(s.Port))
+	}
+	return s.Addr()
+}
 
 // ServerConfig returns the sing-box configuration of the server.
 func (s *Server) ServerConfig() ([]byte, error) {
@@ -150,7 +163,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		if tls.Pin != "" {
 			q.Set("pinSHA256", tls.Pin)
 		}
-		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
+		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		return s.vmessLink(tls)
@@ -167,7 +180,7 @@ func (s *Server) Link(tls ClientTLS) string {
 			q.Set("host", "localhost")
 			q.Set("path", s.wsPath())
 		}
-		u := url.URL{Scheme: "trojan", User: url.User(s.Password), Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		u := url.URL{Scheme: "trojan", User: url.User(s.Password), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	default:
 		q.Set("encryption", "none")
@@ -182,7 +195,7 @@ func (s *Server) Link(tls ClientTLS) string {
 		} else {
 			q.Set("type", "tcp")
 		}
-		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	}
 }
@@ -197,7 +210,8 @@ func (s *Server) wsPath() string {
 
 // vmessLink returns the v2rayN vmess:// link (base64 of JSON) of s.
 func (s *Server) vmessLink(t ClientTLS) string {
-	j := map[string]string{"v": "2", "ps": s.Name(), "add": "127.0.0.1", "port": strconv.Itoa(s.Port), "id": s.UUID,
+	host, _, _ := net.SplitHostPort(s.linkAddr())
+	j := map[string]string{"v": "2", "ps": s.Name(), "add": host, "port": strconv.Itoa(s.Port), "id": s.UUID,
 		"aid": "0", "scy": s.security(), "net": "tcp", "type": "none"}
 	if s.Kind != VMessTCP {
 		j["tls"], j["sni"] = "tls", "localhost"
