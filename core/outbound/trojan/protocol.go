@@ -52,25 +52,14 @@ func appendRequest(b []byte, k *[keyLen]byte, cmd byte, dst flow.Addr) ([]byte, 
 	return append(b, '\r', '\n'), nil
 }
 
+// atypes are Trojan's address types (SOCKS5's).
+var atypes = flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6}
+
 // appendAddr appends dst as ATYP, address, port (big-endian).
 func appendAddr(b []byte, dst flow.Addr) ([]byte, error) {
-	switch {
-	case dst.IP.Is4():
-		a := dst.IP.As4()
-		b = append(b, atypIPv4)
-		b = append(b, a[:]...)
-	case dst.IP.Is6():
-		a := dst.IP.As16()
-		b = append(b, atypIPv6)
-		b = append(b, a[:]...)
-	case dst.Name != "":
-		if len(dst.Name) > 255 {
-			return nil, fmt.Errorf("trojan: destination name of %d bytes, at most 255", len(dst.Name))
-		}
-		b = append(b, atypDomain, byte(len(dst.Name)))
-		b = append(b, dst.Name...)
-	default:
-		return nil, errors.New("trojan: no destination address")
+	b, err := dst.AppendHost(b, atypes)
+	if err != nil {
+		return nil, fmt.Errorf("trojan: %w", err)
 	}
 	return binary.BigEndian.AppendUint16(b, dst.Port), nil
 }

@@ -164,23 +164,9 @@ func appendHeader(b []byte, r *request, dst flow.Addr) ([]byte, error) {
 	b = append(b, r.key[:]...)
 	b = append(b, r.v, r.opt, byte(r.padLen<<4)|r.security, 0, r.cmd)
 	b = binary.BigEndian.AppendUint16(b, dst.Port)
-	switch {
-	case dst.IP.Is4():
-		a := dst.IP.As4()
-		b = append(b, atypIPv4)
-		b = append(b, a[:]...)
-	case dst.IP.Is6():
-		a := dst.IP.As16()
-		b = append(b, atypIPv6)
-		b = append(b, a[:]...)
-	case dst.Name != "":
-		if len(dst.Name) > 255 {
-			return nil, fmt.Errorf("vmess: destination name of %d bytes, at most 255", len(dst.Name))
-		}
-		b = append(b, atypDomain, byte(len(dst.Name)))
-		b = append(b, dst.Name...)
-	default:
-		return nil, errors.New("vmess: no destination address")
+	b, err := dst.AppendHost(b, flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6})
+	if err != nil {
+		return nil, fmt.Errorf("vmess: %w", err)
 	}
 	if r.padLen > 0 {
 		pad := len(b)
