@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
 // packetBufs holds the buffers datagrams are framed in on their way out.
@@ -25,7 +26,8 @@ const readBufferSize = 4 << 10
 // packetConn is a UDP session over one UDP ASSOCIATE stream. Each frame
 // carries its own address, so every destination shares the stream.
 type packetConn struct {
-	s  *conn
+	c  *Client
+	s  *reqconn.Conn
 	wm sync.Mutex // one frame at a time on the stream
 
 	rm       sync.Mutex
@@ -34,21 +36,21 @@ type packetConn struct {
 	lastAddr net.Addr  // a reply from the same peer needs no allocation
 }
 
-func newPacketConn(s *conn) *packetConn {
-	return &packetConn{s: s, br: bufio.NewReaderSize(s, readBufferSize)}
+func newPacketConn(c *Client, s *reqconn.Conn) *packetConn {
+	return &packetConn{c: c, s: s, br: bufio.NewReaderSize(s, readBufferSize)}
 }
 
 // WriteTo sends p to addr (a flow.Addr or *net.UDPAddr) as one frame.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	dst, err := flow.AddrFromNet(addr)
 	if err != nil {
-		return 0, fmt.Errorf("trojan: udp via %s: %w", pc.s.client.stack.Addr(), err)
+		return 0, fmt.Errorf("trojan: udp via %s: %w", pc.c.stack.Addr(), err)
 	}
 	bp := packetBufs.Get().(*[]byte)
 	defer packetBufs.Put(bp)
 	frame, err := appendPacket((*bp)[:0], dst, p)
 	if err != nil {
-		return 0, fmt.Errorf("%w (server %s)", err, pc.s.client.stack.Addr())
+		return 0, fmt.Errorf("%w (server %s)", err, pc.c.stack.Addr())
 	}
 	pc.wm.Lock()
 	_, err = pc.s.Write(frame)
@@ -70,7 +72,7 @@ func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		if !errors.As(err, &se) {
 			pc.s.Close() // out of step with the server's frames
 		}
-		return 0, nil, fmt.Errorf("trojan: udp via %s: %w", pc.s.client.stack.Addr(), err)
+		return 0, nil, fmt.Errorf("trojan: udp via %s: %w", pc.c.stack.Addr(), err)
 	}
 	if from != pc.last || pc.lastAddr == nil {
 		pc.last, pc.lastAddr = from, from

@@ -22,6 +22,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/stack"
 )
 
@@ -69,7 +70,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 }
 
 // dialStream opens one Trojan stream for cmd toward dst and tracks it.
-func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn, error) {
+func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqconn.Conn, error) {
 	req, err := appendRequest(make([]byte, 0, keyLen+8+len(dst.Name)), &c.key, cmd, dst)
 	if err != nil {
 		return nil, fmt.Errorf("%w (server %s)", err, c.stack.Addr())
@@ -78,7 +79,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 	if err != nil {
 		return nil, err
 	}
-	tc := newConn(tr, c, req)
+	var tc *reqconn.Conn
+	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.untrack(tc) })
 	if !c.track(tc) {
 		tr.Close()
 		return nil, fmt.Errorf("trojan: %s: client closed", c.stack.Addr())
@@ -94,7 +96,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if err != nil {
 		return nil, err
 	}
-	return newPacketConn(s), nil
+	return newPacketConn(c, s), nil
 }
 
 // Close closes every stream and packet session the client handed out.

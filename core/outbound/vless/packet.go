@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
 // streamDialTimeout bounds dialing a UDP stream from WriteTo, which has no
@@ -54,7 +55,7 @@ type udpStream struct {
 	dst   flow.Addr
 	from  net.Addr      // dst, boxed once so ReadFrom does not allocate
 	ready chan struct{} // closed when dialing ended
-	conn  *conn         // set when dialing succeeded
+	conn  *reqconn.Conn // set when dialing succeeded
 	err   error         // set when dialing failed
 	start sync.Once     // starts the reader after the first write
 }
@@ -186,7 +187,7 @@ func (pc *packetConn) readLoop(s *udpStream) {
 			// reported it): nothing to tell ReadFrom.
 			ours := false
 			select {
-			case <-s.conn.closed:
+			case <-s.conn.Done():
 				ours = true
 			default:
 			}
@@ -287,7 +288,7 @@ func (pc *packetConn) SetReadDeadline(t time.Time) error {
 func (pc *packetConn) SetWriteDeadline(t time.Time) error {
 	pc.mu.Lock()
 	pc.wdl = t
-	var conns []*conn
+	var conns []*reqconn.Conn
 	for _, s := range pc.streams {
 		if s.conn != nil {
 			conns = append(conns, s.conn)

@@ -19,6 +19,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/stack"
 )
 
@@ -78,7 +79,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 }
 
 // dialStream opens one VLESS stream for cmd toward dst and tracks it.
-func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn, error) {
+func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqconn.Conn, error) {
 	req, err := appendRequest(make([]byte, 0, 64), &c.id, c.flow, cmd, dst)
 	if err != nil {
 		return nil, fmt.Errorf("%w (server %s)", err, c.addr)
@@ -87,7 +88,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 	if err != nil {
 		return nil, err
 	}
-	vc := newConn(tr, c, req)
+	var vc *reqconn.Conn
+	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.untrack(vc) })
 	if !c.track(vc) {
 		tr.Close()
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -367,7 +368,7 @@ func TestServerFirst(t *testing.T) {
 	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "banner" {
 		t.Fatalf("read: %q, %v", got, err)
 	}
-	if d := time.Since(start); d < firstWriteWait {
+	if d := time.Since(start); d < reqconn.FirstWriteWait {
 		t.Fatalf("banner after %v: the header went before waiting for a write", d)
 	}
 	if r := s.requests(); len(r) != 1 || r[0].early == 0 {
@@ -666,7 +667,7 @@ func TestStreamWriteFrame(t *testing.T) {
 			}
 			defer nc.Close()
 			nc.SetDeadline(time.Now().Add(10 * time.Second))
-			vc := nc.(*conn)
+			vc := nc.(*reqconn.Conn)
 			h := vc.FrontHeadroom()
 			if want := map[bool]int{false: 0, true: ws.MaxHeaderSize}[tr.spec.ws]; h != want {
 				t.Fatalf("headroom %d, want %d", h, want)
