@@ -544,3 +544,16 @@ func TestSettingsSave(t *testing.T) {
 		t.Errorf("profile settings %+v", p.Settings)
 	}
 }
+
+func TestRecoveredPanicsShowOnHome(t *testing.T) {
+	h := newHarness(t, Prefs{}, nil)
+	home := h.ui.home
+	home.update(core.Status{State: core.Running}, core.Snapshot{Connections: 2})
+	if got := home.conns.Text; strings.Contains(got, "internal error") {
+		t.Errorf("with no panic recovered Home says %q", got)
+	}
+	home.update(core.Status{State: core.Running}, core.Snapshot{Connections: 2, Panics: 3})
+	if got := home.conns.Text; !strings.Contains(got, "internal errors recovered: 3") {
+		t.Errorf("Home says %q; want the count of recovered panics", got)
+	}
+}

@@ -279,7 +279,13 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
 		setText(h.memWindow, "(core and window share one process)")
 	}
-	setText(h.conns, fmt.Sprintf("Connections: %d", s.Connections))
+	conns := fmt.Sprintf("Connections: %d", s.Connections)
+	if s.Panics > 0 {
+		// Each was one flow's internal error; that flow was closed and the
+		// rest went on. The Logs tab has the first one's stack.
+		conns += fmt.Sprintf(" · internal errors recovered: %d (see Logs)", s.Panics)
+	}
+	setText(h.conns, conns)
 }
 
 // drawState shows the switch and the state line for st.

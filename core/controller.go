@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
@@ -135,6 +136,7 @@ type Snapshot struct {
 	Outbounds   map[string][2]int64 // bytes [up, down] per outbound name
 	Memory      stats.Memory        // the whole process (core and, in-process, the GUI)
 	Connections int                 // open connections
+	Panics      uint64              // panics recovered while serving a flow (each closed that flow only)
 }
 
 // Controller runs the core. Its methods are safe for concurrent use and
@@ -161,6 +163,7 @@ type run struct {
 	inbound *mixed.Server
 	routing *routing
 	tun     *tunRun // nil unless TUN mode
+	panics  *guard.Reporter
 }
 
 // NewController returns a stopped Controller.
@@ -251,7 +254,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		return fail(err)
 	}
 	name := rt.proxy
-	r := &run{stats: stats.New(), routing: rt, tun: tr}
+	r := &run{stats: stats.New(), routing: rt, tun: tr, panics: guard.NewReporter(c.log)}
 	eng := NewEngine(rt.router, r.stats, c.log)
 	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
 		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),
@@ -261,30 +264,44 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,
 		Logger:           c.log,
+		Panics:           r.panics,
 	}, eng)
 	if err != nil {
 		return fail(err, rt.close)
 	}
 	st := Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}
 	if tr != nil {
-		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log); err != nil {
+		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log, r.panics, r.restore); err != nil {
 			return fail(err, r.inbound.Close, rt.close)
 		}
 		st.TUN = tr.tunnel.Name()
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	// The run's own loops are no flow's: a panic there ends the process,
+	// but only after the routes are restored (see package guard).
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		defer guard.Fatal(r.restore)
 		r.stats.Run(runCtx)
 	}()
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
+		defer guard.Fatal(r.restore)
 		trimMemory(runCtx, r.stats, 2*time.Second)
 	}()
 	return r, st, nil
+}
+
+// restore puts the machine's routes, rules and DNS back as they were
+// before the run, for a process about to die of a panic; Stop does the
+// orderly teardown.
+func (r *run) restore() {
+	if r.tun != nil && r.tun.tunnel != nil {
+		r.tun.tunnel.Close()
+	}
 }
 
 // nodeName is how a node is named in the status and the stats.
@@ -398,6 +415,7 @@ func (c *Controller) Stats() Snapshot {
 	s.Series = r.stats.Series()
 	s.Outbounds = r.stats.OutboundTotals()
 	s.Connections = r.stats.ConnCount()
+	s.Panics = r.panics.Count()
 	return s
 }
 

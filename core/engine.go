@@ -12,6 +12,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/relay"
 	"github.com/skiffvpn/skiff/core/route"
@@ -91,7 +92,9 @@ func withPick(ctx context.Context, out outbound.Outbound, member *string) contex
 }
 
 // HandleStream implements flow.Handler.
-func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+// A panic while serving the flow ends that flow alone (see package guard).
+func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) (err error) {
+	defer guard.Catch(ctx, &err, "tcp flow")
 	out, name, err := e.router.Route(&m)
 	if err != nil {
 		return fmt.Errorf("route %s: %w", m.Destination, err)
@@ -131,10 +134,11 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 }
 
 // HandlePacket implements flow.Handler.
-func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) (err error) {
+	defer guard.Catch(ctx, &err, "udp flow")
+	defer conn.Close() // on every way out, a panic's too; the relay closes it first
 	out, name, err := e.router.Route(&m)
 	if err != nil {
-		conn.Close()
 		return fmt.Errorf("route %s: %w", m.Destination, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -145,7 +149,6 @@ func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.Pac
 	up, err := out.ListenPacket(dctx, m.Destination)
 	dcancel()
 	if err != nil {
-		conn.Close()
 		e.warnDial(&m, name, err)
 		e.logFlow(ctx, &m, name, "udp session failed", start, nil, err)
 		return err

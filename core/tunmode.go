@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/dns"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
@@ -113,14 +114,14 @@ func serverAddrs(ctx context.Context, host string) ([]netip.Addr, error) {
 // of the engine. Names the rules send direct resolve with the system's
 // resolver through sockets that bypass the tunnel (else the queries would
 // come back into it).
-func startTUN(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing, log *slog.Logger) (*netstack.Stack, error) {
+func startTUN(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing, log *slog.Logger, panics *guard.Reporter, restore func()) (*netstack.Stack, error) {
 	bypass := t.Dialer()
 	direct := &dns.SystemUpstream{Resolver: &net.Resolver{PreferGo: true, Dial: bypass.DialContext}}
 	h, err := newDNSHandler(eng, tc.DNS, rt, direct)
 	if err != nil {
 		return nil, err
 	}
-	return netstack.New(t.Device, h, netstack.Options{MTU: t.MTU(), Logger: log})
+	return netstack.New(t.Device, h, netstack.Options{MTU: t.MTU(), Logger: log, Panics: panics, Restore: restore})
 }
 
 func (tr *tunRun) close() error {

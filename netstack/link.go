@@ -11,6 +11,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/header"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 	"gvisor.dev/gvisor/pkg/tcpip/stack/gro"
+
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // tunOffset is the headroom left at the front of every buffer handed to the
@@ -66,6 +68,7 @@ type linkEndpoint struct {
 
 	// onError reports the error that stopped the reader or writer.
 	onError func(error)
+	restore func() // puts routes back before a panic in a loop ends the process; may be nil
 }
 
 var (
@@ -89,6 +92,11 @@ func newLinkEndpoint(dev tun.Device, mtu uint32, onError func(error)) *linkEndpo
 	}
 }
 
+// The packet loops parse what apps send (gVisor runs the network and
+// transport layers on the reader's goroutine): they are no single flow's,
+// so a panic there still ends the process, after e.restore (see package
+// guard).
+
 // start launches the reader and writer goroutines; close stops them.
 func (e *linkEndpoint) start() {
 	e.wg.Add(1)
@@ -104,6 +112,7 @@ func (e *linkEndpoint) start() {
 
 func (e *linkEndpoint) readLoop() {
 	defer e.wg.Done()
+	defer guard.Fatal(e.restore)
 	if e.vnet != nil {
 		r, err := e.vnet.newReader()
 		if err == nil {
@@ -316,6 +325,7 @@ func superPacket(head []byte, n int, gsoType uint8) (tcpip.NetworkProtocolNumber
 
 func (e *linkEndpoint) writeLoop() {
 	defer e.wg.Done()
+	defer guard.Fatal(e.restore)
 	bufs := make([][]byte, e.batch)
 	for i := range bufs {
 		bufs[i] = make([]byte, tunOffset+maxSegment)
@@ -361,6 +371,7 @@ func (e *linkEndpoint) writeLoop() {
 // straight from the packet's own memory.
 func (e *linkEndpoint) vnetLoop() {
 	defer e.wg.Done()
+	defer guard.Fatal(e.restore)
 	for {
 		var pkt *stack.PacketBuffer
 		select {

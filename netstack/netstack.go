@@ -35,6 +35,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Defaults for Options.
@@ -62,6 +63,12 @@ type Options struct {
 	// Logger receives errors of the device and per-flow failures at debug
 	// level; nil discards them.
 	Logger *slog.Logger
+	// Panics counts and logs the panics recovered while serving a flow; the
+	// flows carry it in their context (see package guard). May be nil.
+	Panics *guard.Reporter
+	// Restore, when set, puts the machine's routes back before a panic in
+	// the stack's own packet loops ends the process.
+	Restore func()
 }
 
 // Stack is a gVisor network stack bound to a TUN device.
@@ -104,7 +111,7 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), opts.Panics))
 	n := &Stack{dev: dev, handler: h, opts: opts, log: log, ctx: ctx, cancel: cancel}
 
 	n.s = stack.New(stack.Options{
@@ -120,6 +127,7 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 	n.link = newLinkEndpoint(dev, uint32(opts.MTU), func(err error) {
 		log.Error("netstack: device stopped", "err", err)
 	})
+	n.link.restore = opts.Restore
 	if err := n.s.CreateNICWithOptions(nicID, n.link, stack.NICOptions{Name: "tun"}); err != nil {
 		n.s.Destroy()
 		cancel()

@@ -11,6 +11,7 @@ import (
 	"gvisor.dev/gvisor/pkg/waiter"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // handleTCP runs on a goroutine of gVisor's forwarder for each new SYN. It
@@ -52,7 +53,7 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 		so.SetDelayOption(false)
 		return gonet.NewTCPConn(&wq, ep), nil
 	}
-	err := n.handler.HandleStream(n.ctx, m, accept)
+	err := guard.Do(n.ctx, "tun tcp flow", func() error { return n.handler.HandleStream(n.ctx, m, accept) })
 	mu.Lock()
 	if !completed {
 		completed = true

@@ -16,6 +16,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // udpQueueLen bounds the datagrams from the app waiting for the handler of
@@ -125,7 +126,8 @@ func (t *udpTable) handlePacket(id stack.TransportEndpointID, pkt *stack.PacketB
 				Destination: flow.AddrFromAddrPort(key.dst),
 				Inbound:     "tun",
 			}
-			if err := t.n.handler.HandlePacket(t.n.ctx, m, s); err != nil {
+			err := guard.Do(t.n.ctx, "tun udp session", func() error { return t.n.handler.HandlePacket(t.n.ctx, m, s) })
+			if err != nil {
 				t.n.log.Debug("netstack: udp session", "src", m.Source, "dst", m.Destination, "err", err)
 			}
 			s.Close()

@@ -87,6 +87,15 @@ func TestPlanLinux(t *testing.T) {
 			var got []string
 			for _, r := range rules {
 				got = append(got, r.String())
+				// What is recorded passes the state file's check.
+				if err := (Change{Kind: "rule", Rule: &r}).check(); err != nil {
+					t.Errorf("rule %s: %v", r, err)
+				}
+			}
+			for _, r := range routes {
+				if err := (Change{Kind: "route", Route: &r}).check(); err != nil {
+					t.Errorf("route %s: %v", r, err)
+				}
 			}
 			for _, w := range tt.want {
 				if !slices.Contains(got, w) {

@@ -58,14 +58,86 @@ func loadStateFile(path string) (*stateFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &stateFile{path: path}
-	if err := json.Unmarshal(b, &st.State); err != nil {
+	st, err := decodeState(b)
+	if err != nil {
 		return nil, fmt.Errorf("tun: state file %s: %w", path, err)
 	}
-	if st.State.Version != 1 {
-		return nil, fmt.Errorf("tun: state file %s: unknown version %d", path, st.State.Version)
+	return &stateFile{path: path, State: st}, nil
+}
+
+// decodeState parses a state file. Only Skiff writes it, so a change that
+// Skiff never records means the file was damaged or planted: the whole
+// file is refused, since cleanup runs as root, deletes what the file names
+// and runs the commands it lists.
+func decodeState(b []byte) (State, error) {
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return State{}, err
+	}
+	if st.Version != 1 {
+		return State{}, fmt.Errorf("unknown version %d", st.Version)
+	}
+	for i, c := range st.Changes {
+		if err := c.check(); err != nil {
+			return State{}, fmt.Errorf("change %d: %w", i+1, err)
+		}
 	}
 	return st, nil
+}
+
+// undoCommands are the programs whose commands Skiff records to undo a
+// change (macOS route and pfctl, Windows netsh); a state file naming any
+// other is refused.
+var undoCommands = map[string]bool{"route": true, "pfctl": true, "netsh": true}
+
+// maxLinkName is the longest interface name (Linux IFNAMSIZ without the
+// terminating NUL).
+const maxLinkName = 15
+
+// check reports whether c is a change as Skiff records them: of a known
+// kind, with exactly that kind's field set and usable. A route without a
+// destination, for one, would be undone as the deletion of the default
+// route.
+func (c Change) check() error {
+	set := 0
+	for _, isSet := range []bool{c.Rule != nil, c.Route != nil, c.Link != "", len(c.Undo) > 0} {
+		if isSet {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("%q change with %d of rule, route, link and undo set", c.Kind, set)
+	}
+	switch c.Kind {
+	case "rule":
+		if c.Rule == nil {
+			return errors.New("rule change without a rule")
+		}
+		if f := c.Rule.Family; f != 4 && f != 6 {
+			return fmt.Errorf("rule of family %d", f)
+		}
+		if d := c.Rule.Dst; d.IsValid() && d.Addr().Is4() != (c.Rule.Family == 4) {
+			return fmt.Errorf("family %d rule to %s", c.Rule.Family, d)
+		}
+	case "route":
+		if c.Route == nil || !c.Route.Dst.IsValid() {
+			return errors.New("route change without a destination")
+		}
+		if g := c.Route.Gateway; g.IsValid() && g.Is4() != c.Route.Dst.Addr().Is4() {
+			return fmt.Errorf("route to %s via %s", c.Route.Dst, g)
+		}
+	case "link":
+		if c.Link == "" || len(c.Link) > maxLinkName || strings.ContainsAny(c.Link, "/ \t\n\x00") {
+			return fmt.Errorf("link %q", c.Link)
+		}
+	case "command":
+		if len(c.Undo) == 0 || !undoCommands[c.Undo[0]] {
+			return fmt.Errorf("undo command %q is not one Skiff records", c.Undo)
+		}
+	default:
+		return fmt.Errorf("unknown change kind %q", c.Kind)
+	}
+	return nil
 }
 
 // record appends c and writes the file before the change is made: after a

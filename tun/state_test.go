@@ -1,10 +1,13 @@
 package tun
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -98,4 +101,78 @@ func TestCorruptStateFile(t *testing.T) {
 	if err := Cleanup(path, nil); err == nil {
 		t.Fatal("a corrupt state file was ignored")
 	}
+}
+
+// TestStateFileRefusesStrangeChanges loads state files with changes Skiff
+// never records: cleanup must not act on any of them.
+func TestStateFileRefusesStrangeChanges(t *testing.T) {
+	for _, tc := range []struct {
+		change string
+		ok     bool
+	}{
+		{`{"kind":"link","link":"skiff0"}`, true},
+		{`{"kind":"link","link":"` + strings.Repeat("l", maxLinkName) + `"}`, true},
+		{`{"kind":"link","link":"` + strings.Repeat("l", maxLinkName+1) + `"}`, false},
+		{`{"kind":"link","link":""}`, false},
+		{`{"kind":"route","route":{"dst":"0.0.0.0/1","dev":"skiff0"}}`, true},
+		{`{"kind":"route","route":{"dst":"","dev":"skiff0"}}`, false}, // would delete the default route
+		{`{"kind":"route","route":{"dst":"::/1","gateway":"192.0.2.1"}}`, false},
+		{`{"kind":"route"}`, false},
+		{`{"kind":"rule","rule":{"family":4,"priority":5305,"table":5348,"suppress_prefixlength":-1}}`, true},
+		{`{"kind":"rule","rule":{"family":5,"priority":5305}}`, false},
+		{`{"kind":"rule","rule":{"family":4,"priority":1,"dst":"fc00::/7"}}`, false},
+		{`{"kind":"command","undo":["pfctl","-X","123"]}`, true},
+		{`{"kind":"command","undo":["netsh","interface","ipv4","delete","route"]}`, true},
+		{`{"kind":"command","undo":["/bin/sh","-c","anything"]}`, false},
+		{`{"kind":"command","undo":[]}`, false},
+		{`{"kind":"link","link":"skiff0","undo":["route"]}`, false},
+		{`{"kind":"wfp"}`, false},
+	} {
+		b := []byte(`{"version":1,"pid":1,"changes":[` + tc.change + `]}`)
+		_, err := decodeState(b)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s: err = %v; want accepted %v", tc.change, err, tc.ok)
+		}
+	}
+	// And a planted file is not acted on: Cleanup fails, the file stays.
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(`{"version":1,"pid":1,"changes":[{"kind":"command","undo":["touch","`+path+`.ran"]}]}`), 0o600)
+	if err := Cleanup(path, nil); err == nil {
+		t.Error("Cleanup accepted a state file with a foreign command")
+	}
+	if _, err := os.Stat(path + ".ran"); err == nil {
+		t.Error("Cleanup ran a foreign command")
+	}
+}
+
+// FuzzDecodeState decodes arbitrary state files: never a panic, and a
+// state it accepts describes its changes and encodes to a file that
+// decodes to the same state.
+func FuzzDecodeState(f *testing.F) {
+	f.Add([]byte(`{"version":1,"pid":42,"started":"2026-12-01T10:00:00Z","os":"linux","changes":[{"kind":"link","link":"skiff0"},{"kind":"route","route":{"dst":"0.0.0.0/1","dev":"skiff0","table":5348}},{"kind":"rule","rule":{"family":6,"priority":5303,"table":254,"dst":"fc00::/7","suppress_prefixlength":-1}}]}`))
+	f.Add([]byte(`{"version":1,"changes":[{"kind":"command","undo":["route","-n","delete","-net","0.0.0.0/1","-interface","utun4"]}]}`))
+	f.Add([]byte(`{"version":1,"changes":[{"kind":"route","route":{"dst":""}}]}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{not json`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		st, err := decodeState(b)
+		if err != nil {
+			return
+		}
+		for _, c := range st.Changes {
+			_ = c.String()
+		}
+		enc, err := json.Marshal(&st)
+		if err != nil {
+			t.Fatalf("accepted state does not encode: %v", err)
+		}
+		again, err := decodeState(enc)
+		if err != nil {
+			t.Fatalf("re-encoded state refused: %v\n%s", err, enc)
+		}
+		enc2, _ := json.Marshal(&again)
+		if !bytes.Equal(enc, enc2) {
+			t.Fatalf("round trip:\n%s\n%s", enc, enc2)
+		}
+	})
 }

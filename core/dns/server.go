@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Mode is how the Server answers for a name.
@@ -450,6 +452,7 @@ func (s *Server) ServePacket(ctx context.Context, conn net.PacketConn) error {
 		go func(q []byte) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer guard.Recover(ctx, "dns query")
 			resp, err := s.Handle(ctx, q)
 			if err == nil {
 				_, _ = conn.WriteTo(resp, from)

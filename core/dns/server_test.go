@@ -346,31 +346,14 @@ func FuzzHandle(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var par dnsmessage.Parser
-		h, err := par.Start(resp)
-		if err != nil {
-			t.Fatalf("unparsable response %x: %v", resp, err)
-		}
-		if !h.Response || h.ID != binary.BigEndian.Uint16(b) {
-			t.Fatalf("response header %+v for query ID %d", h, binary.BigEndian.Uint16(b))
-		}
-		if len(resp) > 512 {
-			t.Fatalf("UDP response of %d bytes", len(resp))
-		}
+		checkResponse(t, b, resp, 512)
 	})
 }
 
 // FuzzCache stores arbitrary upstream responses and serves them back.
 func FuzzCache(f *testing.F) {
-	dns := &testDNS{}
-	for _, q := range [][]byte{
-		query(f, 1, "a.example.", dnsmessage.TypeA, 0),
-		query(f, 2, "nx.test.", dnsmessage.TypeA, 0),
-		query(f, 3, "big.test.", dnsmessage.TypeTXT, 0),
-		query(f, 4, "a.example.", dnsmessage.TypeMX, 1232),
-	} {
-		resp, _ := dns.answer(q)
-		f.Add(resp)
+	for _, qa := range seedExchanges(f) {
+		f.Add(qa[1])
 	}
 	f.Fuzz(func(t *testing.T, resp []byte) {
 		c := NewCache(4)

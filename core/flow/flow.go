@@ -20,7 +20,12 @@ type Metadata struct {
 	Destination Addr           // where the app wants to go
 	Host        string         // a name sniffed from the payload (TLS SNI, HTTP Host, QUIC) or from the fake-IP pool; "" when unknown
 	Inbound     string         // which inbound accepted the flow: "socks", "http", "tun"
+	Process     string         // the program that opened the flow (its path), once a rule asked; ProcessUnknown when it could not be found
 }
+
+// ProcessUnknown is Metadata.Process for a flow whose program was looked
+// up and not found, so that it is not looked up again.
+const ProcessUnknown = "?"
 
 // Handler is the engine as an inbound sees it: the inbound recognises flows,
 // the handler routes and relays them.

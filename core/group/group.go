@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 )
 
@@ -471,7 +472,7 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			t0 := time.Now()
 			limit := g.dialTimeout(i)
 			dctx, dcancel := context.WithTimeout(dialCtx, limit)
-			v, err := dial(dctx, g.members[i].Outbound)
+			v, err := dialCaught(dctx, dial, g.members[i].Outbound)
 			timedOut := errors.Is(dctx.Err(), context.DeadlineExceeded)
 			dcancel()
 			switch {
@@ -520,6 +521,14 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 		return zero, -1, fmt.Errorf("group %s: %s: %w", g.name, what, err)
 	}
 	return zero, -1, fmt.Errorf("group %s: %s: every member failed: %w", g.name, what, errors.Join(errs...))
+}
+
+// dialCaught is dial with a panic in the member's code turned into a
+// failed dial of that member (see package guard): the hedge moves on to the
+// next one, as for any other failure.
+func dialCaught[T any](ctx context.Context, dial func(context.Context, outbound.Outbound) (T, error), m outbound.Outbound) (v T, err error) {
+	defer guard.Catch(ctx, &err, "failover dial")
+	return dial(ctx, m)
 }
 
 // closeLosers waits for the dials still running after another won and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 )
 
@@ -52,7 +53,11 @@ func (g *Group) probeLoop() {
 			}
 			n++
 			go func() {
-				rtt, err := Probe(ctx, g.members[i].Outbound, g.policy.ProbeURL, g.policy.ProbeTimeout)
+				var rtt time.Duration
+				err := guard.Do(ctx, "probe", func() (err error) {
+					rtt, err = Probe(ctx, g.members[i].Outbound, g.policy.ProbeURL, g.policy.ProbeTimeout)
+					return err
+				})
 				results <- result{i, rtt, err}
 			}()
 		}
@@ -101,7 +106,10 @@ func (g *Group) requestProbe(i int) {
 func Probe(ctx context.Context, ob outbound.Outbound, url string, timeout time.Duration) (time.Duration, error) {
 	tr := &http.Transport{
 		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// The transport dials on a goroutine of its own: a panic in the
+		// member's dial is that probe's failure (see package guard).
+		DialContext: func(ctx context.Context, network, addr string) (_ net.Conn, err error) {
+			defer guard.Catch(ctx, &err, "probe dial")
 			dst, err := flow.ParseAddr(addr)
 			if err != nil {
 				return nil, err

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
 // EnvConfigDir names the environment variable that overrides the config
@@ -275,39 +277,11 @@ func (s *Store) save(p *Profile) error {
 	return writeAtomic(path, b)
 }
 
-// writeAtomic writes b to path through a synced temporary file and a rename,
-// then syncs the directory.
+// writeAtomic writes b to path atomically, readable by the owner only.
 func writeAtomic(path string, b []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("profile: saving: %w", err)
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("profile: saving: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("profile: saving: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("profile: saving: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("profile: saving: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("profile: saving: %w", err)
-	}
-	ok = true
-	syncDir(dir)
 	return nil
 }
 
@@ -333,14 +307,4 @@ func (s *Store) Update(fn func(*Profile) error) error {
 		return err
 	}
 	return s.save(p)
-}
-
-// syncDir flushes a directory entry change (the rename) to disk where the OS
-// allows it; where it does not (Windows), the rename is already durable
-// enough and the error is ignored.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

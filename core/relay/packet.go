@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Idle time-outs for UDP sessions.
@@ -50,8 +52,14 @@ func Packet(ctx context.Context, app, up net.PacketConn, idle time.Duration, upC
 	s.timer = time.AfterFunc(idle, func() { s.checkIdle(idle) })
 	stop := context.AfterFunc(ctx, func() { s.close(ctx.Err()) })
 
+	defer s.close(nil) // also when a panic unwinds through here, so the other direction ends
 	errc := make(chan error, 1)
-	go func() { errc <- s.copy(up, app, upCount) }()
+	go func() {
+		var err error
+		defer func() { errc <- err }()
+		defer guard.Catch(ctx, &err, "udp relay")
+		err = s.copy(up, app, upCount)
+	}()
 	errDown := s.copy(app, up, downCount)
 	errUp := <-errc
 	stop()

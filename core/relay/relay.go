@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Buffer sizes. A stream direction starts with a small buffer and moves to
@@ -145,10 +147,16 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 	}
 	stop := context.AfterFunc(ctx, closeBoth)
 	defer stop()
+	defer closeBoth() // also when a panic unwinds through here, so the other direction ends
 
 	var lingerUp, lingerDown atomic.Bool // set: that direction reads under an idle deadline
 	errc := make(chan error, 1)
-	go func() { errc <- copyHalf(up, app, upCount, &lingerUp, &lingerDown) }()
+	go func() {
+		var err error
+		defer func() { errc <- err }()
+		defer guard.Catch(ctx, &err, "tcp relay")
+		err = copyHalf(up, app, upCount, &lingerUp, &lingerDown)
+	}()
 	errDown := copyHalf(app, up, downCount, &lingerDown, &lingerUp)
 	errUp := <-errc
 	closeBoth()

@@ -14,22 +14,27 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/process"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Rule is one routing rule. Within a rule, the destination conditions
-// (Domain, DomainSuffix, DomainKeyword, IPCIDR, Private) match if any of
-// them does; Ports and Network, when given, must match as well. A rule with
-// no destination condition matches every destination (subject to Ports and
-// Network).
+// (Domain, DomainSuffix, DomainKeyword, IPCIDR, Private, RuleSet) match if
+// any of them does; Ports, Network and Process, when given, must match as
+// well. A rule with no destination condition matches every destination
+// (subject to Ports, Network and Process).
 type Rule struct {
 	Domain        []string       `json:"domain,omitempty"`        // exact names
 	DomainSuffix  []string       `json:"domainSuffix,omitempty"`  // "example.com" matches it and every name below it; a leading dot matches only names below
 	DomainKeyword []string       `json:"domainKeyword,omitempty"` // substrings of the name
 	IPCIDR        []netip.Prefix `json:"ipCIDR,omitempty"`        // destination addresses, IPv4 or IPv6
 	Private       bool           `json:"private,omitempty"`       // destinations in private, loopback, link-local and other non-public ranges
+	RuleSet       []string       `json:"ruleSet,omitempty"`       // names of rule sets (package ruleset) given to CompileWith
+	Process       []string       `json:"process,omitempty"`       // programs that opened the flow: a file name ("firefox") or, with a path separator, the full path
 	Ports         []PortRange    `json:"ports,omitempty"`         // destination ports
 	Network       string         `json:"network,omitempty"`       // "", "tcp" or "udp"
 	Target        string         `json:"target"`                  // an outbound or group name
@@ -57,15 +62,30 @@ type Set struct {
 
 type compiled struct {
 	Rule
-	exact    map[string]struct{}
-	suffix   map[string]struct{}
-	keywords []string
-	hasDest  bool
+	sets      []*ruleset.Set
+	processes *process.Finder
+	exact     map[string]struct{}
+	suffix    map[string]struct{}
+	keywords  []string
+	hasDest   bool
 }
 
 // Compile checks and compiles rules, with final as the target of flows no
 // rule matches. Errors name the rule (1-based) and the field.
-func Compile(rules []Rule, final string) (*Set, error) {
+func Compile(rules []Rule, final string) (*Set, error) { return CompileWith(rules, final, Env{}) }
+
+// Env is what rules may refer to beyond the flow itself.
+type Env struct {
+	// Sets holds the rule sets that rules name, by name. A rule naming a
+	// set that Sets lacks is an error.
+	Sets map[string]*ruleset.Set
+	// Processes finds the program of a flow, for rules with Process
+	// conditions; nil: such rules never match.
+	Processes *process.Finder
+}
+
+// CompileWith is Compile for rules that name rule sets or programs.
+func CompileWith(rules []Rule, final string, env Env) (*Set, error) {
 	if final == "" {
 		return nil, errors.New("rule: final target: empty")
 	}
@@ -75,9 +95,18 @@ func Compile(rules []Rule, final string) (*Set, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
+		c.processes = env.Processes
+		for _, name := range r.RuleSet {
+			rs, ok := env.Sets[name]
+			if !ok {
+				return nil, fmt.Errorf("rule %d: ruleSet: %q is not loaded", i+1, name)
+			}
+			c.sets = append(c.sets, rs)
+		}
+		c.hasDest = c.hasDest || len(c.sets) > 0
 		s.rules = append(s.rules, c)
 		onlyDomains := len(c.exact)+len(c.suffix) > 0 && len(c.keywords) == 0 && len(r.IPCIDR) == 0 &&
-			!r.Private && len(r.Ports) == 0 && r.Network == ""
+			!r.Private && len(r.RuleSet) == 0 && len(r.Process) == 0 && len(r.Ports) == 0 && r.Network == ""
 		if !onlyDomains {
 			s.walk = append(s.walk, i)
 			continue
@@ -114,6 +143,11 @@ func compile(r Rule) (compiled, error) {
 	for _, p := range r.IPCIDR {
 		if !p.IsValid() {
 			return c, errors.New("ipCIDR: invalid prefix")
+		}
+	}
+	for _, p := range r.Process {
+		if strings.TrimSpace(p) == "" {
+			return c, errors.New("process: empty name")
 		}
 	}
 	if len(r.Domain) > 0 {
@@ -224,6 +258,9 @@ func (c *compiled) match(m *flow.Metadata, name string) bool {
 			return false
 		}
 	}
+	if len(c.Process) > 0 && !c.matchProcess(m) {
+		return false
+	}
 	if !c.hasDest {
 		return true
 	}
@@ -259,6 +296,38 @@ func (c *compiled) match(m *flow.Metadata, name string) bool {
 			}
 		}
 		if c.Private && IsPrivate(ip) {
+			return true
+		}
+	}
+	for _, rs := range c.sets {
+		if rs.Match(m) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchProcess reports whether the flow's program is one of c.Process,
+// looking it up (once per flow: the answer stays in m) when no rule did yet.
+func (c *compiled) matchProcess(m *flow.Metadata) bool {
+	if m.Process == "" {
+		m.Process = flow.ProcessUnknown
+		if c.processes != nil {
+			if info, err := c.processes.Find(m.Network, m.Source); err == nil {
+				m.Process = info.Path
+			}
+		}
+	}
+	if m.Process == flow.ProcessUnknown {
+		return false
+	}
+	base := filepath.Base(m.Process)
+	for _, p := range c.Process {
+		if strings.ContainsAny(p, `/\`) {
+			if p == m.Process {
+				return true
+			}
+		} else if strings.EqualFold(p, base) || strings.EqualFold(p, strings.TrimSuffix(base, ".exe")) {
 			return true
 		}
 	}

@@ -2,10 +2,18 @@ package rule
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/process"
+	"github.com/skiffvpn/skiff/core/ruleset"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func meta(network, dst, host string) *flow.Metadata {
@@ -188,4 +196,86 @@ func FuzzParsePorts(f *testing.F) {
 			t.Fatalf("ParsePorts(%q) gave ports Compile refuses: %v", s, err)
 		}
 	})
+}
+
+func TestCompileSets(t *testing.T) {
+	cn, err := ruleset.ParseClash(ruleset.BehaviorDomain, []byte("+.cn\n+.baidu.com\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cnIP, err := ruleset.ParseClash(ruleset.BehaviorIPCIDR, []byte("114.114.0.0/16\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string]*ruleset.Set{"cn": cn, "cn-ip": cnIP}
+	s, err := CompileWith([]Rule{
+		{DomainSuffix: []string{"proxied.baidu.com"}, Target: "proxy"},
+		{RuleSet: []string{"cn", "cn-ip"}, Target: "direct"},
+		{Domain: []string{"www.example.cn"}, Target: "block"}, // after the set: never reached for .cn
+	}, "proxy", Env{Sets: sets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		m    flow.Metadata
+		want string
+	}{
+		{flow.Metadata{Destination: flow.Addr{Name: "www.baidu.com", Port: 443}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{Name: "a.proxied.baidu.com", Port: 443}}, "proxy"},
+		{flow.Metadata{Destination: flow.Addr{Name: "www.example.cn", Port: 443}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{IP: netip.MustParseAddr("114.114.114.114"), Port: 53}}, "direct"},
+		{flow.Metadata{Destination: flow.Addr{Name: "example.com", Port: 443}}, "proxy"},
+	} {
+		if got := s.Match(&tc.m); got != tc.want {
+			t.Errorf("Match(%v) = %q, want %q", tc.m.Destination, got, tc.want)
+		}
+	}
+	if _, err := CompileWith([]Rule{{RuleSet: []string{"geosite-cn"}, Target: "direct"}}, "proxy", Env{Sets: sets}); err == nil || !strings.Contains(err.Error(), `"geosite-cn" is not loaded`) {
+		t.Errorf("an unknown rule set: err = %v", err)
+	}
+}
+
+// TestProcessRule routes a flow from a socket of this test's by the
+// program's name, then by its path; other programs' rules do not match.
+func TestProcessRule(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("programs are looked up on Linux only")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := nettest.Dial(t).LocalAddr().(*net.TCPAddr).AddrPort()
+	env := Env{Processes: process.New()}
+	for _, tc := range []struct {
+		rules []Rule
+		want  string
+	}{
+		{[]Rule{{Process: []string{"curl"}, Target: "a"}, {Process: []string{filepath.Base(exe)}, Target: "direct"}}, "direct"},
+		{[]Rule{{Process: []string{exe}, Ports: []PortRange{{1, 65535}}, Target: "direct"}}, "direct"},
+		{[]Rule{{Process: []string{"/usr/bin/" + filepath.Base(exe)}, Target: "direct"}}, "proxy"},
+		{[]Rule{{Process: []string{"firefox"}, Target: "direct"}}, "proxy"},
+	} {
+		s, err := CompileWith(tc.rules, "proxy", env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &flow.Metadata{Network: flow.TCP, Source: src, Destination: flow.Addr{Name: "example.com", Port: 443}}
+		if got := s.Match(m); got != tc.want {
+			t.Errorf("rules %+v: %q, want %q (process %q)", tc.rules, got, tc.want, m.Process)
+		}
+		if m.Process != exe {
+			t.Errorf("the flow's process is %q, want %q", m.Process, exe)
+		}
+	}
+	// A flow from no socket of this machine's: no program, no match, and
+	// the look-up is not repeated for that flow.
+	s, _ := CompileWith([]Rule{{Process: []string{filepath.Base(exe)}, Target: "direct"}}, "proxy", env)
+	m := &flow.Metadata{Network: flow.TCP, Source: netip.MustParseAddrPort("192.0.2.1:1"), Destination: flow.Addr{Name: "example.com", Port: 443}}
+	if got := s.Match(m); got != "proxy" || m.Process != flow.ProcessUnknown {
+		t.Errorf("an unknown program: %q, process %q", got, m.Process)
+	}
+	if _, err := Compile([]Rule{{Process: []string{" "}, Target: "x"}}, "proxy"); err == nil {
+		t.Error("an empty program name compiled")
+	}
 }

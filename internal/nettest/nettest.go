@@ -125,6 +125,19 @@ func UDPEcho(tb testing.TB) netip.AddrPort {
 	return c.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
+// Dial returns a TCP connection from this process to an echo server on
+// loopback, closed when the test ends: a socket of the test's own, for
+// tests that look sockets up.
+func Dial(tb testing.TB) net.Conn {
+	tb.Helper()
+	c, err := net.Dial("tcp", TCPEcho(tb).String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
 // ClosedPort returns a TCP address on 127.0.0.1 where nothing listens: it
 // was just bound and released, so a dial to it is refused (unless another
 // socket takes the port in between, which the kernel's allocation makes

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -14,20 +15,53 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // serveHTTP serves an HTTP proxy client: CONNECT tunnels, and plain
 // requests with an absolute URI, forwarded with keep-alive on both sides.
-func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, src netip.AddrPort) error {
-	req, err := http.ReadRequest(br)
+// lim is the reader under br, which bounds the request's head.
+func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, lim *io.LimitedReader, src netip.AddrPort) error {
+	req, err := readRequest(br, lim)
 	if err != nil {
-		writeHTTPError(c, http.StatusBadRequest, "malformed request")
+		if errors.Is(err, errHeadTooLarge) {
+			writeHTTPError(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+		} else {
+			writeHTTPError(c, http.StatusBadRequest, "malformed request")
+		}
 		return fmt.Errorf("http: request: %w", err)
 	}
 	if req.Method == http.MethodConnect {
 		return s.httpConnect(c, br, src, req)
 	}
-	return s.httpForward(c, br, src, req)
+	return s.httpForward(c, br, lim, src, req)
+}
+
+// maxRequestHead bounds a request's line and headers, as net/http's server
+// bounds them by default (DefaultMaxHeaderBytes, 1 MiB). http.ReadRequest
+// itself takes lines of any length and any number of header fields, so
+// without a bound one client could fill the memory with a single endless
+// header line within its handshake timeout.
+const maxRequestHead = http.DefaultMaxHeaderBytes
+
+var errHeadTooLarge = fmt.Errorf("request head longer than %d bytes", maxRequestHead)
+
+// noLimit is a LimitedReader's N when it does not limit.
+const noLimit = math.MaxInt64
+
+// readRequest reads the next request's head from br, at most
+// maxRequestHead bytes of it from the conn under lim, the LimitedReader
+// between the conn and br (what br had buffered before comes on top, as
+// with net/http's server).
+func readRequest(br *bufio.Reader, lim *io.LimitedReader) (*http.Request, error) {
+	lim.N = maxRequestHead
+	req, err := http.ReadRequest(br)
+	exhausted := lim.N <= 0
+	lim.N = noLimit // the body, and a CONNECT tunnel's bytes, are not limited
+	if err != nil && exhausted {
+		return nil, errHeadTooLarge
+	}
+	return req, err
 }
 
 // httpConnect serves CONNECT: "200" is sent only once the handler has its
@@ -60,7 +94,7 @@ func (s *Server) httpConnect(c net.Conn, br *bufio.Reader, src netip.AddrPort, r
 // connection, through an http.Transport whose connections are flows of
 // the handler. The Transport is the client's own, so upstream connections
 // are reused for this client only, and are closed with it.
-func (s *Server) httpForward(c net.Conn, br *bufio.Reader, src netip.AddrPort, req *http.Request) error {
+func (s *Server) httpForward(c net.Conn, br *bufio.Reader, lim *io.LimitedReader, src netip.AddrPort, req *http.Request) error {
 	tr := &http.Transport{
 		Proxy:                 nil, // never the environment's proxy: we are the proxy
 		DialContext:           s.dialFlow(src),
@@ -101,7 +135,11 @@ func (s *Server) httpForward(c net.Conn, br *bufio.Reader, src netip.AddrPort, r
 			return nil
 		}
 		c.SetDeadline(time.Now().Add(idleClientTimeout))
-		req, err = http.ReadRequest(br)
+		req, err = readRequest(br, lim)
+		if errors.Is(err, errHeadTooLarge) {
+			writeHTTPError(c, http.StatusRequestHeaderFieldsTooLarge, "request header too large")
+			return fmt.Errorf("http: request: %w", err)
+		}
 		if err != nil {
 			return nil // the client closed or went idle
 		}
@@ -132,9 +170,11 @@ func (s *Server) dialFlow(src netip.AddrPort) func(ctx context.Context, network,
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			err := s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
-				close(accepted)
-				return appSide, nil
+			err := guard.Do(s.ctx, "http flow", func() error {
+				return s.h.HandleStream(s.ctx, m, func() (net.Conn, error) {
+					close(accepted)
+					return appSide, nil
+				})
 			})
 			appSide.Close()
 			done <- err

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Config is the inbound's settings.
@@ -32,6 +34,9 @@ type Config struct {
 	AllowNonLoopback bool
 	// Logger receives the inbound's own log lines; nil: slog.Default().
 	Logger *slog.Logger
+	// Panics counts and logs the panics recovered while serving a client;
+	// its flows carry it in their context (see package guard). May be nil.
+	Panics *guard.Reporter
 }
 
 // handshakeTimeout bounds how long a client may take to send its request.
@@ -60,7 +65,7 @@ func Listen(cfg Config, h flow.Handler) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), cfg.Panics))
 	s := &Server{ln: ln, h: h, log: log, ctx: ctx, cancel: cancel}
 	s.wg.Add(1)
 	go s.serve()
@@ -122,6 +127,7 @@ func (s *Server) serve() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer guard.Recover(s.ctx, "proxy client") // handle's deferred Close ends the client first
 			s.handle(c)
 		}()
 	}
@@ -133,7 +139,8 @@ func (s *Server) handle(c net.Conn) {
 	stop := context.AfterFunc(s.ctx, func() { c.Close() })
 	defer stop()
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
-	br := bufio.NewReaderSize(c, 2048)
+	lim := &io.LimitedReader{R: c, N: noLimit}
+	br := bufio.NewReaderSize(lim, 2048)
 	first, err := br.Peek(1)
 	if err != nil {
 		return
@@ -148,7 +155,7 @@ func (s *Server) handle(c net.Conn) {
 	case 4:
 		err = errors.New("SOCKS4 is not supported, use SOCKS5")
 	default:
-		err = s.serveHTTP(c, br, src)
+		err = s.serveHTTP(c, br, lim, src)
 	}
 	if err != nil && s.ctx.Err() == nil && s.log.Enabled(s.ctx, slog.LevelDebug) {
 		s.log.Debug("mixed: client", "src", src.String(), "err", err)

@@ -2,8 +2,11 @@ package mixed
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -58,6 +61,39 @@ func TestSOCKSAddr(t *testing.T) {
 	}
 	if _, _, err := parseSOCKSAddr([]byte{9, 0, 0}); err != errAtyp {
 		t.Errorf("unknown ATYP: %v", err)
+	}
+}
+
+// TestReadSOCKSAddrNameLengths reads domain names at the boundaries of the
+// length byte: 0 (refused), 1, 254 and 255 (RFC 1928's maximum, which once
+// overran the reader's buffer), each also truncated by one byte.
+func TestReadSOCKSAddrNameLengths(t *testing.T) {
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{0, false}, {1, true}, {254, true}, {255, true}} {
+		name := strings.Repeat("a", tc.n)
+		b := append([]byte{atypDomain, byte(tc.n)}, name...)
+		b = append(b, 0x01, 0xbb)
+		got, err := readSOCKSAddr(bytes.NewReader(b))
+		if tc.ok {
+			want := flow.Addr{Name: name, Port: 443}
+			if err != nil || got != want {
+				t.Errorf("%d-byte name: got %+v, %v; want %+v", tc.n, got, err, want)
+			}
+		} else if err == nil {
+			t.Errorf("%d-byte name: accepted %+v", tc.n, got)
+		}
+		// One byte short: an error, never a panic or a short address.
+		if _, err := readSOCKSAddr(bytes.NewReader(b[:len(b)-1])); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Errorf("%d-byte name truncated: err = %v, want unexpected EOF", tc.n, err)
+		}
+	}
+	// A reader that ends right after ATYP or the length byte.
+	for _, b := range [][]byte{{atypDomain}, {atypIPv4, 1, 2}, {atypIPv6}} {
+		if _, err := readSOCKSAddr(bytes.NewReader(b)); err == nil {
+			t.Errorf("readSOCKSAddr(%x) accepted a truncated address", b)
+		}
 	}
 }
 

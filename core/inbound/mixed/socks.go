@@ -126,32 +126,30 @@ var errAtyp = errors.New("address type not supported")
 
 // readSOCKSAddr reads ATYP ADDR PORT.
 func readSOCKSAddr(r io.Reader) (flow.Addr, error) {
-	var b [1 + 255 + 2]byte
+	// ATYP, the name's length byte, the longest name (255 bytes, RFC 1928)
+	// and the port: 259 bytes.
+	var b [1 + 1 + 255 + 2]byte
 	if _, err := io.ReadFull(r, b[:1]); err != nil {
 		return flow.Addr{}, err
 	}
-	var n int
+	have, end := 1, 0
 	switch b[0] {
 	case atypIPv4:
-		n = 4
+		end = 1 + 4 + 2
 	case atypIPv6:
-		n = 16
+		end = 1 + 16 + 2
 	case atypDomain:
 		if _, err := io.ReadFull(r, b[1:2]); err != nil {
 			return flow.Addr{}, err
 		}
-		n = 1 + int(b[1])
+		have, end = 2, 2+int(b[1])+2
 	default:
 		return flow.Addr{}, errAtyp
 	}
-	rest := b[1 : 1+n+2]
-	if b[0] == atypDomain {
-		rest = b[2 : 1+n+2]
-	}
-	if _, err := io.ReadFull(r, rest); err != nil {
+	if _, err := io.ReadFull(r, b[have:end]); err != nil {
 		return flow.Addr{}, err
 	}
-	a, _, err := parseSOCKSAddr(b[:1+n+2])
+	a, _, err := parseSOCKSAddr(b[:end])
 	return a, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -114,19 +115,35 @@ func (c *socksPacketConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		if from.Addr() != c.clientIP || (c.client.IsValid() && from != c.client) {
 			continue // not our client
 		}
-		// RSV(2) FRAG(1) ATYP ADDR PORT DATA
-		if n < 4 || b[2] != 0 {
-			continue // short, or a fragment: dropped as RFC 1928 allows
-		}
-		dst, hl, err := c.parseDst(b[3:n])
+		dst, hl, err := c.parseHeader(b[:n])
 		if err != nil {
 			continue
 		}
 		c.client = from
-		hl += 3
 		copy(b, b[hl:n])
 		return n - hl, dst, nil
 	}
+}
+
+var errFragment = errors.New("socks: fragmented UDP datagram")
+
+// parseHeader parses the SOCKS UDP request header at the start of a
+// datagram, RSV(2) FRAG(1) ATYP ADDR PORT, and returns the destination and
+// the header's length. Fragments (FRAG ≠ 0) are refused, as RFC 1928 allows
+// a relay that does not reassemble; RSV is not checked, as no client relies
+// on it.
+func (c *socksPacketConn) parseHeader(b []byte) (net.Addr, int, error) {
+	if len(b) < 4 {
+		return nil, 0, io.ErrUnexpectedEOF
+	}
+	if b[2] != 0 {
+		return nil, 0, errFragment
+	}
+	dst, hl, err := c.parseDst(b[3:])
+	if err != nil {
+		return nil, 0, err
+	}
+	return dst, 3 + hl, nil
 }
 
 // parseDst parses the destination, reusing the previous one when it is the

@@ -53,6 +53,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
@@ -118,6 +119,8 @@ type qconn struct {
 	sock net.PacketConn
 	hop  *hopConn // sock, for a multi-port server; nil otherwise
 	udp  bool     // the server relays UDP
+
+	panics *guard.Reporter // of the flow that dialled it; its readers report here (see package guard)
 }
 
 func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
@@ -216,7 +219,7 @@ func (c *Client) conn(ctx context.Context) (*qconn, error) {
 		call = &dialCall{done: make(chan struct{})}
 		c.dialing = call
 		c.wg.Add(1)
-		go c.dial(call)
+		go c.dial(call, guard.FromContext(ctx))
 	}
 	c.mu.Unlock()
 	select {
@@ -227,12 +230,20 @@ func (c *Client) conn(ctx context.Context) (*qconn, error) {
 	}
 }
 
-// dial runs one connection attempt for call.
-func (c *Client) dial(call *dialCall) {
+// dial runs one connection attempt for call. A panic while connecting
+// fails this attempt only; the waiting flows get it as their error.
+func (c *Client) dial(call *dialCall, panics *guard.Reporter) {
 	defer c.wg.Done()
-	ctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
-	q, err := c.connect(ctx)
+	ctx, cancel := context.WithTimeout(guard.WithReporter(c.ctx, panics), dialTimeout)
+	var q *qconn
+	err := guard.Do(ctx, "hysteria2 connect", func() (err error) {
+		q, err = c.connect(ctx)
+		return err
+	})
 	cancel()
+	if err == nil {
+		q.panics = panics
+	}
 	c.mu.Lock()
 	c.dialing = nil
 	if err == nil && c.closed {
@@ -413,7 +424,7 @@ func (c *Client) run(q *qconn) {
 		go c.hopLoop(q)
 	}
 	if q.udp {
-		c.receiveDatagrams(q)
+		c.receiveCaught(q)
 	}
 	<-q.qc.Context().Done()
 	c.mu.Lock()
@@ -423,6 +434,20 @@ func (c *Client) run(q *qconn) {
 	c.mu.Unlock()
 	q.tr.Close()
 	q.sock.Close()
+}
+
+// receiveCaught is receiveDatagrams with a panic ending this connection
+// rather than the process (see package guard): the next flow dials anew.
+func (c *Client) receiveCaught(q *qconn) {
+	panicked := true
+	defer func() {
+		if panicked {
+			q.qc.CloseWithError(closeCodeProtocol, "")
+		}
+	}()
+	defer q.panics.Recover("hysteria2 datagram reader")
+	c.receiveDatagrams(q)
+	panicked = false
 }
 
 // hopLoop moves q to a new server port every hop interval until q dies. A

@@ -46,7 +46,8 @@ type defragger struct {
 }
 
 // feed takes one message and returns a complete datagram's payload when it
-// has one. An unfragmented message is returned as is; the payload of a
+// has one; fragments that add up to more than a UDP datagram can hold
+// (maxUDPPacket) drop the datagram. An unfragmented message is returned as is; the payload of a
 // reassembled one is a new buffer.
 func (d *defragger) feed(m *udpMessage) ([]byte, bool) {
 	if m.FragCount <= 1 {
@@ -61,6 +62,12 @@ func (d *defragger) feed(m *udpMessage) ([]byte, bool) {
 	p := m.Payload
 	if p == nil {
 		p = []byte{}
+	}
+	if d.size+len(p) > maxUDPPacket {
+		// No UDP datagram is this large: a lying server. Dropping it
+		// also bounds what one session holds to one datagram's worth.
+		d.reset(0, 0)
+		return nil, false
 	}
 	d.frags[m.FragID] = p
 	d.have++

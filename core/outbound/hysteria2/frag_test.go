@@ -112,3 +112,139 @@ func TestDefragDropsIncompleteOnNewPacket(t *testing.T) {
 		t.Fatalf("got %d datagrams, want only b", len(got))
 	}
 }
+
+// TestDefragSizeCap reassembles datagrams around the largest UDP payload:
+// up to maxUDPPacket bytes they are delivered, one byte more drops them.
+func TestDefragSizeCap(t *testing.T) {
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{0, true}, {1, true}, {maxUDPPacket - 1, true}, {maxUDPPacket, true}, {maxUDPPacket + 1, false}} {
+		// Fragments of 1200 bytes, so that even 0 and 1 bytes go as two
+		// fragments (an empty last one) through the reassembly.
+		payload := bytes.Repeat([]byte{'x'}, tc.size)
+		n := max(2, (tc.size+1199)/1200)
+		var d defragger
+		var got []byte
+		delivered := 0
+		for i := range n {
+			lo, hi := min(i*1200, tc.size), min((i+1)*1200, tc.size)
+			m := udpMessage{PacketID: 5, FragID: uint8(i), FragCount: uint8(n), Payload: payload[lo:hi]}
+			if p, ok := d.feed(&m); ok {
+				got = p
+				delivered++
+			}
+		}
+		if tc.ok && (delivered != 1 || !bytes.Equal(got, payload)) {
+			t.Errorf("%d bytes: delivered %d datagrams (%d bytes), want the one", tc.size, delivered, len(got))
+		}
+		if !tc.ok && delivered != 0 {
+			t.Errorf("%d bytes: delivered %d datagrams, want none", tc.size, delivered)
+		}
+		// Truncated: the last fragment never comes.
+		var d2 defragger
+		for i := range n - 1 {
+			lo, hi := min(i*1200, tc.size), min((i+1)*1200, tc.size)
+			m := udpMessage{PacketID: 5, FragID: uint8(i), FragCount: uint8(n), Payload: payload[lo:hi]}
+			if _, ok := d2.feed(&m); ok {
+				t.Errorf("%d bytes: delivered without its last fragment", tc.size)
+			}
+		}
+	}
+}
+
+// FuzzDefrag feeds a run of arbitrary UDP messages (each prefixed by a
+// length byte pair) to one session's defragmenter: it must never panic,
+// never deliver more than a UDP datagram holds, and pass an unfragmented
+// message through as it is.
+func FuzzDefrag(f *testing.F) {
+	msg := func(m udpMessage) []byte {
+		b := appendUDPMessage(nil, &m)
+		return append([]byte{byte(len(b) >> 8), byte(len(b))}, b...)
+	}
+	frag := func(id, count uint8, p string) []byte {
+		return msg(udpMessage{PacketID: 3, FragID: id, FragCount: count, Addr: []byte("1.1.1.1:53"), Payload: []byte(p)})
+	}
+	f.Add(bytes.Join([][]byte{frag(0, 2, "ab"), frag(1, 2, "cd")}, nil))
+	f.Add(bytes.Join([][]byte{frag(1, 3, "b"), frag(1, 3, "b"), frag(0, 3, "a"), frag(2, 3, "")}, nil))
+	f.Add(bytes.Join([][]byte{frag(0, 2, "a"), frag(0, 1, "whole"), frag(1, 2, "b")}, nil))
+	f.Add(bytes.Join([][]byte{frag(0, 255, "x"), frag(254, 255, "y")}, nil))
+	f.Add([]byte{0, 9, 0, 0, 0, 1, 0, 0, 2, 1, 0})
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		var d defragger
+		for len(stream) >= 2 {
+			n := min(int(stream[0])<<8|int(stream[1]), len(stream)-2)
+			b := stream[2 : 2+n]
+			stream = stream[2+n:]
+			var m udpMessage
+			if parseUDPMessage(b, &m) != nil {
+				continue
+			}
+			whole := m.FragCount <= 1
+			p, ok := d.feed(&m)
+			if !ok {
+				if whole {
+					t.Fatalf("unfragmented message %x not delivered", b)
+				}
+				continue
+			}
+			if len(p) > maxUDPPacket {
+				t.Fatalf("delivered a %d-byte datagram", len(p))
+			}
+			if whole && !bytes.Equal(p, m.Payload) {
+				t.Fatalf("unfragmented message changed: %x -> %x", m.Payload, p)
+			}
+		}
+	})
+}
+
+// FuzzFragmentRoundTrip cuts a datagram as WriteTo does, sends the
+// fragments through the wire format in an arbitrary order with
+// duplicates, and checks that exactly the datagram comes out.
+func FuzzFragmentRoundTrip(f *testing.F) {
+	f.Add(bytes.Repeat([]byte("0123456789"), 300), uint16(1200), []byte{2, 0, 1})
+	f.Add([]byte("short"), uint16(40), []byte{1, 1, 0})
+	f.Add([]byte{}, uint16(30), []byte{})
+	f.Fuzz(func(t *testing.T, payload []byte, maxSize uint16, order []byte) {
+		m := udpMessage{SessionID: 1, FragCount: 1, Addr: []byte("example.com:443"), Payload: payload}
+		chunk, count, err := fragmentPlan(m.headerLen(), len(payload), int(maxSize))
+		if err != nil {
+			return
+		}
+		// Every fragment once, in the order given (indexes mod count), then
+		// any not yet sent.
+		var seq []int
+		sent := make([]bool, count)
+		for _, o := range order {
+			i := int(o) % count
+			seq = append(seq, i)
+			sent[i] = true
+		}
+		for i, s := range sent {
+			if !s {
+				seq = append(seq, i)
+			}
+		}
+		var d defragger
+		var got [][]byte
+		for _, i := range seq {
+			fr := fragment(&m, 9, chunk, count, i)
+			if enc := appendUDPMessage(nil, &fr); len(enc) > int(maxSize) {
+				t.Fatalf("fragment of %d bytes, over %d", len(enc), maxSize)
+			}
+			var p udpMessage
+			if err := parseUDPMessage(appendUDPMessage(nil, &fr), &p); err != nil {
+				t.Fatal(err)
+			}
+			if out, ok := d.feed(&p); ok {
+				got = append(got, out)
+			}
+		}
+		if len(payload) > maxUDPPacket {
+			return
+		}
+		if len(got) == 0 || !bytes.Equal(got[0], payload) {
+			t.Fatalf("%d bytes in %d fragments: delivered %d datagrams", len(payload), count, len(got))
+		}
+	})
+}

@@ -172,7 +172,7 @@ func (c *salamanderBatchConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, 
 func segmentSize(oob []byte) (size, at int) {
 	rest := oob
 	for len(rest) > 0 {
-		h, body, next, err := unix.ParseOneSocketControlMessage(rest)
+		h, body, next, err := udpgro.ParseControlMessage(rest)
 		if err != nil {
 			break
 		}

@@ -135,3 +135,30 @@ func BenchmarkSalamanderObfuscate(b *testing.B) {
 		s.obfuscate(dst, p, salt)
 	}
 }
+
+// FuzzSalamander deobfuscates arbitrary packets: never a panic or a
+// length beyond the buffer, a packet too short for a salt is refused, and
+// obfuscating the result with the packet's salt gives the packet back.
+func FuzzSalamander(f *testing.F) {
+	f.Add([]byte("psk"), []byte{1, 2, 3, 4, 5, 6, 7, 8, 'q', 'u', 'i', 'c'}, uint16(2048))
+	f.Add([]byte(""), []byte{1, 2, 3, 4, 5, 6, 7, 8}, uint16(2048))
+	f.Add([]byte("psk"), bytes.Repeat([]byte{0xaa}, 1500), uint16(100))
+	f.Fuzz(func(t *testing.T, psk, pkt []byte, dstLen uint16) {
+		dst := make([]byte, dstLen)
+		n := newSalamander(psk).deobfuscate(dst, pkt)
+		if len(pkt) <= salamanderSaltLen {
+			if n != -1 {
+				t.Fatalf("%d-byte packet deobfuscated to %d bytes", len(pkt), n)
+			}
+			return
+		}
+		if n != min(len(pkt)-salamanderSaltLen, len(dst)) {
+			t.Fatalf("%d-byte packet into %d bytes: %d", len(pkt), len(dst), n)
+		}
+		back := make([]byte, n+salamanderSaltLen)
+		m := newSalamander(psk).obfuscate(back, dst[:n], pkt[:salamanderSaltLen])
+		if !bytes.Equal(back[:m], pkt[:m]) {
+			t.Fatalf("round trip differs")
+		}
+	})
+}

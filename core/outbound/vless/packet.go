@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
@@ -36,7 +37,7 @@ type packet struct {
 // destination, each carrying u16-length-prefixed datagrams.
 type packetConn struct {
 	client *Client
-	ctx    context.Context // for dialing streams from WriteTo; ends on Close
+	ctx    context.Context // for dialing streams from WriteTo, with the flow's panic reporter; ends on Close
 	cancel context.CancelFunc
 	in     chan packet
 	done   chan struct{}
@@ -60,8 +61,10 @@ type udpStream struct {
 	start sync.Once     // starts the reader after the first write
 }
 
-func newPacketConn(c *Client) *packetConn {
-	ctx, cancel := context.WithCancel(context.Background())
+// newPacketConn returns a session of c's; the flow's ctx lends it the
+// panic reporter that its stream readers report to (see package guard).
+func newPacketConn(c *Client, flowCtx context.Context) *packetConn {
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), guard.FromContext(flowCtx)))
 	return &packetConn{
 		client:  c,
 		ctx:     ctx,
@@ -176,6 +179,17 @@ func (pc *packetConn) streamForWrite(dst flow.Addr) (*udpStream, error) {
 // later is dropped quietly and dialed again on the next WriteTo.
 func (pc *packetConn) readLoop(s *udpStream) {
 	defer pc.wg.Done()
+	if err := guard.Do(pc.ctx, "vless udp reader", func() error { pc.read(s); return nil }); err != nil {
+		pc.drop(s)
+		select {
+		case pc.in <- packet{err: fmt.Errorf("vless: udp to %s via %s: %w", s.dst, pc.client.addr, err)}:
+		case <-pc.done:
+		}
+	}
+}
+
+// read delivers s's datagrams until s ends.
+func (pc *packetConn) read(s *udpStream) {
 	var hdr [2]byte
 	got := false
 	for {

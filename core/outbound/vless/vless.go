@@ -102,7 +102,7 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 // server is reported here); streams to other destinations are dialed on
 // their first WriteTo.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
-	pc := newPacketConn(c)
+	pc := newPacketConn(c, ctx)
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // maxDatagram is the largest datagram one chunk carries: a chunk's size
@@ -56,8 +57,10 @@ type udpStream struct {
 	err   error
 }
 
-func newPacketConn(c *Client) *packetConn {
-	ctx, cancel := context.WithCancel(context.Background())
+// newPacketConn returns a session of c's; the flow's ctx lends it the
+// panic reporter that its stream readers report to (see package guard).
+func newPacketConn(c *Client, flowCtx context.Context) *packetConn {
+	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), guard.FromContext(flowCtx)))
 	return &packetConn{client: c, ctx: ctx, cancel: cancel, in: make(chan packet, 32), done: make(chan struct{}),
 		streams: map[flow.Addr]*udpStream{}, rdlSet: make(chan struct{})}
 }
@@ -141,6 +144,17 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // dropped quietly and dialed again on the next WriteTo.
 func (pc *packetConn) readLoop(s *udpStream) {
 	defer pc.wg.Done()
+	if err := guard.Do(pc.ctx, "vmess udp reader", func() error { pc.read(s); return nil }); err != nil {
+		pc.drop(s)
+		select {
+		case pc.in <- packet{err: fmt.Errorf("vmess: udp to %s via %s: %w", s.dst, pc.client.addr, err)}:
+		case <-pc.done:
+		}
+	}
+}
+
+// read delivers s's datagrams until s ends.
+func (pc *packetConn) read(s *udpStream) {
 	got := false
 	for {
 		bp := datagramBufs.Get().(*[]byte)

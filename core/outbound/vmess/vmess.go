@@ -171,7 +171,7 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 // stream per destination, each datagram one chunk. The stream to dst is
 // dialed before ListenPacket returns.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
-	pc := newPacketConn(c)
+	pc := newPacketConn(c, ctx)
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
 	}

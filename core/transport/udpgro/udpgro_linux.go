@@ -2,6 +2,7 @@ package udpgro
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -168,7 +169,7 @@ func (c *Conn) start() {
 	rest := m.OOB[:m.NN]
 	kept := 0
 	for len(rest) > 0 {
-		h, body, next, err := unix.ParseOneSocketControlMessage(rest)
+		h, body, next, err := ParseControlMessage(rest)
 		if err != nil {
 			break
 		}
@@ -209,7 +210,7 @@ func put(m *ipv4.Message, p, oob []byte, addr net.Addr) {
 	// Copy the control messages that fit whole.
 	m.NN = 0
 	for len(oob) > 0 {
-		_, _, next, err := unix.ParseOneSocketControlMessage(oob)
+		_, _, next, err := ParseControlMessage(oob)
 		if err != nil {
 			break
 		}
@@ -221,6 +222,19 @@ func put(m *ipv4.Message, p, oob []byte, addr net.Addr) {
 		oob = next
 	}
 	m.Flags |= unix.MSG_CTRUNC
+}
+
+var errShortControlMessage = errors.New("udpgro: control message shorter than its header")
+
+// ParseControlMessage parses the control message at the start of b, like
+// unix.ParseOneSocketControlMessage, but first checks that b holds a whole
+// header: x/sys reads the header through a pointer before it checks the
+// length, so a shorter b would be read past its end.
+func ParseControlMessage(b []byte) (hdr unix.Cmsghdr, data, remainder []byte, err error) {
+	if len(b) < unix.SizeofCmsghdr {
+		return unix.Cmsghdr{}, nil, nil, errShortControlMessage
+	}
+	return unix.ParseOneSocketControlMessage(b)
 }
 
 // Stats returns what c has read so far.

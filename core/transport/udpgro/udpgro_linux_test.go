@@ -81,12 +81,17 @@ func sendGSO(t *testing.T, tx *net.UDPConn, total, seg int, base byte) {
 // segmentOOB returns a UDP_SEGMENT control message for GSO with
 // segments of seg bytes.
 func segmentOOB(seg int) []byte {
-	oob := make([]byte, unix.CmsgSpace(2))
+	return udpCmsg(unix.UDP_SEGMENT, binary.NativeEndian.AppendUint16(nil, uint16(seg)))
+}
+
+// udpCmsg returns one IPPROTO_UDP control message of type typ.
+func udpCmsg(typ int32, value []byte) []byte {
+	oob := make([]byte, unix.CmsgSpace(len(value)))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&oob[0]))
 	h.Level = unix.IPPROTO_UDP
-	h.Type = unix.UDP_SEGMENT
-	h.SetLen(unix.CmsgLen(2))
-	binary.NativeEndian.PutUint16(oob[unix.CmsgSpace(0):], uint16(seg))
+	h.Type = typ
+	h.SetLen(unix.CmsgLen(len(value)))
+	copy(oob[unix.CmsgSpace(0):], value)
 	return oob
 }
 

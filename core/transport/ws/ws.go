@@ -52,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -184,6 +185,7 @@ type Conn struct {
 	hsMu   sync.Mutex
 	hsDone atomic.Bool
 	hsErr  error
+	lim    io.LimitedReader // under the upgrade's reader, and c.br's when gobwas made it
 
 	rmu  sync.Mutex
 	br   *bufio.Reader                       // over raw when raw is not a tryReader; nil otherwise
@@ -226,10 +228,18 @@ func (c *Conn) handshake(early []byte) error {
 	if h != nil {
 		d.Header = ws.HandshakeHeaderHTTP(h)
 	}
-	br, _, err := d.Upgrade(c.raw, c.url)
+	c.lim = io.LimitedReader{R: c.raw, N: maxResponseHead}
+	br, _, err := d.Upgrade(struct {
+		io.Reader
+		io.Writer
+	}{&c.lim, c.raw}, c.url)
+	exhausted := c.lim.N <= 0
+	c.lim.N = math.MaxInt64 // frames are not limited
 	if err != nil {
 		var se ws.StatusError
-		if errors.As(err, &se) {
+		if exhausted {
+			err = fmt.Errorf("ws: upgrade to %s: answer longer than %d bytes", c.target, maxResponseHead)
+		} else if errors.As(err, &se) {
 			err = fmt.Errorf("ws: upgrade to %s: server answered %d", c.target, int(se))
 		} else {
 			err = fmt.Errorf("ws: upgrade to %s: %w", c.target, err)
@@ -260,6 +270,13 @@ func (c *Conn) handshake(early []byte) error {
 	c.hsDone.Store(true)
 	return nil
 }
+
+// maxResponseHead bounds the upgrade answer (status line and headers, and
+// whatever the server sent right behind them that the upgrade's buffer
+// took in). gobwas reads a line of any length, so without a bound a server,
+// or anyone on the path of a plain ws:// connection, could fill the memory
+// with one endless header line.
+const maxResponseHead = 64 << 10
 
 // ensureHandshake runs the upgrade, if not yet done, with early data from p
 // (nil from Read). It returns how many bytes of p went as early data.
@@ -456,10 +473,13 @@ func (c *Conn) nextFrame(wait bool) (bool, error) {
 		return true, c.writeFrame(ws.OpPong, body)
 	case ws.OpClose:
 		c.eof = true
-		// Answer with the same status code, as RFC 6455 5.5.1 asks.
-		if len(body) > 2 {
-			body = body[:2]
+		// Answer with the same status code, as RFC 6455 5.5.1 asks; a
+		// body too short to hold one (1 byte, a protocol error) is not
+		// echoed.
+		if len(body) < 2 {
+			body = nil
 		}
+		body = body[:min(len(body), 2)]
 		c.writeFrame(ws.OpClose, body)
 		return true, nil
 	}
