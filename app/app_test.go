@@ -33,7 +33,8 @@ import (
 const (
 	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
-	vmessLink = "vmess://eyJ2IjoiMiIsInBzIjoiVk1lc3MgSG9tZSIsImFkZCI6IjEyNy4wLjAuMSIsInBvcnQiOiI0NDMiLCJpZCI6ImI4MzEzODFkLTYzMjQtNGQ1My1hZDRmLThjZGE0OGIzMDgxMSIsImFpZCI6IjAiLCJuZXQiOiJ0Y3AifQ=="
+	// alterId 64: legacy VMess, which Skiff greys.
+	vmessLink = "vmess://eyJ2IjoiMiIsInBzIjoiVk1lc3MgSG9tZSIsImFkZCI6IjEyNy4wLjAuMSIsInBvcnQiOiI0NDMiLCJpZCI6ImI4MzEzODFkLTYzMjQtNGQ1My1hZDRmLThjZGE0OGIzMDgxMSIsImFpZCI6IjY0IiwibmV0IjoidGNwIn0="
 )
 
 // harness is a UI on Fyne's test driver whose UI-thread work is queued

@@ -8,7 +8,9 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/shadowsocks"
+	"github.com/skiffvpn/skiff/core/outbound/trojan"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
+	"github.com/skiffvpn/skiff/core/outbound/vmess"
 )
 
 // NewOutbound returns the protocol client for n, opening its sockets with d.
@@ -32,6 +34,18 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		return c, nil
 	case node.Shadowsocks:
 		c, err := shadowsocks.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.VMess:
+		c, err := vmess.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.Trojan:
+		c, err := trojan.New(n, d)
 		if err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.Name, err)
 		}

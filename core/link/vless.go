@@ -108,6 +108,9 @@ func formatTrojan(n *node.Node) (string, error) {
 	if o.Password == "" {
 		return "", errf(s, "password", "empty")
 	}
+	if o.SSMethod != "" || n.Multiplex != "" {
+		return "", errf(s, "ss-opts", "trojan-go's shadowsocks layer and multiplex have no trojan:// form")
+	}
 	var q query
 	if err := addStream(s, &q, n); err != nil {
 		return "", err

@@ -203,6 +203,9 @@ func formatVMess(n *node.Node) (string, error) {
 	if o.AlterID < 0 || o.AlterID > 65535 {
 		return "", errf(s, "aid", "out of range")
 	}
+	if o.GlobalPadding || o.AuthenticatedLength || o.PacketEncoding != "" || n.Multiplex != "" {
+		return "", errf(s, "payload", "global padding, authenticated length, packet encoding and multiplex have no vmess:// form")
+	}
 	j := vmessJSON{V: "2", PS: n.Name, Add: n.Server, Port: strconv.Itoa(int(n.Port)), ID: id,
 		Aid: strconv.Itoa(o.AlterID), Scy: scy, Net: "tcp", Type: "none"}
 	if tr := n.Transport; tr != nil {

@@ -37,6 +37,10 @@ type Node struct {
 
 	TLS       *TLS       `json:"tls,omitempty"`       // nil: no TLS layer (Hysteria2 and TUIC always use TLS; for them nil means defaults)
 	Transport *Transport `json:"transport,omitempty"` // nil: plain TCP
+	// Multiplex names the stream multiplexer a configuration turned on
+	// (sing-box multiplex.protocol, Clash smux.protocol: "smux", "yamux",
+	// "h2mux"); empty: none. The stream outbounds refuse a node with one.
+	Multiplex string `json:"multiplex,omitempty"`
 
 	Hysteria2   *Hysteria2Options   `json:"hysteria2,omitempty"`
 	VLESS       *VLESSOptions       `json:"vless,omitempty"`
@@ -113,6 +117,16 @@ type VMessOptions struct {
 	UUID     string `json:"uuid"`
 	AlterID  int    `json:"alterID,omitempty"`
 	Security string `json:"security,omitempty"` // "auto", "aes-128-gcm", "chacha20-poly1305", "none", "zero"
+	// GlobalPadding adds random padding to every chunk (sing-box
+	// global_padding, Clash global-padding).
+	GlobalPadding bool `json:"globalPadding,omitempty"`
+	// AuthenticatedLength seals chunk lengths (sing-box
+	// authenticated_length, Clash authenticated-length).
+	AuthenticatedLength bool `json:"authenticatedLength,omitempty"`
+	// PacketEncoding is how UDP is carried: "" (one stream per
+	// destination), "xudp" or "packetaddr" (sing-box packet_encoding,
+	// Clash packet-encoding).
+	PacketEncoding string `json:"packetEncoding,omitempty"`
 }
 
 // ShadowsocksOptions is Shadowsocks's settings.
@@ -129,6 +143,9 @@ type ShadowsocksOptions struct {
 // TrojanOptions is Trojan's settings.
 type TrojanOptions struct {
 	Password string `json:"password"`
+	// SSMethod is trojan-go's extra Shadowsocks AEAD layer (Clash
+	// ss-opts), which Skiff does not have; empty: none.
+	SSMethod string `json:"ssMethod,omitempty"`
 }
 
 // TUICOptions is TUIC v5's settings.

@@ -57,6 +57,10 @@ type clashProxy struct {
 		Host []string `yaml:"host"`
 		Path string   `yaml:"path"`
 	} `yaml:"h2-opts"`
+	HTTPOpts *struct {
+		Path    []string            `yaml:"path"`
+		Headers map[string][]string `yaml:"headers"`
+	} `yaml:"http-opts"`
 
 	Password             string         `yaml:"password"`
 	UUID                 string         `yaml:"uuid"`
@@ -76,6 +80,17 @@ type clashProxy struct {
 	CongestionController string         `yaml:"congestion-controller"`
 	UDPRelayMode         string         `yaml:"udp-relay-mode"`
 	Token                string         `yaml:"token"` // TUIC v4
+	GlobalPadding        bool           `yaml:"global-padding"`
+	AuthenticatedLength  bool           `yaml:"authenticated-length"`
+	PacketEncoding       string         `yaml:"packet-encoding"`
+	Smux                 *struct {
+		Enabled  bool   `yaml:"enabled"`
+		Protocol string `yaml:"protocol"`
+	} `yaml:"smux"`
+	SSOpts *struct {
+		Enabled bool   `yaml:"enabled"`
+		Method  string `yaml:"method"`
+	} `yaml:"ss-opts"`
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -260,13 +275,20 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		}
 	case "vmess":
 		n.Protocol = node.VMess
-		n.VMess = &node.VMessOptions{UUID: cp.UUID, AlterID: cp.AlterID, Security: cp.Cipher}
+		n.VMess = &node.VMessOptions{UUID: cp.UUID, AlterID: cp.AlterID, Security: cp.Cipher,
+			GlobalPadding: cp.GlobalPadding, AuthenticatedLength: cp.AuthenticatedLength, PacketEncoding: cp.PacketEncoding}
 		if cp.TLS {
 			tlsOn()
 		}
 	case "trojan":
 		n.Protocol = node.Trojan
 		n.Trojan = &node.TrojanOptions{Password: cp.Password}
+		if o := cp.SSOpts; o != nil && o.Enabled {
+			n.Trojan.SSMethod = o.Method
+			if n.Trojan.SSMethod == "" {
+				n.Trojan.SSMethod = "aes-128-gcm" // trojan-go's default
+			}
+		}
 		tlsOn()
 	case "ss", "shadowsocks":
 		n.Protocol = node.Shadowsocks
@@ -294,7 +316,13 @@ func (cp *clashProxy) build() (*node.Node, error) {
 	default:
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", cp.Type)
 	}
-	// The stream protocols' transport.
+	// The stream protocols' multiplexing and transport.
+	if m := cp.Smux; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // mihomo's default
+		}
+	}
 	t, err := cp.transport()
 	if err != nil {
 		return nil, err
@@ -342,6 +370,21 @@ func (cp *clashProxy) transport() (*node.Transport, error) {
 		return t, nil
 	case "httpupgrade":
 		return &node.Transport{Type: node.TransportHTTPUpgrade, Path: "/"}, nil
+	case "http":
+		// HTTP/1.1 request disguise on plain TCP (V2Ray's tcp header
+		// "http"), kept so that the outbound can name what it lacks.
+		t := &node.Transport{Type: node.TransportTCP, HeaderType: "http"}
+		if o := cp.HTTPOpts; o != nil {
+			if len(o.Path) > 0 {
+				t.Path = o.Path[0]
+			}
+			for k, v := range o.Headers {
+				if strings.EqualFold(k, "host") && len(v) > 0 {
+					t.Host = v[0]
+				}
+			}
+		}
+		return t, nil
 	default:
 		return nil, fmt.Errorf("network %q is not a transport Skiff knows", cp.Network)
 	}

@@ -55,8 +55,8 @@ func TestParseURIList(t *testing.T) {
 	if got := warnLines(res); !reflect.DeepEqual(got, wantWarn) {
 		t.Errorf("warning lines %v, want %v (%v)", got, wantWarn, res.Warnings)
 	}
-	if res.Unsupported() != 2 { // REALITY and trojan
-		t.Errorf("unsupported %d, want 2", res.Unsupported())
+	if res.Unsupported() != 1 { // REALITY
+		t.Errorf("unsupported %d, want 1", res.Unsupported())
 	}
 	for _, w := range res.Warnings {
 		if strings.Contains(w.Reason, "c29tZXRo") {
@@ -581,7 +581,10 @@ func TestSupported(t *testing.T) {
 		{vl(func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }), false},
 		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), false},
 		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }), false},
-		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}}, false},
+		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}}, true},
+		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}, Transport: &node.Transport{Type: node.TransportGRPC}}, false},
+		{&node.Node{Protocol: node.VMess, Server: "v.example", Port: 443, VMess: &node.VMessOptions{UUID: testUUID}, Transport: &node.Transport{Type: node.TransportWS}}, true},
+		{&node.Node{Protocol: node.VMess, Server: "v.example", Port: 443, VMess: &node.VMessOptions{UUID: testUUID, AlterID: 64}}, false},
 		{&node.Node{Protocol: "wireguard"}, false},
 	} {
 		ok, why := Supported(tc.n)

@@ -79,20 +79,27 @@ type sbOutbound struct {
 	ServerPorts listable    `json:"server_ports"`
 	HopInterval hopInterval `json:"hop_interval"`
 
-	Password          string `json:"password"`
-	UUID              string `json:"uuid"`
-	Flow              string `json:"flow"`
-	Security          string `json:"security"`
-	AlterID           int    `json:"alter_id"`
-	Method            string `json:"method"`
-	Plugin            string `json:"plugin"`
-	PluginOpts        string `json:"plugin_opts"`
-	UDPOverTCP        sbUoT  `json:"udp_over_tcp"`
-	UpMbps            int    `json:"up_mbps"`
-	DownMbps          int    `json:"down_mbps"`
-	CongestionControl string `json:"congestion_control"`
-	UDPRelayMode      string `json:"udp_relay_mode"`
-	Obfs              *struct {
+	Password            string `json:"password"`
+	UUID                string `json:"uuid"`
+	Flow                string `json:"flow"`
+	Security            string `json:"security"`
+	AlterID             int    `json:"alter_id"`
+	Method              string `json:"method"`
+	Plugin              string `json:"plugin"`
+	PluginOpts          string `json:"plugin_opts"`
+	UpMbps              int    `json:"up_mbps"`
+	DownMbps            int    `json:"down_mbps"`
+	CongestionControl   string `json:"congestion_control"`
+	UDPRelayMode        string `json:"udp_relay_mode"`
+	UDPOverTCP          sbUoT  `json:"udp_over_tcp"`
+	GlobalPadding       bool   `json:"global_padding"`
+	AuthenticatedLength bool   `json:"authenticated_length"`
+	PacketEncoding      string `json:"packet_encoding"`
+	Multiplex           *struct {
+		Enabled  bool   `json:"enabled"`
+		Protocol string `json:"protocol"`
+	} `json:"multiplex"`
+	Obfs *struct {
 		Type     string `json:"type"`
 		Password string `json:"password"`
 	} `json:"obfs"`
@@ -267,7 +274,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		n.VLESS = &node.VLESSOptions{UUID: o.UUID, Flow: o.Flow, Encryption: "none"}
 	case "vmess":
 		n.Protocol = node.VMess
-		n.VMess = &node.VMessOptions{UUID: o.UUID, AlterID: o.AlterID, Security: o.Security}
+		n.VMess = &node.VMessOptions{UUID: o.UUID, AlterID: o.AlterID, Security: o.Security,
+			GlobalPadding: o.GlobalPadding, AuthenticatedLength: o.AuthenticatedLength, PacketEncoding: o.PacketEncoding}
 	case "trojan":
 		n.Protocol = node.Trojan
 		n.Trojan = &node.TrojanOptions{Password: o.Password}
@@ -289,6 +297,12 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return nil, errors.New("type: missing")
 	default:
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", o.Type)
+	}
+	if m := o.Multiplex; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // sing-box's default
+		}
 	}
 	if t := o.Transport; t != nil {
 		tr := &node.Transport{Path: t.Path, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeaderName, ServiceName: t.ServiceName}
@@ -321,10 +335,12 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		case "httpupgrade":
 			tr.Type = node.TransportHTTPUpgrade
 		case "http":
-			if n.TLS == nil {
-				return nil, errors.New("transport http without TLS (HTTP/1.1 header obfuscation) is not supported")
-			}
 			tr.Type = node.TransportH2
+			if n.TLS == nil {
+				// Without TLS sing-box speaks HTTP/1.1 with V2Ray's
+				// request disguise: kept, so the outbound names it.
+				tr.Type, tr.HeaderType = node.TransportTCP, "http"
+			}
 		default:
 			return nil, fmt.Errorf("transport %q is not one Skiff knows", t.Type)
 		}

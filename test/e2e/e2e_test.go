@@ -29,6 +29,7 @@ type setup struct {
 	kind       harness.Kind
 	salamander bool
 	earlyData  int
+	security   string // VMess body cipher; empty: auto
 }
 
 var setups = []setup{
@@ -37,6 +38,15 @@ var setups = []setup{
 	{name: "vless-ws-tls", kind: harness.VLESSWS},
 	{name: "vless-ws-tls-earlydata", kind: harness.VLESSWS, earlyData: 2048},
 	{name: "vless-tcp-tls", kind: harness.VLESSTCP},
+	{name: "trojan-tls", kind: harness.TrojanTLS},
+	{name: "trojan-ws-tls", kind: harness.TrojanWS},
+	{name: "trojan-ws-tls-earlydata", kind: harness.TrojanWS, earlyData: 2048},
+	{name: "vmess-tcp", kind: harness.VMessTCP},
+	{name: "vmess-tcp-chacha20", kind: harness.VMessTCP, security: "chacha20-poly1305"},
+	{name: "vmess-tcp-none", kind: harness.VMessTCP, security: "none"},
+	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
+	{name: "vmess-ws-tls", kind: harness.VMessWS},
+	{name: "vmess-h2-tls", kind: harness.VMessH2},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -51,13 +61,15 @@ func newServer(t *testing.T, su setup) *harness.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &harness.Server{Kind: su.kind, Port: port, Cert: cert, Path: "/ws", EarlyData: su.earlyData}
+	s := &harness.Server{Kind: su.kind, Port: port, Cert: cert, Path: "/ws", EarlyData: su.earlyData, Security: su.security}
 	switch su.kind {
 	case harness.Hysteria2:
 		s.Password = "pw-" + randomHex(12)
 		if su.salamander {
 			s.ObfsPassword = "obfs-" + randomHex(12)
 		}
+	case harness.TrojanTLS, harness.TrojanWS:
+		s.Password = "pw-" + randomHex(12)
 	default:
 		s.UUID = randomUUID()
 	}
@@ -154,7 +166,11 @@ func TestProxy(t *testing.T) {
 // testTCPEcho sends size random bytes through the proxy to an echo server
 // and checks that the same bytes come back.
 func testTCPEcho(t *testing.T, proxy string, size int) {
-	echo := harness.TCPEcho(t)
+	testTCPEchoTo(t, proxy, harness.TCPEcho(t), size)
+}
+
+// testTCPEchoTo is testTCPEcho with the echo server at echo.
+func testTCPEchoTo(t *testing.T, proxy, echo string, size int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -99,6 +99,10 @@ var (
 	hy2    = setup{name: "hysteria2", kind: harness.Hysteria2}
 	vlessW = setup{name: "vless-ws-tls", kind: harness.VLESSWS, earlyData: 2048}
 	vlessT = setup{name: "vless-tcp-tls", kind: harness.VLESSTCP}
+	trojT  = setup{name: "trojan-tls", kind: harness.TrojanTLS}
+	trojW  = setup{name: "trojan-ws-tls", kind: harness.TrojanWS, earlyData: 2048}
+	vmessT = setup{name: "vmess-tls", kind: harness.VMessTLS}
+	vmessW = setup{name: "vmess-ws-tls", kind: harness.VMessWS}
 )
 
 func TestWrongCredentials(t *testing.T) {
@@ -124,11 +128,32 @@ func TestWrongCredentials(t *testing.T) {
 			expectFailure(t, proxy, harness.TCPEcho(t), p, s, failure{lazy: true, steps: []string{""}})
 		})
 	}
+	// Trojan servers answer nothing and VMess servers no response to a
+	// stranger: both close the stream once they have read the request.
+	for _, tc := range []struct {
+		su    setup
+		wrong func(*harness.Server)
+		steps []string
+	}{
+		{trojT, func(s *harness.Server) { s.Password = "wrong-" + randomHex(8) }, []string{""}},
+		{trojW, func(s *harness.Server) { s.Password = "wrong-" + randomHex(8) }, []string{""}},
+		{vmessT, func(s *harness.Server) { s.UUID = randomUUID() }, []string{"without a response"}},
+		{vmessW, func(s *harness.Server) { s.UUID = randomUUID() }, []string{"without a response"}},
+	} {
+		t.Run(tc.su.name+"-credentials", func(t *testing.T) {
+			s := newServer(t, tc.su)
+			startServer(t, s)
+			wrong := *s
+			tc.wrong(&wrong)
+			p, proxy := startSkiff(t, &wrong, wrong.Link(wrong.Trusting()), "--log-level", "debug")
+			expectFailure(t, proxy, harness.TCPEcho(t), p, s, failure{lazy: true, steps: tc.steps})
+		})
+	}
 }
 
 func TestServerDown(t *testing.T) {
 	skipIfSingBoxClient(t)
-	for _, su := range []setup{hy2, vlessW, vlessT} {
+	for _, su := range []setup{hy2, vlessW, vlessT, trojT, vmessW} {
 		t.Run(su.name, func(t *testing.T) {
 			s := newServer(t, su) // not started: nothing listens on its port
 			p, proxy := startSkiff(t, s, s.Link(s.Trusting()))
@@ -151,6 +176,10 @@ func TestCertificateMismatch(t *testing.T) {
 		{"hysteria2-wrong-pin", hy2, harness.ClientTLS{Insecure: true, Pin: hex.EncodeToString(otherPin[:])}, []string{"pin", "certificate"}},
 		{"vless-ws-tls-unverified", vlessW, harness.ClientTLS{}, []string{"certificate", "x509", "tls"}},
 		{"vless-tcp-tls-unverified", vlessT, harness.ClientTLS{}, []string{"certificate", "x509", "tls"}},
+		{"trojan-tls-unverified", trojT, harness.ClientTLS{}, []string{"certificate", "x509", "tls"}},
+		{"trojan-ws-tls-wrong-pin", trojW, harness.ClientTLS{Insecure: true, Pin: hex.EncodeToString(otherPin[:])}, []string{"pin", "certificate"}},
+		{"vmess-tls-unverified", vmessT, harness.ClientTLS{}, []string{"certificate", "x509", "tls"}},
+		{"vmess-ws-tls-wrong-pin", vmessW, harness.ClientTLS{Insecure: true, Pin: hex.EncodeToString(otherPin[:])}, []string{"pin", "certificate"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,6 +205,10 @@ func TestServerKilledMidStream(t *testing.T) {
 		{hy2, 60 * time.Second},
 		{vlessW, 20 * time.Second},
 		{vlessT, 20 * time.Second},
+		{trojT, 20 * time.Second},
+		{trojW, 20 * time.Second},
+		{vmessT, 20 * time.Second},
+		{vmessW, 20 * time.Second},
 	} {
 		t.Run(tc.su.name, func(t *testing.T) {
 			s := newServer(t, tc.su)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -18,10 +19,19 @@ type Kind string
 
 // Server setups.
 const (
-	Hysteria2 Kind = "hysteria2" // Hysteria2 over QUIC (optionally Salamander)
-	VLESSWS   Kind = "vless-ws"  // VLESS over WebSocket over TLS
-	VLESSTCP  Kind = "vless-tcp" // VLESS over TLS over TCP
+	Hysteria2 Kind = "hysteria2"  // Hysteria2 over QUIC (optionally Salamander)
+	VLESSWS   Kind = "vless-ws"   // VLESS over WebSocket over TLS
+	VLESSTCP  Kind = "vless-tcp"  // VLESS over TLS over TCP
+	TrojanTLS Kind = "trojan-tls" // Trojan over TLS over TCP
+	TrojanWS  Kind = "trojan-ws"  // Trojan over WebSocket over TLS
+	VMessTCP  Kind = "vmess-tcp"  // VMess over plain TCP
+	VMessTLS  Kind = "vmess-tls"  // VMess over TLS over TCP
+	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
+	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
 )
+
+// usesWS reports whether servers of kind k run over WebSocket.
+func (k Kind) usesWS() bool { return k == VLESSWS || k == TrojanWS || k == VMessWS }
 
 // Server describes one sing-box server and the credentials a client needs
 // for it. The same value produces the server's configuration, a skiff share
@@ -34,7 +44,10 @@ type Server struct {
 	Password     string // Hysteria2 user password
 	ObfsPassword string // Hysteria2 Salamander password; empty: no obfuscation
 
-	UUID      string // VLESS user
+	UUID string // VLESS and VMess user
+	// Security is the VMess body cipher the clients ask for ("auto",
+	// "aes-128-gcm", "chacha20-poly1305", "none"); empty: auto.
+	Security  string
 	Path      string // WebSocket path, e.g. "/ws"
 	EarlyData int    // WebSocket max_early_data, read from Sec-WebSocket-Protocol; 0: none
 
@@ -46,6 +59,9 @@ type Server struct {
 	SSUserPSK       string
 	Plugin          string
 	PluginInnerPort int
+	// LinkHost, when set, is the server's address in links instead of
+	// 127.0.0.1 (a server in another network namespace).
+	LinkHost string
 
 	// NoTLS makes a VLESS server speak without TLS, for tests that put a
 	// TLS-terminating recorder in front of it. Links still say
@@ -59,6 +75,15 @@ func (s *Server) Name() string { return "test-" + string(s.Kind) }
 // Addr returns "127.0.0.1:port".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)) }
 
+// linkAddr is the server's address as links give it: LinkHost or
+// 127.0.0.1, and the port.
+func (s *Server) linkAddr() string {
+	if s.LinkHost != "" {
+		return net.JoinHostPort(s.LinkHost, strconv.Itoa(s.Port))
+	}
+	return s.Addr()
+}
+
 // ServerConfig returns the sing-box configuration of the server.
 func (s *Server) ServerConfig() ([]byte, error) {
 	tls := map[string]any{
@@ -68,8 +93,15 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		"key_path":         s.Cert.KeyFile,
 	}
 	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port}
-	if (!s.NoTLS || s.Kind == Hysteria2) && s.Kind != Shadowsocks {
+	if (!s.NoTLS && s.Kind != VMessTCP && s.Kind != Shadowsocks) || s.Kind == Hysteria2 {
 		in["tls"] = tls
+	}
+	if s.Kind.usesWS() {
+		in["transport"] = s.wsTransport()
+	}
+	if s.Kind == VMessH2 {
+		in["transport"] = map[string]any{"type": "http", "path": "/h2"}
+		tls["alpn"] = []string{"h2"}
 	}
 	switch s.Kind {
 	case Hysteria2:
@@ -82,11 +114,14 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	case VLESSWS, VLESSTCP:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
-		if s.Kind == VLESSWS {
-			in["transport"] = s.wsTransport()
-		}
 	case Shadowsocks:
 		s.ssInbound(in)
+	case TrojanTLS, TrojanWS:
+		in["type"] = "trojan"
+		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
+		in["type"] = "vmess"
+		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "alterId": 0}}
 	default:
 		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
 	}
@@ -138,7 +173,24 @@ func (s *Server) Link(tls ClientTLS) string {
 		if tls.Pin != "" {
 			q.Set("pinSHA256", tls.Pin)
 		}
-		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.Addr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
+		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
+		return u.String()
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
+		return s.vmessLink(tls)
+	case TrojanTLS, TrojanWS:
+		q.Set("security", "tls")
+		if tls.Insecure {
+			q.Set("allowInsecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pcs", tls.Pin)
+		}
+		if s.Kind == TrojanWS {
+			q.Set("type", "ws")
+			q.Set("host", "localhost")
+			q.Set("path", s.wsPath())
+		}
+		u := url.URL{Scheme: "trojan", User: url.User(s.Password), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	case Shadowsocks:
 		return s.ssLink()
@@ -151,17 +203,52 @@ func (s *Server) Link(tls ClientTLS) string {
 		if s.Kind == VLESSWS {
 			q.Set("type", "ws")
 			q.Set("host", "localhost")
-			path := s.Path
-			if s.EarlyData > 0 {
-				path += "?ed=" + strconv.Itoa(s.EarlyData)
-			}
-			q.Set("path", path)
+			q.Set("path", s.wsPath())
 		} else {
 			q.Set("type", "tcp")
 		}
-		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		u := url.URL{Scheme: "vless", User: url.User(s.UUID), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	}
+}
+
+// wsPath is the WebSocket path of a link, with ?ed=N for early data.
+func (s *Server) wsPath() string {
+	if s.EarlyData > 0 {
+		return s.Path + "?ed=" + strconv.Itoa(s.EarlyData)
+	}
+	return s.Path
+}
+
+// vmessLink returns the v2rayN vmess:// link (base64 of JSON) of s.
+func (s *Server) vmessLink(t ClientTLS) string {
+	host, _, _ := net.SplitHostPort(s.linkAddr())
+	j := map[string]string{"v": "2", "ps": s.Name(), "add": host, "port": strconv.Itoa(s.Port), "id": s.UUID,
+		"aid": "0", "scy": s.security(), "net": "tcp", "type": "none"}
+	if s.Kind != VMessTCP {
+		j["tls"], j["sni"] = "tls", "localhost"
+		if t.Insecure {
+			j["allowInsecure"] = "1"
+		}
+		if t.Pin != "" {
+			j["pinSHA256"] = t.Pin
+		}
+	}
+	if s.Kind == VMessWS {
+		j["net"], j["host"], j["path"] = "ws", "localhost", s.wsPath()
+	}
+	if s.Kind == VMessH2 {
+		j["net"], j["host"], j["path"] = "h2", "localhost", "/h2"
+	}
+	b, _ := json.Marshal(j)
+	return "vmess://" + base64.StdEncoding.EncodeToString(b)
+}
+
+func (s *Server) security() string {
+	if s.Security == "" {
+		return "auto"
+	}
+	return s.Security
 }
 
 // ClientOutbound returns a sing-box outbound that reaches the server, for
@@ -169,7 +256,17 @@ func (s *Server) Link(tls ClientTLS) string {
 func (s *Server) ClientOutbound() map[string]any {
 	out := map[string]any{"tag": "proxy", "server": "127.0.0.1", "server_port": s.Port}
 	tls := map[string]any{"enabled": true, "server_name": "localhost", "certificate_path": s.Cert.CertFile}
-	out["tls"] = tls
+	if s.Kind != VMessTCP {
+		out["tls"] = tls
+	}
+	if s.Kind.usesWS() {
+		ws := s.wsTransport()
+		ws["headers"] = map[string]any{"Host": "localhost"}
+		out["transport"] = ws
+	}
+	if s.Kind == VMessH2 {
+		out["transport"] = map[string]any{"type": "http", "host": []string{"localhost"}, "path": "/h2"}
+	}
 	switch s.Kind {
 	case Hysteria2:
 		out["type"] = "hysteria2"
@@ -180,14 +277,16 @@ func (s *Server) ClientOutbound() map[string]any {
 		tls["alpn"] = []string{"h3"}
 	case Shadowsocks:
 		s.ssOutbound(out)
+	case TrojanTLS, TrojanWS:
+		out["type"] = "trojan"
+		out["password"] = s.Password
+	case VMessTCP, VMessTLS, VMessWS, VMessH2:
+		out["type"] = "vmess"
+		out["uuid"] = s.UUID
+		out["security"] = s.security()
 	default:
 		out["type"] = "vless"
 		out["uuid"] = s.UUID
-		if s.Kind == VLESSWS {
-			ws := s.wsTransport()
-			ws["headers"] = map[string]any{"Host": "localhost"}
-			out["transport"] = ws
-		}
 	}
 	return out
 }

@@ -30,7 +30,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -348,12 +347,9 @@ func singBoxTUNConfig(s *harness.Server) ([]byte, error) {
 // serverLink is the server's share link with the server namespace's
 // address in place of loopback.
 func serverLink(s *harness.Server) (string, error) {
-	u, err := url.Parse(s.Link(s.Trusting()))
-	if err != nil {
-		return "", err
-	}
-	u.Host = net.JoinHostPort(serverIP4, strconv.Itoa(s.Port))
-	return u.String(), nil
+	c := *s
+	c.LinkHost = serverIP4
+	return c.Link(c.Trusting()), nil
 }
 
 func (b *bench) sinkAddr(port int) string {

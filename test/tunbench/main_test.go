@@ -21,7 +21,7 @@ func testServer(t *testing.T, kind harness.Kind) *harness.Server {
 }
 
 func TestServerLink(t *testing.T) {
-	for _, kind := range []harness.Kind{harness.Hysteria2, harness.VLESSWS} {
+	for _, kind := range []harness.Kind{harness.Hysteria2, harness.VLESSWS, harness.TrojanTLS} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := testServer(t, kind)
 			link, err := serverLink(s)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
 // streamDialTimeout bounds dialing a UDP stream from WriteTo, which has no
@@ -55,7 +56,7 @@ type udpStream struct {
 	dst   flow.Addr
 	from  net.Addr      // dst, boxed once so ReadFrom does not allocate
 	ready chan struct{} // closed when dialing ended
-	conn  *conn         // set when dialing succeeded
+	conn  *reqconn.Conn // set when dialing succeeded
 	err   error         // set when dialing failed
 	start sync.Once     // starts the reader after the first write
 }
@@ -200,7 +201,7 @@ func (pc *packetConn) read(s *udpStream) {
 			// reported it): nothing to tell ReadFrom.
 			ours := false
 			select {
-			case <-s.conn.closed:
+			case <-s.conn.Done():
 				ours = true
 			default:
 			}
@@ -301,7 +302,7 @@ func (pc *packetConn) SetReadDeadline(t time.Time) error {
 func (pc *packetConn) SetWriteDeadline(t time.Time) error {
 	pc.mu.Lock()
 	pc.wdl = t
-	var conns []*conn
+	var conns []*reqconn.Conn
 	for _, s := range pc.streams {
 		if s.conn != nil {
 			conns = append(conns, s.conn)

@@ -81,23 +81,9 @@ func appendRequest(b []byte, id *UUID, flowName string, cmd byte, dst flow.Addr)
 	}
 	b = append(b, cmd)
 	b = binary.BigEndian.AppendUint16(b, dst.Port)
-	switch {
-	case dst.IP.Is4():
-		a := dst.IP.As4()
-		b = append(b, atypIPv4)
-		b = append(b, a[:]...)
-	case dst.IP.Is6():
-		a := dst.IP.As16()
-		b = append(b, atypIPv6)
-		b = append(b, a[:]...)
-	case dst.Name != "":
-		if len(dst.Name) > 255 {
-			return nil, fmt.Errorf("vless: destination name of %d bytes, at most 255", len(dst.Name))
-		}
-		b = append(b, atypDomain, byte(len(dst.Name)))
-		b = append(b, dst.Name...)
-	default:
-		return nil, errors.New("vless: no destination address")
+	b, err := dst.AppendHost(b, flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6})
+	if err != nil {
+		return nil, fmt.Errorf("vless: %w", err)
 	}
 	return b, nil
 }

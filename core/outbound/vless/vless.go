@@ -1,44 +1,37 @@
 // Package vless is the VLESS client: one stream to the server per flow (TCP)
-// or per UDP destination, over plain TCP, TLS, or WebSocket over TLS, with
+// or per UDP destination, over plain TCP, TLS, WebSocket over TLS or HTTP/2
+// (transport/stack), with
 // the request header sent together with the flow's first bytes so that it
 // rides in WebSocket early data when the node allows it.
 //
 // Not supported yet, each reported by New: the flow xtls-rprx-vision,
-// REALITY, and the grpc, httpupgrade and h2 transports.
+// REALITY, and the grpc and httpupgrade transports.
 package vless
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/transport/tlsconf"
-	"github.com/skiffvpn/skiff/core/transport/ws"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
+	"github.com/skiffvpn/skiff/core/transport/stack"
 )
 
 // Client is a VLESS outbound through one server. It keeps no connection
 // across flows; Close closes the flows it handed out.
 type Client struct {
-	addr   string // server:port, for dialing and for errors
-	id     UUID
-	flow   string
-	dialer outbound.Dialer
-	tls    *tls.Config // nil: no TLS
-	ws     *ws.Config  // nil: no WebSocket
+	addr  string // server:port, for dialing and for errors
+	id    UUID
+	flow  string
+	stack *stack.Stack // TCP, TLS, WebSocket
 
-	mu     sync.Mutex
-	open   map[io.Closer]struct{}
-	closed bool
+	flows outbound.Flows
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -68,88 +61,11 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if e := o.Encryption; e != "" && e != "none" {
 		return nil, fmt.Errorf("vless: %s: encryption %q is not supported (only \"none\")", addr, e)
 	}
-	if d == nil {
-		d = &outbound.SystemDialer{}
+	st, err := stack.New("vless", n, d)
+	if err != nil {
+		return nil, err
 	}
-	c := &Client{addr: addr, id: id, flow: o.Flow, dialer: d, open: map[io.Closer]struct{}{}}
-
-	t := n.Transport
-	typ := node.TransportTCP
-	if t != nil && t.Type != "" {
-		typ = t.Type
-	}
-	var alpn []string
-	switch typ {
-	case node.TransportTCP, "raw":
-		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
-			return nil, fmt.Errorf("vless: %s: tcp header type %q is not supported yet", addr, t.HeaderType)
-		}
-	case node.TransportWS:
-		alpn = []string{"http/1.1"}
-		c.ws, err = wsConfig(n)
-		if err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("vless: %s: transport %q is not supported yet (only tcp and ws)", addr, typ)
-	}
-	if n.TLS != nil {
-		if n.TLS.Reality != nil {
-			return nil, fmt.Errorf("vless: %s: REALITY is not supported yet", addr)
-		}
-		c.tls, err = tlsconf.New(n.TLS, n.Server, alpn...)
-		if err != nil {
-			return nil, fmt.Errorf("vless: %s: %w", addr, err)
-		}
-	}
-	return c, nil
-}
-
-// wsConfig builds the WebSocket settings of n. The Host header is the
-// transport's Host, else a Host in its headers, else the TLS server name,
-// else the server. An "ed=N" left in the path's query is taken as
-// MaxEarlyData, as Xray's clients do.
-func wsConfig(n *node.Node) (*ws.Config, error) {
-	t := n.Transport
-	cfg := &ws.Config{Path: t.Path, Headers: t.Headers, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeader}
-	for k, v := range t.Headers {
-		if strings.EqualFold(k, "Host") && v != "" {
-			cfg.Host = v
-		}
-	}
-	if t.Host != "" {
-		cfg.Host = t.Host
-	}
-	if cfg.Host == "" && n.TLS != nil && n.TLS.SNI != "" {
-		cfg.Host = n.TLS.SNI
-	}
-	if cfg.Host == "" {
-		cfg.Host = n.Server
-		if strings.Contains(cfg.Host, ":") {
-			cfg.Host = "[" + cfg.Host + "]"
-		}
-	}
-	if path, query, ok := strings.Cut(cfg.Path, "?"); ok {
-		q, err := url.ParseQuery(query)
-		if err == nil && q.Has("ed") {
-			ed, err := strconv.Atoi(q.Get("ed"))
-			if err != nil || ed < 0 {
-				return nil, fmt.Errorf("vless: %s: ws path: bad ed=%q", n.Address(), q.Get("ed"))
-			}
-			if cfg.MaxEarlyData == 0 {
-				cfg.MaxEarlyData = ed
-			}
-			q.Del("ed")
-			cfg.Path = path
-			if len(q) > 0 {
-				cfg.Path += "?" + q.Encode()
-			}
-		}
-	}
-	if cfg.MaxEarlyData < 0 {
-		return nil, fmt.Errorf("vless: %s: ws: negative max early data", n.Address())
-	}
-	return cfg, nil
+	return &Client{addr: addr, id: id, flow: o.Flow, stack: st}, nil
 }
 
 // DialContext opens a stream to dst through the server. It returns once the
@@ -163,47 +79,22 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 }
 
 // dialStream opens one VLESS stream for cmd toward dst and tracks it.
-func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn, error) {
+func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqconn.Conn, error) {
 	req, err := appendRequest(make([]byte, 0, 64), &c.id, c.flow, cmd, dst)
 	if err != nil {
 		return nil, fmt.Errorf("%w (server %s)", err, c.addr)
 	}
-	tr, err := c.dialTransport(ctx)
+	tr, err := c.stack.Dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	vc := newConn(tr, c, req)
+	var vc *reqconn.Conn
+	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.untrack(vc) })
 	if !c.track(vc) {
 		tr.Close()
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 	}
 	return vc, nil
-}
-
-// dialTransport dials the server and runs the TLS and WebSocket layers.
-func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
-	raw, err := c.dialer.DialContext(ctx, "tcp", c.addr)
-	if err != nil {
-		return nil, fmt.Errorf("vless: dial %s: %w", c.addr, err)
-	}
-	conn := raw
-	if c.tls != nil {
-		tc := tlsconf.Client(raw, c.tls)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			return nil, fmt.Errorf("vless: TLS handshake with %s: %w", c.addr, err)
-		}
-		conn = tc
-	}
-	if c.ws != nil {
-		wc, err := ws.Client(ctx, conn, *c.ws)
-		if err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("vless: %s: %w", c.addr, err)
-		}
-		conn = wc
-	}
-	return conn, nil
 }
 
 // ListenPacket opens a UDP session whose first destination is dst. The
@@ -224,29 +115,11 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	open := c.open
-	c.open = nil
-	c.mu.Unlock()
-	for cl := range open {
-		cl.Close()
-	}
+	c.flows.Close()
+	c.stack.Close()
 	return nil
 }
 
-func (c *Client) track(cl io.Closer) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cl] = struct{}{}
-	return true
-}
+func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
 
-func (c *Client) untrack(cl io.Closer) {
-	c.mu.Lock()
-	delete(c.open, cl)
-	c.mu.Unlock()
-}
+func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -367,7 +368,7 @@ func TestServerFirst(t *testing.T) {
 	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "banner" {
 		t.Fatalf("read: %q, %v", got, err)
 	}
-	if d := time.Since(start); d < firstWriteWait {
+	if d := time.Since(start); d < reqconn.FirstWriteWait {
 		t.Fatalf("banner after %v: the header went before waiting for a write", d)
 	}
 	if r := s.requests(); len(r) != 1 || r[0].early == 0 {
@@ -586,7 +587,8 @@ func TestNew(t *testing.T) {
 		{"vision", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }, `flow "xtls-rprx-vision" is not supported yet`},
 		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `transport "grpc" is not supported yet`},
 		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, `transport "httpupgrade"`},
-		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, `transport "h2"`},
+		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, ""},
+		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "h2 without TLS"},
 		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "REALITY is not supported yet"},
 		{"encryption", func(n *node.Node) { n.VLESS.Encryption = "aes-128-gcm" }, "encryption"},
 		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
@@ -604,35 +606,10 @@ func TestNew(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			case err != nil && strings.Contains(err.Error(), n.VLESS.UUID):
 				t.Fatalf("error quotes the UUID: %v", err)
-			case err == nil && n.Transport != nil && n.Transport.Type == "ws":
-				if c.tls.NextProtos[0] != "http/1.1" || c.ws.MaxEarlyData != 2560 || c.ws.Path != "/x" {
-					t.Fatalf("ws: alpn %v, %+v", c.tls.NextProtos, c.ws)
-				}
+			case err == nil:
+				c.Close()
 			}
 		})
-	}
-}
-
-func TestWSHost(t *testing.T) {
-	tests := []struct {
-		server string
-		tlsOpt *node.TLS
-		tr     node.Transport
-		want   string
-	}{
-		{"1.2.3.4", nil, node.Transport{}, "1.2.3.4"},
-		{"2001:db8::1", nil, node.Transport{}, "[2001:db8::1]"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{}, "sni.example"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Headers: map[string]string{"host": "hdr.example"}}, "hdr.example"},
-		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Host: "host.example", Headers: map[string]string{"Host": "hdr.example"}}, "host.example"},
-	}
-	for _, tt := range tests {
-		tt.tr.Type = "ws"
-		n := &node.Node{Server: tt.server, Port: 443, TLS: tt.tlsOpt, Transport: &tt.tr}
-		cfg, err := wsConfig(n)
-		if err != nil || cfg.Host != tt.want {
-			t.Errorf("%s %+v: host %q, %v; want %q", tt.server, tt.tr, cfg.Host, err, tt.want)
-		}
 	}
 }
 
@@ -690,7 +667,7 @@ func TestStreamWriteFrame(t *testing.T) {
 			}
 			defer nc.Close()
 			nc.SetDeadline(time.Now().Add(10 * time.Second))
-			vc := nc.(*conn)
+			vc := nc.(*reqconn.Conn)
 			h := vc.FrontHeadroom()
 			if want := map[bool]int{false: 0, true: ws.MaxHeaderSize}[tr.spec.ws]; h != want {
 				t.Fatalf("headroom %d, want %d", h, want)

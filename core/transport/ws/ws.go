@@ -1,5 +1,5 @@
-// Package ws is the WebSocket transport that VLESS (and later VMess and
-// Trojan) run over: it upgrades a connection the caller dialed (plain TCP or
+// Package ws is the WebSocket transport that VLESS, VMess and Trojan run
+// over: it upgrades a connection the caller dialed (plain TCP or
 // already TLS-wrapped) and returns a net.Conn whose writes are binary
 // messages and whose reads are the bytes of the server's messages, message
 // boundaries ignored.

@@ -310,6 +310,8 @@ func target(proto string) string {
 		return "≥1.08x / ≥0.83x / ≤0.45x"
 	case "ss2022":
 		return "≥1.00x / ≥1.40x / ≤0.45x"
+	case "trojan-tls", "trojan-ws", "vmess-tls", "vmess-ws", "vmess-tcp":
+		return "≥1.00x / ≥1.10x / ≤0.50x" // issue 13
 	}
 	return "-"
 }

@@ -1,0 +1,49 @@
+package outbound
+
+import (
+	"io"
+	"sync"
+)
+
+// Flows is the set of flows (streams, packet sessions) an outbound has
+// handed out and not yet seen closed, so that the outbound's Close can
+// close them. The zero value is an empty, open set.
+type Flows struct {
+	mu     sync.Mutex
+	open   map[io.Closer]struct{}
+	closed bool
+}
+
+// Add records c; it reports false, recording nothing, once Close has run.
+func (f *Flows) Add(c io.Closer) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	if f.open == nil {
+		f.open = map[io.Closer]struct{}{}
+	}
+	f.open[c] = struct{}{}
+	return true
+}
+
+// Remove forgets c (a flow that closed).
+func (f *Flows) Remove(c io.Closer) {
+	f.mu.Lock()
+	delete(f.open, c)
+	f.mu.Unlock()
+}
+
+// Close closes every recorded flow (outside the lock: a flow's Close may
+// call Remove) and refuses later Adds.
+func (f *Flows) Close() {
+	f.mu.Lock()
+	f.closed = true
+	open := f.open
+	f.open = nil
+	f.mu.Unlock()
+	for c := range open {
+		c.Close()
+	}
+}

@@ -1,0 +1,195 @@
+// Package h2 is the V2Ray "http" transport over TLS (Xray's h2, sing-box's
+// http): each proxy stream is one HTTP/2 request, its body carrying the
+// client's bytes and the response body the server's, so that many streams
+// share one TLS connection. The HTTP/2 framing is golang.org/x/net/http2's
+// client; this package only makes a request into a net.Conn.
+package h2
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Config is what each request says.
+type Config struct {
+	Host    string            // the :authority (required)
+	Path    string            // empty: "/"
+	Method  string            // empty: PUT, as V2Ray and sing-box use
+	Headers map[string]string // extra request headers
+}
+
+// Client opens streams as requests on shared HTTP/2 connections.
+type Client struct {
+	cfg    Config
+	url    *url.URL
+	target string // host+path, for errors
+	tr     *http2.Transport
+}
+
+// New returns a client whose connections come from dial, which must
+// return a TLS connection that negotiated h2.
+func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client, error) {
+	if cfg.Host == "" {
+		return nil, errors.New("h2: no host")
+	}
+	path := cfg.Path
+	if path == "" {
+		path = "/"
+	} else if path[0] != '/' {
+		path = "/" + path
+	}
+	u, err := url.Parse("https://" + cfg.Host + path)
+	if err != nil {
+		return nil, fmt.Errorf("h2: request URL for %s: %w", cfg.Host, err)
+	}
+	if cfg.Method == "" {
+		cfg.Method = http.MethodPut
+	}
+	tr := &http2.Transport{
+		DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+			return dial(ctx)
+		},
+		ReadIdleTimeout: 30 * time.Second, // ping a silent connection, drop a dead one
+		PingTimeout:     15 * time.Second,
+	}
+	return &Client{cfg: cfg, url: u, target: cfg.Host + path, tr: tr}, nil
+}
+
+// Dial opens one stream: it sends the request and returns once the
+// server's response headers arrived (bounded by ctx). The stream lives on
+// after ctx, until Close.
+func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
+	sctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	h := http.Header{}
+	for k, v := range c.cfg.Headers {
+		h.Set(k, v)
+	}
+	req := (&http.Request{Method: c.cfg.Method, URL: c.url, Host: c.cfg.Host, Header: h, Body: pr, ContentLength: -1,
+		Proto: "HTTP/2.0", ProtoMajor: 2}).WithContext(sctx)
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := c.tr.RoundTrip(req)
+	stop()
+	if err != nil {
+		cancel()
+		pw.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, fmt.Errorf("h2: request to %s: %w", c.target, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel()
+		pw.Close()
+		return nil, fmt.Errorf("h2: request to %s: server answered %d", c.target, resp.StatusCode)
+	}
+	return &conn{w: pw, body: resp.Body, cancel: cancel}, nil
+}
+
+// Host is the :authority the requests carry.
+func (c *Client) Host() string { return c.cfg.Host }
+
+// Close closes the client's connections.
+func (c *Client) Close() { c.tr.CloseIdleConnections() }
+
+// conn is one request as a byte stream.
+type conn struct {
+	w      *io.PipeWriter // the request body
+	body   io.ReadCloser  // the response body
+	cancel context.CancelFunc
+
+	closeOnce sync.Once
+	mu        sync.Mutex
+	rt, wt    *time.Timer
+	expired   atomic.Bool // a deadline passed: the stream was cancelled
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	n, err := c.body.Read(p)
+	if err != nil && c.expired.Load() {
+		err = os.ErrDeadlineExceeded
+	}
+	return n, err
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil && c.expired.Load() {
+		err = os.ErrDeadlineExceeded
+	}
+	return n, err
+}
+
+// CloseWrite ends the request body (END_STREAM): the server sees EOF and
+// goes on answering.
+func (c *conn) CloseWrite() error { return c.w.Close() }
+
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		c.w.Close()
+		c.body.Close()
+		c.cancel()
+		c.mu.Lock()
+		for _, t := range []*time.Timer{c.rt, c.wt} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+// LocalAddr and RemoteAddr are unknown: streams share a connection.
+func (c *conn) LocalAddr() net.Addr  { return h2Addr{} }
+func (c *conn) RemoteAddr() net.Addr { return h2Addr{} }
+
+type h2Addr struct{}
+
+func (h2Addr) Network() string { return "h2" }
+func (h2Addr) String() string  { return "h2" }
+
+// SetDeadline sets both deadlines.
+func (c *conn) SetDeadline(t time.Time) error {
+	c.SetReadDeadline(t)
+	return c.SetWriteDeadline(t)
+}
+
+// SetReadDeadline ends the stream at t: an HTTP/2 body read cannot be
+// interrupted and resumed, so a passed deadline cancels the request and
+// Read reports os.ErrDeadlineExceeded.
+func (c *conn) SetReadDeadline(t time.Time) error { return c.setDeadline(&c.rt, t) }
+
+// SetWriteDeadline is like SetReadDeadline for writes.
+func (c *conn) SetWriteDeadline(t time.Time) error { return c.setDeadline(&c.wt, t) }
+
+func (c *conn) setDeadline(timer **time.Timer, t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *timer != nil {
+		(*timer).Stop()
+		*timer = nil
+	}
+	if t.IsZero() {
+		return nil
+	}
+	*timer = time.AfterFunc(time.Until(t), func() {
+		c.expired.Store(true)
+		c.cancel()
+		c.w.CloseWithError(os.ErrDeadlineExceeded)
+	})
+	return nil
+}

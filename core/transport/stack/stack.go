@@ -1,0 +1,207 @@
+// Package stack opens the byte stream that the stream protocols (Trojan,
+// VMess) run on: a TCP connection to the server, then TLS (tlsconf) when
+// the node has it, then WebSocket (ws) when its transport says so. It is
+// built once per outbound from the node, so that each protocol client only
+// adds its own framing, and every one of them refuses the same transports
+// with the same words.
+package stack
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/transport/h2"
+	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+	"github.com/skiffvpn/skiff/core/transport/ws"
+)
+
+// Stack dials one server through its layers.
+type Stack struct {
+	proto  string // protocol name, the prefix of errors
+	addr   string // server:port
+	dialer outbound.Dialer
+	tls    *tls.Config // nil: no TLS
+	ws     *ws.Config  // nil: no WebSocket
+	h2     *h2.Client  // nil: no HTTP/2
+}
+
+// New returns the stack of n for protocol proto (the prefix of its errors:
+// "trojan: 127.0.0.1:443: …"). It supports plain TCP and WebSocket, with
+// or without TLS; REALITY and the other transports are refused with their
+// names. d nil means a zero outbound.SystemDialer.
+func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
+	addr := n.Address()
+	if d == nil {
+		d = &outbound.SystemDialer{}
+	}
+	s := &Stack{proto: proto, addr: addr, dialer: d}
+	if n.Multiplex != "" {
+		return nil, fmt.Errorf("%s: %s: multiplex %q is not supported yet", proto, addr, n.Multiplex)
+	}
+	t := n.Transport
+	typ := node.TransportTCP
+	if t != nil && t.Type != "" {
+		typ = t.Type
+	}
+	var alpn []string
+	switch typ {
+	case node.TransportTCP, "raw":
+		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
+			return nil, fmt.Errorf("%s: %s: tcp header type %q is not supported yet", proto, addr, t.HeaderType)
+		}
+	case node.TransportWS:
+		alpn = []string{"http/1.1"}
+		var err error
+		if s.ws, err = WSConfig(n); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+	case node.TransportH2:
+		if n.TLS == nil {
+			return nil, fmt.Errorf("%s: %s: transport h2 without TLS is not supported", proto, addr)
+		}
+		alpn = []string{"h2"}
+	default:
+		return nil, fmt.Errorf("%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
+	}
+	if n.TLS != nil {
+		if n.TLS.Reality != nil {
+			return nil, fmt.Errorf("%s: %s: REALITY is not supported yet", proto, addr)
+		}
+		var err error
+		s.tls, err = tlsconf.New(n.TLS, n.Server, alpn...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+	}
+	if typ == node.TransportH2 {
+		host := t.Host
+		if host == "" {
+			host = s.tls.ServerName // the SNI, else the server
+		}
+		if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+			host = "[" + host + "]"
+		}
+		var err error
+		s.h2, err = h2.New(h2.Config{Host: host, Path: t.Path, Headers: t.Headers}, s.dialTLS)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+	}
+	return s, nil
+}
+
+// Addr returns the server's "host:port".
+func (s *Stack) Addr() string { return s.addr }
+
+// TLS reports whether the stack has a TLS layer.
+func (s *Stack) TLS() bool { return s.tls != nil }
+
+// Dial connects to the server and runs the TLS handshake and (without
+// early data) the WebSocket upgrade, bounded by ctx. Errors name the
+// server and the step.
+func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
+	if s.h2 != nil {
+		c, err := s.h2.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		return c, nil
+	}
+	conn, err := s.dialTLS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.ws != nil {
+		wc, err := ws.Client(ctx, conn, *s.ws)
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		conn = wc
+	}
+	return conn, nil
+}
+
+// dialTLS connects to the server and runs the TLS handshake when the
+// stack has TLS. For HTTP/2 the server must have chosen h2.
+func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
+	raw, err := s.dialer.DialContext(ctx, "tcp", s.addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: dial %s: %w", s.proto, s.addr, err)
+	}
+	conn := raw
+	if s.tls != nil {
+		tc := tlsconf.Client(raw, s.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
+		}
+		if s.h2 != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
+			raw.Close()
+			return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, tc.ConnectionState().NegotiatedProtocol)
+		}
+		conn = tc
+	}
+	return conn, nil
+}
+
+// Close releases the connections the stack keeps (HTTP/2's).
+func (s *Stack) Close() {
+	if s.h2 != nil {
+		s.h2.Close()
+	}
+}
+
+// WSConfig builds the WebSocket settings of n. The Host header is the
+// transport's Host, else a Host in its headers, else the TLS server name,
+// else the server. An "ed=N" left in the path's query is taken as
+// MaxEarlyData, as Xray's clients do.
+func WSConfig(n *node.Node) (*ws.Config, error) {
+	t := n.Transport
+	cfg := &ws.Config{Path: t.Path, Headers: t.Headers, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeader}
+	for k, v := range t.Headers {
+		if strings.EqualFold(k, "Host") && v != "" {
+			cfg.Host = v
+		}
+	}
+	if t.Host != "" {
+		cfg.Host = t.Host
+	}
+	if cfg.Host == "" && n.TLS != nil && n.TLS.SNI != "" {
+		cfg.Host = n.TLS.SNI
+	}
+	if cfg.Host == "" {
+		cfg.Host = n.Server
+		if strings.Contains(cfg.Host, ":") {
+			cfg.Host = "[" + cfg.Host + "]"
+		}
+	}
+	if path, query, ok := strings.Cut(cfg.Path, "?"); ok {
+		q, err := url.ParseQuery(query)
+		if err == nil && q.Has("ed") {
+			ed, err := strconv.Atoi(q.Get("ed"))
+			if err != nil || ed < 0 {
+				return nil, fmt.Errorf("ws path: bad ed=%q", q.Get("ed"))
+			}
+			if cfg.MaxEarlyData == 0 {
+				cfg.MaxEarlyData = ed
+			}
+			q.Del("ed")
+			cfg.Path = path
+			if len(q) > 0 {
+				cfg.Path += "?" + q.Encode()
+			}
+		}
+	}
+	if cfg.MaxEarlyData < 0 {
+		return nil, fmt.Errorf("ws: negative max early data")
+	}
+	return cfg, nil
+}

@@ -1,0 +1,80 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+func TestWSHost(t *testing.T) {
+	tests := []struct {
+		server string
+		tlsOpt *node.TLS
+		tr     node.Transport
+		want   string
+	}{
+		{"1.2.3.4", nil, node.Transport{}, "1.2.3.4"},
+		{"2001:db8::1", nil, node.Transport{}, "[2001:db8::1]"},
+		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{}, "sni.example"},
+		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Headers: map[string]string{"host": "hdr.example"}}, "hdr.example"},
+		{"1.2.3.4", &node.TLS{SNI: "sni.example"}, node.Transport{Host: "host.example", Headers: map[string]string{"Host": "hdr.example"}}, "host.example"},
+	}
+	for _, tt := range tests {
+		tt.tr.Type = "ws"
+		n := &node.Node{Server: tt.server, Port: 443, TLS: tt.tlsOpt, Transport: &tt.tr}
+		cfg, err := WSConfig(n)
+		if err != nil || cfg.Host != tt.want {
+			t.Errorf("%s %+v: host %q, %v; want %q", tt.server, tt.tr, cfg.Host, err, tt.want)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	base := func() *node.Node {
+		return &node.Node{Server: "s.example", Port: 443, TLS: &node.TLS{}}
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*node.Node)
+		want string // "": success
+	}{
+		{"tls", func(*node.Node) {}, ""},
+		{"plain", func(n *node.Node) { n.TLS = nil }, ""},
+		{"raw", func(n *node.Node) { n.Transport = &node.Transport{Type: "raw"} }, ""},
+		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
+		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `p: s.example:443: transport "grpc" is not supported yet`},
+		{"http header", func(n *node.Node) { n.Transport = &node.Transport{Type: "tcp", HeaderType: "http"} }, `tcp header type "http"`},
+		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "REALITY is not supported yet"},
+		{"multiplex", func(n *node.Node) { n.Multiplex = "smux" }, `multiplex "smux" is not supported yet`},
+		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
+		{"bad pin", func(n *node.Node) { n.TLS.PinSHA256 = "12" }, "pinSHA256"},
+		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2", Path: "/h"} }, ""},
+		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "transport h2 without TLS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := base()
+			tc.mod(n)
+			s, err := New("p", n, nil)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("New: %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.TLS() != (n.TLS != nil) {
+				t.Errorf("TLS layer %v", s.TLS())
+			}
+			if tc.name == "ws" && (s.tls.NextProtos[0] != "http/1.1" || s.ws.MaxEarlyData != 2560 || s.ws.Path != "/x") {
+				t.Fatalf("ws: alpn %v, %+v", s.tls.NextProtos, s.ws)
+			}
+			if tc.name == "h2" && (s.tls.NextProtos[0] != "h2" || s.h2 == nil || s.h2.Host() != "s.example") {
+				t.Fatalf("h2: alpn %v", s.tls.NextProtos)
+			}
+			s.Close()
+		})
+	}
+}
