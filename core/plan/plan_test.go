@@ -16,7 +16,7 @@ import (
 const (
 	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
-	vmessLink = "vmess://eyJ2IjoiMiIsInBzIjoiVk1lc3MgSG9tZSIsImFkZCI6IjEyNy4wLjAuMSIsInBvcnQiOiI0NDMiLCJpZCI6ImI4MzEzODFkLTYzMjQtNGQ1My1hZDRmLThjZGE0OGIzMDgxMSIsImFpZCI6IjAiLCJuZXQiOiJ0Y3AifQ=="
+	tuicLink  = "tuic://b831381d-6324-4d53-ad4f-8cda48b30811:secret@127.0.0.1:443?congestion_control=bbr#TUIC Home" // a protocol Skiff cannot dial yet
 )
 
 // testProfile holds, from one subscription, a VLESS+WS+TLS, a Hysteria2 and
@@ -27,7 +27,7 @@ func testProfile(t *testing.T) *profile.Profile {
 	sub := &profile.Subscription{ID: "s1", URL: "https://example.com/sub"}
 	p.Subscriptions = append(p.Subscriptions, sub)
 	res := &subscription.Result{Format: subscription.FormatURIList}
-	for _, l := range []string{vlessLink, hy2Link, vmessLink} {
+	for _, l := range []string{vlessLink, hy2Link, tuicLink} {
 		n, err := link.Parse(l)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func testProfile(t *testing.T) *profile.Profile {
 }
 
 func TestBuild(t *testing.T) {
-	hy2, vless, vmess := 1, 0, 2
+	hy2, vless, tuic := 1, 0, 2
 	inGroup := func(typ string) func(p *profile.Profile) {
 		return func(p *profile.Profile) {
 			p.Groups = []*profile.Group{{ID: "g1", Name: "home", Type: typ, Members: []string{p.Nodes[vless].ID, p.Nodes[hy2].ID}, Selected: p.Nodes[hy2].ID}}
@@ -57,7 +57,7 @@ func TestBuild(t *testing.T) {
 		{"no selection: Hysteria2 first", nil, Request{}, "Hy2 Home", group.Failover, ""},
 		{"a node", func(p *profile.Profile) { p.Selected = p.Nodes[hy2].ID }, Request{}, "Hy2 Home", group.Failover, ""},
 		{"a target by name", nil, Request{Target: "VLESS Home"}, "VLESS Home", group.Failover, ""},
-		{"an unusable node", func(p *profile.Profile) { p.Selected = p.Nodes[vmess].ID }, Request{}, "", "", "can be used"},
+		{"an unusable node", func(p *profile.Profile) { p.Selected = p.Nodes[tuic].ID }, Request{}, "", "", "can be used"},
 		{"a failover group", inGroup(profile.GroupFailover), Request{}, "VLESS Home", group.Failover, ""},
 		{"an urltest group", inGroup(profile.GroupURLTest), Request{}, "VLESS Home", group.URLTest, ""},
 		{"a selector group", inGroup(profile.GroupSelector), Request{}, "VLESS Home", group.Selector, ""},
@@ -92,7 +92,7 @@ func TestBuild(t *testing.T) {
 				t.Errorf("selector starts with %q, want the saved choice", c.Selected)
 			}
 			for _, n := range c.Nodes {
-				if n.Protocol == "vmess" {
+				if n.Protocol == "tuic" {
 					t.Error("an unsupported node is in the config")
 				}
 			}
