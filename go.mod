@@ -4,6 +4,7 @@ go 1.26.3
 
 require (
 	fyne.io/fyne/v2 v2.7.1
+	github.com/Microsoft/go-winio v0.6.4
 	github.com/gobwas/ws v1.5.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/quic-go/quic-go v0.65.0

@@ -4,9 +4,11 @@
 // Connections, Logs and Settings, and a tray icon where the desktop has a
 // tray.
 //
-// It drives the engine only through core.Controller and the packages that
-// hold the user's data (core/profile, core/subscription, core/link); it has
-// no protocol code. Updates from the core are collected off the UI thread
+// It drives the core only through api.Backend — the service's API client,
+// or the core in this process when no service is installed — and does not
+// know which it has; it has no protocol code and builds no outbound. Live
+// state (status, traffic, events, logs, profile changes) arrives on one
+// Watch stream. Updates from the core are collected off the UI thread
 // and applied with fyne.Do at most a few times a second; long lists are
 // virtualised (widget.List, widget.Table) so thousands of nodes and
 // connections stay cheap.
@@ -15,7 +17,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -26,9 +27,12 @@ import (
 
 	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/core/stats"
 )
 
 // ID is the application ID (also in FyneApp.toml).
@@ -50,32 +54,36 @@ var (
 
 // Options are what the window needs.
 type Options struct {
-	Controller *core.Controller      // required
-	Store      *profile.Store        // required: the user's profile
-	Fetcher    *subscription.Fetcher // nil: the default
-	// Logger receives the window's own log lines; nil: the Controller's.
+	Backend api.Backend // required: the service's client or the in-process core
+	// Service says that Backend is the service (which has the rights TUN
+	// needs); false: the core runs in this process.
+	Service bool
+	// PrefsDir is where the window keeps its own preferences (gui.json).
+	PrefsDir string
+	// Logger receives the window's own log lines; nil: discarded.
 	Logger *slog.Logger
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
 // goroutine; Close stops what it started.
 type UI struct {
-	fa      fyne.App
-	win     fyne.Window
-	ctrl    *core.Controller
-	store   *profile.Store
-	fetcher *subscription.Fetcher
-	log     *slog.Logger
-	do      func(func()) // runs a func on the UI thread: fyne.Do; tests queue instead
+	fa       fyne.App
+	win      fyne.Window
+	b        api.Backend
+	service  bool
+	prefsDir string
+	log      *slog.Logger
+	do       func(func()) // runs a func on the UI thread: fyne.Do; tests queue instead
 
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the update loop and background jobs
 
-	mu       sync.Mutex // guards prefs, rt and switches
+	mu       sync.Mutex // guards the fields below
 	prefs    Prefs
-	rt       route         // what the last Connect used
 	switches []group.Event // the failover switches seen, oldest first
+	live     live          // the core's state, from the Watch stream
+	prof     *profile.Profile
 
 	tabs        *container.AppTabs
 	home        *homeView
@@ -95,17 +103,15 @@ func New(fa fyne.App, o Options) (*UI, error) {
 
 // newUI is New with the function that runs work on the UI thread.
 func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
-	if o.Controller == nil || o.Store == nil {
-		return nil, errors.New("app: Controller and Store are required")
+	if o.Backend == nil || o.PrefsDir == "" {
+		return nil, errors.New("app: Backend and PrefsDir are required")
 	}
-	u := &UI{fa: fa, do: do, ctrl: o.Controller, store: o.Store, fetcher: o.Fetcher, log: o.Logger}
-	if u.fetcher == nil {
-		u.fetcher = &subscription.Fetcher{}
-	}
+	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, log: o.Logger,
+		live: live{st: api.Status{State: core.Stopped}}}
 	if u.log == nil {
-		u.log = o.Controller.Logger()
+		u.log = slog.New(slog.DiscardHandler)
 	}
-	prefs, err := loadPrefs(o.Store.Dir())
+	prefs, err := loadPrefs(o.PrefsDir)
 	if err != nil {
 		u.log.Warn("app: window preferences", "err", err)
 	}
@@ -117,10 +123,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	u.win = fa.NewWindow(Title)
 	u.win.SetIcon(iconApp)
 
-	// Subscribe before the views read the current state, so nothing falls
-	// between the two.
-	events, stopEvents := u.ctrl.Subscribe(16)
-	logs, stopLogs := u.ctrl.SubscribeLogs(256)
+	// Watch before the views read the current state, so nothing falls
+	// between the two; the stream's first notice is the state now.
+	notices := u.watch()
 
 	u.home = newHomeView(u)
 	u.profiles = newProfilesView(u)
@@ -151,7 +156,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	})
 
 	u.wg.Add(1)
-	go u.loop(events, stopEvents, logs, stopLogs)
+	go u.loop(notices)
 	if u.Prefs().StartConnected {
 		u.Connect()
 	}
@@ -174,15 +179,15 @@ func (u *UI) setPrefs(p Prefs) error {
 	u.prefs = p
 	u.mu.Unlock()
 	u.applyTheme()
-	return savePrefs(u.store.Dir(), p)
+	return savePrefs(u.prefsDir, p)
 }
 
-// Close stops the window's goroutines and the core. It does not quit the
-// Fyne app.
+// Close stops the window's goroutines. It leaves the core as it is: with
+// the service, closing the window keeps the VPN up; the in-process core is
+// stopped by its owner (skiff gui) when the process ends.
 func (u *UI) Close() {
 	u.cancel()
 	u.wg.Wait()
-	u.ctrl.Stop()
 }
 
 // Quit stops everything and quits the app.
@@ -192,30 +197,27 @@ func (u *UI) Quit() {
 }
 
 // Connect starts the core with the profile's route, in the background; the
-// outcome reaches the views through the core's events.
+// outcome reaches the views through the Watch stream.
 func (u *UI) Connect() {
-	p, err := u.store.Load()
-	if p == nil {
-		u.home.showError("Your profile could not be read: " + err.Error())
-		return
+	prefs := u.Prefs()
+	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
+	if prefs.Mode == ModeTUN {
+		req.Mode = plan.ModeTUN
 	}
-	rt, err := buildConfig(p, u.Prefs())
-	if err != nil {
-		u.home.showError(explain(err.Error()))
-		return
-	}
-	u.mu.Lock()
-	u.rt = rt
-	u.mu.Unlock()
 	u.home.showError("")
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		ctx, cancel := context.WithTimeout(u.ctx, 60*time.Second)
 		defer cancel()
-		// The error also arrives as a Failed state event.
-		_ = u.ctrl.Start(ctx, rt.cfg)
-		u.do(u.refresh)
+		_, err := u.b.Connect(ctx, req)
+		u.do(func() {
+			if err != nil && !api.IsCode(err, api.CodeRunning) {
+				u.home.showError(explain(api.Wrap(err), u.service))
+				u.home.toggle.Enable()
+			}
+			u.refresh()
+		})
 	}()
 }
 
@@ -224,8 +226,10 @@ func (u *UI) Disconnect() {
 	u.wg.Add(1)
 	go func() {
 		defer u.wg.Done()
-		if err := u.ctrl.Stop(); err != nil {
-			u.log.Warn("app: stop", "err", err)
+		ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+		defer cancel()
+		if err := u.b.Disconnect(ctx); err != nil {
+			u.log.Warn("app: disconnect", "err", err)
 		}
 		u.do(u.refresh)
 	}()
@@ -242,20 +246,97 @@ func (u *UI) Switches() []group.Event {
 	return append([]group.Event(nil), u.switches...)
 }
 
-// currentRoute returns what the last Connect used.
+// live is the core's state as the Watch stream last told it.
+type live struct {
+	st     api.Status
+	snap   core.Snapshot
+	groups []core.GroupState
+	conns  []stats.ConnInfo
+}
+
+// route is what the running Connect uses, for the views: its name, the
+// profile group's ID when it is a group, and its servers in failover order.
+type route struct {
+	name    string
+	groupID string
+	nodes   []*node.Node
+}
+
+// status returns the core's state as last seen.
+func (u *UI) status() api.Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live.st
+}
+
+// currentRoute returns what the running Connect uses (from the core's
+// status, so that a window opened later shows the live route).
 func (u *UI) currentRoute() route {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.rt
+	r := u.live.st.Route
+	if r == nil {
+		return route{}
+	}
+	rt := route{name: r.Name, groupID: r.GroupID}
+	for _, id := range r.IDs {
+		if u.prof == nil {
+			break
+		}
+		if n := u.prof.Node(id); n != nil {
+			cfg := n.Config
+			cfg.Name = n.Name()
+			rt.nodes = append(rt.nodes, &cfg)
+		}
+	}
+	return rt
 }
 
-// loop pulls the core's state every tick and applies it on the UI thread.
-// Events (state changes) trigger an update at once; log records are
-// batched.
-func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.LogRecord, stopLogs func()) {
+// watch opens the Watch stream, again every few seconds while the backend
+// cannot be reached (the service restarting); the channel it returns is the
+// loop's, closed when the UI closes.
+func (u *UI) watch() <-chan api.Notice {
+	out := make(chan api.Notice, 64)
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		defer close(out)
+		for {
+			ch, err := u.b.Watch(u.ctx, api.WatchOptions{Stats: true, Logs: true})
+			if err == nil {
+				for n := range ch {
+					select {
+					case out <- n:
+					case <-u.ctx.Done():
+						return
+					}
+				}
+				err = &api.Error{Code: api.CodeUnavailable, Message: "the Skiff service went away"}
+			}
+			if u.ctx.Err() != nil {
+				return
+			}
+			st := api.Status{State: core.Failed, Since: time.Now(), Error: api.Wrap(err)}
+			select {
+			case out <- api.Notice{Kind: api.NoticeStatus, Time: time.Now(), Status: &st}:
+			case <-u.ctx.Done():
+				return
+			}
+			select {
+			case <-time.After(2 * time.Second):
+			case <-u.ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// loop applies the notices of the Watch stream: state changes at once, log
+// records batched, traffic once a second (with the groups and connections,
+// asked for off the UI thread).
+func (u *UI) loop(notices <-chan api.Notice) {
 	defer u.wg.Done()
-	defer stopEvents()
-	defer stopLogs()
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var pending []core.LogRecord
@@ -271,34 +352,91 @@ func (u *UI) loop(events <-chan core.Event, stopEvents func(), logs <-chan core.
 		select {
 		case <-u.ctx.Done():
 			return
-		case ev := <-events:
-			if ev.Kind == core.EventSwitch && ev.Switch != nil {
-				u.mu.Lock()
-				u.switches = append(u.switches, *ev.Switch)
-				if over := len(u.switches) - maxSwitches; over > 0 {
-					u.switches = append(u.switches[:0], u.switches[over:]...)
+		case n, ok := <-notices:
+			if !ok {
+				return
+			}
+			switch n.Kind {
+			case api.NoticeLog:
+				if n.Log != nil && len(pending) < 1000 {
+					pending = append(pending, *n.Log)
 				}
+				continue
+			case api.NoticeProfile:
+				u.do(u.reloadProfile)
+				continue
+			case api.NoticeStats:
+				if n.Stats != nil {
+					u.pullLive(*n.Stats)
+				}
+				continue
+			case api.NoticeSwitch:
+				if n.Switch != nil {
+					u.mu.Lock()
+					u.switches = append(u.switches, *n.Switch)
+					if over := len(u.switches) - maxSwitches; over > 0 {
+						u.switches = append(u.switches[:0], u.switches[over:]...)
+					}
+					u.mu.Unlock()
+				}
+			case api.NoticeFlowFailed:
+				u.do(func() { u.home.noteFailure(n) })
+			}
+			if n.Status != nil {
+				u.mu.Lock()
+				u.live.st = *n.Status
 				u.mu.Unlock()
 			}
-			if ev.Kind == core.EventFlowFailed {
-				u.do(func() { u.home.noteFailure(ev) })
-			}
 			flush()
-		case rec := <-logs:
-			if len(pending) < 1000 {
-				pending = append(pending, rec)
-			}
 		case <-t.C:
 			flush()
 		}
 	}
 }
 
+// pullLive records a traffic snapshot and asks for the groups and the
+// connections that go with it.
+func (u *UI) pullLive(s core.Snapshot) {
+	ctx, cancel := context.WithTimeout(u.ctx, 2*time.Second)
+	defer cancel()
+	groups, _ := u.b.Groups(ctx)
+	var conns []stats.ConnInfo
+	if u.status().State == core.Running {
+		conns, _ = u.b.Connections(ctx)
+	}
+	u.mu.Lock()
+	u.live.snap, u.live.groups, u.live.conns = s, groups, conns
+	u.mu.Unlock()
+}
+
+// groups and liveConns return the live groups and connections.
+func (u *UI) groups() []core.GroupState {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live.groups
+}
+
+func (u *UI) liveConns() []stats.ConnInfo {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live.conns
+}
+
+// closeConnection asks the core to end connection id, in the background.
+func (u *UI) closeConnection(id uint64) {
+	u.background(func(ctx context.Context) {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		u.b.CloseConnection(cctx, id)
+	}, nil)
+}
+
 // refresh updates the visible view and the tray from the core. It runs on
 // the UI thread.
 func (u *UI) refresh() {
-	st := u.ctrl.Status()
-	snap := u.ctrl.Stats()
+	u.mu.Lock()
+	st, snap := u.live.st, u.live.snap
+	u.mu.Unlock()
 	u.home.update(st, snap)
 	u.profiles.flush()
 	if u.tray != nil {
@@ -318,13 +456,16 @@ func (u *UI) refresh() {
 // reloadProfile re-reads the profile into every view that shows it. It
 // runs on the UI thread.
 func (u *UI) reloadProfile() {
-	p, err := u.store.Load()
-	if p == nil {
+	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
+	defer cancel()
+	p, _, err := u.b.Profile(ctx)
+	if err != nil {
 		u.home.showError("Your profile could not be read: " + err.Error())
 		p = profile.New()
-	} else if err != nil {
-		u.home.showError(fmt.Sprintf("Your profile was damaged and a fresh one was started: %v", err))
 	}
+	u.mu.Lock()
+	u.prof = p
+	u.mu.Unlock()
 	u.profiles.setProfile(p)
 	u.routes.setProfile(p)
 	u.settings.setProfile(p)
@@ -333,7 +474,9 @@ func (u *UI) reloadProfile() {
 
 // update changes the profile, saves it and reloads the views.
 func (u *UI) update(fn func(*profile.Profile) error) error {
-	err := u.store.Update(fn)
+	ctx, cancel := context.WithTimeout(u.ctx, 10*time.Second)
+	defer cancel()
+	err := api.Update(ctx, u.b, fn)
 	u.reloadProfile()
 	return err
 }
@@ -356,5 +499,6 @@ func (u *UI) background(fn func(ctx context.Context), done func()) {
 func (u *UI) Context() context.Context { return u.ctx }
 
 // ProfileChanged reloads the views after the profile was changed outside
-// the window (a background refresh). It is safe to call from any goroutine.
+// the window. It is safe to call from any goroutine. (The Watch stream's
+// profile notices call it already.)
 func (u *UI) ProfileChanged() { u.do(u.reloadProfile) }

@@ -19,8 +19,10 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/link"
 	nodepkg "github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"
@@ -63,7 +65,7 @@ func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harn
 	}
 	h := &harness{t: t, store: store, ctrl: core.NewController(core.Options{LogOutput: io.Discard})}
 	a := test.NewTempApp(t)
-	h.ui, err = newUI(a, Options{Controller: h.ctrl, Store: store}, func(f func()) {
+	h.ui, err = newUI(a, Options{Backend: api.NewLocal(h.ctrl, store, nil), PrefsDir: dir}, func(f func()) {
 		h.mu.Lock()
 		h.queue = append(h.queue, f)
 		h.mu.Unlock()
@@ -194,7 +196,7 @@ func TestCoreErrorAppearsOnHome(t *testing.T) {
 func TestNoServerErrorAppearsOnHome(t *testing.T) {
 	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, nil)
 	test.Tap(h.ui.home.toggle)
-	h.pump()
+	h.waitFor("the error", func() bool { return h.ui.home.Error() != "" })
 	if e := h.ui.home.Error(); !strings.Contains(e, "Add a subscription") {
 		t.Errorf("Home error %q does not tell the user to add a server", e)
 	}
@@ -508,12 +510,12 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
 		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
 	}
-	rt, err := buildConfig(p, Prefs{})
+	pl, err := plan.Build(p, plan.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rt.cfg.Rules) != 1 || !rt.cfg.Rules[0].Private || rt.cfg.Rules[0].Target != core.TargetDirect {
-		t.Errorf("the core gets rules %+v", rt.cfg.Rules)
+	if len(pl.Config.Rules) != 1 || !pl.Config.Rules[0].Private || pl.Config.Rules[0].Target != core.TargetDirect {
+		t.Errorf("the core gets rules %+v", pl.Config.Rules)
 	}
 }
 

@@ -57,7 +57,7 @@ func newConnectionsView(u *UI) *connectionsView {
 				b.Show()
 				cid := c.ID
 				b.OnTapped = func() {
-					v.u.ctrl.CloseConnection(cid)
+					v.u.closeConnection(cid)
 					v.update()
 				}
 				return
@@ -84,7 +84,7 @@ func newConnectionsView(u *UI) *connectionsView {
 	v.count = widget.NewLabel("")
 	closeAll := widget.NewButtonWithIcon("Close all", theme.DeleteIcon(), func() {
 		for _, c := range v.rows {
-			v.u.ctrl.CloseConnection(c.ID)
+			v.u.closeConnection(c.ID)
 		}
 		v.update()
 	})
@@ -129,9 +129,9 @@ func (v *connectionsView) cell(c stats.ConnInfo, col int) string {
 // update pulls the connection list; it runs on the UI thread while the tab
 // is shown.
 func (v *connectionsView) update() {
-	v.rows = v.u.ctrl.Connections()
+	v.rows = v.u.liveConns()
 	v.now = time.Now()
-	st := v.u.ctrl.Status()
+	st := v.u.status()
 	v.route = v.u.currentRoute().name
 	switch {
 	case st.Listen == "":

@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -48,11 +49,11 @@ type homeView struct {
 	conns     *widget.Label
 
 	running    bool
-	userErr    string      // an error the window found before the core was asked
-	shown      core.Status // the status last drawn
-	drawn      bool        // whether shown was drawn at all
-	lastSample time.Time   // the newest sample the graph shows
-	memAt      time.Time   // when the memory figures were last shown
+	userErr    string     // an error the window found before the core was asked
+	shown      api.Status // the status last drawn
+	drawn      bool       // whether shown was drawn at all
+	lastSample time.Time  // the newest sample the graph shows
+	memAt      time.Time  // when the memory figures were last shown
 }
 
 func newHomeView(u *UI) *homeView {
@@ -109,7 +110,7 @@ func newHomeView(u *UI) *homeView {
 	)
 	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
 	h.setMode(u.Prefs().Mode)
-	h.update(core.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
+	h.update(api.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
 	return h
 }
 
@@ -119,7 +120,7 @@ func (h *homeView) setMode(mode string) {
 	note := ""
 	if !ok {
 		note = why
-	} else if hint := privilegeHint(); hint != "" {
+	} else if hint := privilegeHint(h.u.service); hint != "" && mode == ModeTUN {
 		note = hint
 	}
 	if mode == ModeTUN && ok {
@@ -196,8 +197,12 @@ func (h *homeView) Error() string {
 // noteFailure shows the latest failure of a server to carry a connection
 // (the core's EventFlowFailed): with a single server it is the only sign
 // that the server is down or refuses the credentials.
-func (h *homeView) noteFailure(ev core.Event) {
-	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(ev.Message))
+func (h *homeView) noteFailure(ev api.Notice) {
+	e := ev.Error
+	if e == nil {
+		e = &api.Error{Code: api.CodeInternal, Message: ev.Message}
+	}
+	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(e, h.u.service))
 	h.flowNote.Show()
 }
 
@@ -233,7 +238,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 }
 
 // update shows the core's state and figures.
-func (h *homeView) update(st core.Status, s core.Snapshot) {
+func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
 	// Redraw only what changed: an idle window should cost next to nothing.
 	if st.State != h.shown.State || st.Listen != h.shown.Listen || !h.drawn {
@@ -244,8 +249,8 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 	}
 	h.shown, h.drawn = st, true
 	switch {
-	case st.State == core.Failed && st.Err != "":
-		h.setError(explain(st.Err))
+	case st.State == core.Failed && st.Error != nil:
+		h.setError(explain(st.Error, h.u.service))
 	case h.userErr != "":
 		h.setError(h.userErr)
 	default:
@@ -283,7 +288,7 @@ func (h *homeView) update(st core.Status, s core.Snapshot) {
 }
 
 // drawState shows the switch and the state line for st.
-func (h *homeView) drawState(st core.Status) {
+func (h *homeView) drawState(st api.Status) {
 	switch st.State {
 	case core.Running:
 		h.toggle.SetText("Disconnect")
@@ -324,8 +329,8 @@ func setText(l *widget.Label, s string) {
 
 // member names what carries traffic now and why: the failover group's
 // current member and its last switch, or the single server.
-func (h *homeView) member(rt route, st core.Status) (string, string) {
-	groups := h.u.ctrl.Groups()
+func (h *homeView) member(rt route, st api.Status) (string, string) {
+	groups := h.u.groups()
 	name := st.Member
 	if name == "" {
 		name = st.Outbound
@@ -334,7 +339,7 @@ func (h *homeView) member(rt route, st core.Status) (string, string) {
 		}
 	}
 	label := name
-	for _, n := range rt.cfg.Nodes {
+	for _, n := range rt.nodes {
 		if n.Name == name {
 			label = fmt.Sprintf("%s (%s)", name, protocolLabel(n))
 		}
@@ -353,7 +358,7 @@ func (h *homeView) member(rt route, st core.Status) (string, string) {
 	switch {
 	case st.Reason != "":
 		return label, st.Reason
-	case len(rt.cfg.Nodes) > 1:
+	case len(rt.nodes) > 1:
 		return label, "first in the failover order, healthy"
 	}
 	return label, "the only server of the route"

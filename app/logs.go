@@ -1,8 +1,10 @@
 package app
 
 import (
+	"context"
 	"log/slog"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -80,7 +82,10 @@ func newLogsView(u *UI) *logsView {
 	})
 	bar := container.NewHBox(widget.NewLabel("Level"), v.level, v.follow, v.copyBtn, clear)
 	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, v.list))
-	v.add(u.ctrl.Logs())
+	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
+	recs, _ := u.b.Logs(ctx)
+	cancel()
+	v.add(recs)
 	return v
 }
 

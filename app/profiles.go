@@ -2,9 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -18,7 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
-	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 )
@@ -341,56 +338,52 @@ func (v *profilesView) addText(s, source string) {
 // addBody imports the nodes in b (share links, base64, Clash, sing-box or
 // SIP008) as nodes added by hand.
 func (v *profilesView) addBody(b []byte, source string) {
-	res, err := subscription.Parse(b)
+	ctx, cancel := context.WithTimeout(v.u.ctx, 30*time.Second)
+	defer cancel()
+	res, err := v.u.b.Import(ctx, api.ImportRequest{Body: string(b)})
+	v.u.reloadProfile()
 	if err != nil {
-		msg := fmt.Sprintf("Nothing could be imported from %s: %v", source, err)
+		msg := fmt.Sprintf("Nothing could be imported from %s: %s", source, strings.TrimPrefix(err.Error(), "import: "))
 		if res != nil && len(res.Warnings) > 0 {
-			msg += " (" + res.Warnings[0].String() + ")"
+			msg += " (" + res.Warnings[0] + ")"
 		}
 		v.say(msg, true)
 		return
 	}
-	added := 0
-	if err := v.u.update(func(p *profile.Profile) error {
-		added = subscription.AddNodes(p, res.Nodes)
-		return nil
-	}); err != nil {
-		v.say("Could not save the profile: "+err.Error(), true)
-		return
-	}
+	added := res.Added
 	msg := fmt.Sprintf("Imported %d nodes from %s", added, source)
-	if dup := len(res.Nodes) - added; dup > 0 {
+	if dup := res.Nodes - added; dup > 0 {
 		msg += fmt.Sprintf(" (%d were already there)", dup)
 	}
-	if n := res.Unsupported(); n > 0 {
+	if n := len(res.Unsupported); n > 0 {
 		msg += fmt.Sprintf("; %d cannot be used by this Skiff yet (greyed)", n)
 	}
 	v.say(msg+".", false)
 }
 
-// AddSubscription adds rawURL (or finds it) and refreshes it in the
-// background. A new subscription whose first refresh fails stays, with its
-// error shown, so the user can see what went wrong and remove it.
+// AddSubscription adds rawURL (or finds it) and fetches it, in the
+// background (the core does: api.Backend.Import). A new subscription whose
+// first fetch fails is not kept; the error says why.
 func (v *profilesView) AddSubscription(rawURL string) {
-	var id string
-	err := v.u.update(func(p *profile.Profile) error {
-		for _, s := range p.Subscriptions {
-			if s.URL == rawURL {
-				id = s.ID
-				return nil
-			}
+	v.say("Adding the subscription…", false)
+	var (
+		res *api.ImportResult
+		err error
+	)
+	v.u.background(func(ctx context.Context) {
+		res, err = v.u.b.Import(ctx, api.ImportRequest{URL: rawURL})
+	}, func() {
+		v.u.reloadProfile()
+		if err != nil {
+			v.say("The subscription could not be added: "+err.Error(), true)
+			return
 		}
-		var b [6]byte
-		rand.Read(b[:])
-		id = "s" + hex.EncodeToString(b[:])
-		p.Subscriptions = append(p.Subscriptions, &profile.Subscription{ID: id, URL: rawURL, Title: subscription.Redact(rawURL)})
-		return nil
+		m := fmt.Sprintf("Added: %d nodes (%s)", res.Nodes, res.Format)
+		if u := len(res.Unsupported); u > 0 {
+			m += fmt.Sprintf(", %d not usable yet", u)
+		}
+		v.say(m, false)
 	})
-	if err != nil {
-		v.say("Could not save the profile: "+err.Error(), true)
-		return
-	}
-	v.refreshSubs([]string{id})
 }
 
 // refreshSubs refreshes the given subscriptions (nil: all) in the
@@ -410,14 +403,14 @@ func (v *profilesView) refreshSubs(ids []string) {
 	failed := false
 	v.u.background(func(ctx context.Context) {
 		for _, id := range ids {
-			res, err := subscription.Refresh(ctx, v.u.store, v.u.fetcher, id)
+			res, err := v.u.b.Refresh(ctx, id)
 			switch {
 			case err != nil:
 				failed = true
 				msgs = append(msgs, "Refresh failed: "+err.Error())
 			case res != nil:
-				m := fmt.Sprintf("%d nodes (%s)", len(res.Nodes), res.Format)
-				if u := res.Unsupported(); u > 0 {
+				m := fmt.Sprintf("%d nodes (%s)", res.Nodes, res.Format)
+				if u := len(res.Unsupported); u > 0 {
 					m += fmt.Sprintf(", %d not usable yet", u)
 				}
 				msgs = append(msgs, "Refreshed: "+m)
@@ -474,65 +467,48 @@ func (v *profilesView) use(id string) {
 		v.say("Could not save the profile: "+err.Error(), true)
 		return
 	}
-	if v.u.ctrl.Status().State == core.Running {
+	if v.u.status().State == core.Running {
 		v.say("Selected. Disconnect and connect again to switch to it.", false)
 	}
 }
 
-// test measures the latency of nodes through each node (an HTTP request to
-// the probe URL over the node's own protocol), eight at a time.
+// test measures the latency of nodes: the core probes each through its own
+// outbound, outside the tunnel (api.Backend.Probe).
 func (v *profilesView) test(nodes []*profile.Node) {
-	probeURL := v.p.Settings.ProbeURL
-	if probeURL == "" {
-		probeURL = defaultProbeURL
-	}
-	todo := make([]*profile.Node, 0, len(nodes))
+	var ids []string
 	v.mu.Lock()
 	for _, n := range nodes {
 		if n.Unsupported == "" {
 			v.latency[n.ID] = "…"
-			todo = append(todo, n)
+			ids = append(ids, n.ID)
 		}
 	}
 	v.dirty = true
 	v.mu.Unlock()
 	v.nodeList.Refresh()
 	v.u.background(func(ctx context.Context) {
-		sem := make(chan struct{}, 8)
-		var wg sync.WaitGroup
-		for _, n := range todo {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
+		res, err := v.u.b.Probe(ctx, ids)
+		if err != nil {
+			for _, id := range ids {
+				v.setLatency(id, "failed")
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				v.setLatency(n.ID, latencyOf(ctx, n, probeURL))
-			}()
+			return
 		}
-		wg.Wait()
+		for _, r := range res {
+			v.setLatency(r.ID, latencyText(r))
+		}
 	}, nil)
 }
 
-// latencyOf probes one node and returns what to show.
-func latencyOf(ctx context.Context, n *profile.Node, probeURL string) string {
-	cfg := n.Config
-	ob, err := core.NewOutbound(&cfg, nil)
-	if err != nil {
-		return "n/a"
-	}
-	defer ob.Close()
-	rtt, err := group.Probe(ctx, ob, probeURL, 5*time.Second)
+// latencyText is how a probe's outcome is shown.
+func latencyText(r api.ProbeResult) string {
 	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	case r.Timeout:
 		return "timeout"
-	case err != nil:
+	case r.Error != nil:
 		return "failed"
 	}
-	return fmt.Sprintf("%d ms", rtt.Milliseconds())
+	return fmt.Sprintf("%d ms", r.Latency.Milliseconds())
 }
 
 func (v *profilesView) setLatency(id, s string) {

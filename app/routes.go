@@ -253,11 +253,11 @@ func (v *routesView) update() {
 	v.live, v.current = nil, ""
 	rt := v.u.currentRoute()
 	if g := v.group(); g != nil && rt.groupID == g.ID {
-		for _, gs := range v.u.ctrl.Groups() {
+		for _, gs := range v.u.groups() {
 			v.live, v.current = gs.Members, gs.Current
 		}
-		if v.live == nil && v.u.ctrl.Status().State == core.Running && len(rt.cfg.Nodes) == 1 {
-			v.current = rt.cfg.Nodes[0].Name // one usable server: no group, no probes
+		if v.live == nil && v.u.status().State == core.Running && len(rt.nodes) == 1 {
+			v.current = rt.nodes[0].Name // one usable server: no group, no probes
 		}
 	}
 	v.switches = v.u.Switches()

@@ -102,7 +102,7 @@ func (v *settingsView) showPrefs(p Prefs) {
 // setProfile shows the profile's settings.
 func (v *settingsView) setProfile(p *profile.Profile) {
 	s := p.Settings
-	v.strict.SetChecked(s.TUN.StrictRoute)
+	v.strict.SetChecked(s.TUN.Strict())
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -167,7 +167,8 @@ func (v *settingsView) save() {
 		return
 	}
 	if err := v.u.update(func(pr *profile.Profile) error {
-		pr.Settings.TUN.StrictRoute = v.strict.Checked
+		strict := v.strict.Checked
+		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.RefreshInterval = profile.Duration(iv)

@@ -8,6 +8,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 )
 
 // tray is the system tray icon and menu.
@@ -30,7 +31,7 @@ func setupTray(u *UI) *tray {
 	}
 	t := &tray{u: u, da: da, state: -1}
 	t.toggle = fyne.NewMenuItem("Connect", func() {
-		if u.ctrl.Status().State == core.Running {
+		if u.status().State == core.Running {
 			u.Disconnect()
 		} else {
 			u.Connect()
@@ -49,7 +50,7 @@ func setupTray(u *UI) *tray {
 
 // update shows st; it runs on the UI thread and touches the tray only on a
 // change.
-func (t *tray) update(st core.Status) {
+func (t *tray) update(st api.Status) {
 	via := st.Member
 	if via == "" {
 		via = st.Outbound

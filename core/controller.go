@@ -24,7 +24,6 @@ import (
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -38,6 +37,20 @@ const (
 	Running               // serving flows
 	Failed                // Start failed or the core stopped on an error; Status.Err says why
 )
+
+// MarshalText writes the state's name, as String.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads a state's name.
+func (s *State) UnmarshalText(b []byte) error {
+	for _, v := range []State{Stopped, Starting, Running, Failed} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("core: unknown state %q", b)
+}
 
 // String returns the state's name as the GUI shows it.
 func (s State) String() string {
@@ -64,37 +77,13 @@ type Status struct {
 	TUN      string    // the TUN device's name in TUN mode ("" otherwise)
 	Err      string    // the last error in plain words ("" when none)
 	Since    time.Time // when State was entered
+	// Cause is the error behind Err, for errors.Is (core.ErrNoServer,
+	// ErrTUNPermission, …); nil when none.
+	Cause error
 }
 
-// Config is what one run of the core needs.
-type Config struct {
-	// Nodes are the servers in failover order: with more than one, they
-	// form the failover group "proxy" (see package group).
-	Nodes []*node.Node
-	// Rules route flows to "proxy", "direct" or "block", first match wins;
-	// nil: every flow goes to Final.
-	Rules []rule.Rule
-	// Final is where flows that no rule matches go; empty: "proxy".
-	Final string
-	// Policy tunes the failover group's health checks; zero fields take
-	// group.DefaultPolicy's values.
-	Policy group.Policy
-	// Listen is the local proxy's address (SOCKS5 and HTTP on one port).
-	// Empty: DefaultListen.
-	Listen string
-	// AllowLAN allows a Listen address other than loopback. Without it such
-	// an address is refused: anyone who can reach it could use the proxy.
-	AllowLAN bool
-	// Dialer opens the outbounds' sockets; nil: the system's (in TUN mode,
-	// the tunnel's bypass sockets).
-	Dialer outbound.Dialer
-	// TUN, when set, also captures all of the machine's traffic (needs root
-	// or CAP_NET_ADMIN; see ErrTUNPermission).
-	TUN *TUNConfig
-}
-
-// DefaultListen is the local proxy's address when Config.Listen is empty.
-const DefaultListen = "127.0.0.1:1080"
+// ErrRunning is returned by Start when the core is already running.
+var ErrRunning = errors.New("core: already running")
 
 // Options configure a Controller for its whole life (across runs).
 type Options struct {
@@ -125,6 +114,7 @@ type Event struct {
 	Status  Status // the status after the event
 	Message string
 	Switch  *group.Event // set for EventSwitch
+	Err     error        // EventFlowFailed: the dial's error, for errors.Is
 }
 
 // Snapshot is the core's traffic and memory at one moment.
@@ -197,7 +187,7 @@ func (c *Controller) Start(ctx context.Context, cfg Config) error {
 	c.mu.Lock()
 	if c.run != nil {
 		c.mu.Unlock()
-		return errors.New("core: already running")
+		return ErrRunning
 	}
 	c.mu.Unlock()
 	c.setStatus(Status{State: Starting})
@@ -205,7 +195,7 @@ func (c *Controller) Start(ctx context.Context, cfg Config) error {
 	r, st, err := c.start(ctx, cfg)
 	if err != nil {
 		c.log.Error("core: start failed", "err", err)
-		c.setStatus(Status{State: Failed, Err: err.Error()})
+		c.setStatus(Status{State: Failed, Err: err.Error(), Cause: err})
 		return err
 	}
 	c.mu.Lock()
@@ -255,7 +245,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	eng := NewEngine(rt.router, r.stats, c.log)
 	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
 		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),
-			Message: fmt.Sprintf("%s to %s: %v", outbound, m.Destination, err)})
+			Message: fmt.Sprintf("%s to %s: %v", outbound, m.Destination, err), Err: err})
 	}
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,

@@ -19,6 +19,10 @@ const (
 	TargetBlock  = "block"  // refused
 )
 
+// ErrNoServer is returned by Start when the configuration has no server for
+// the flows that go to the proxy.
+var ErrNoServer = errors.New("core: no server configured")
+
 // routing is what a run routes with: the router, the proxy target and the
 // group behind it (nil with one node), and everything to close at Stop.
 type routing struct {
@@ -64,10 +68,20 @@ func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
 		r.targets[TargetProxy] = members[0].Outbound
 		r.proxy = members[0].Name
 	default:
-		g, err := group.New(TargetProxy, group.Failover, members, group.Options{Policy: cfg.Policy, OnEvent: onSwitch})
+		mode := cfg.Mode
+		if mode == "" {
+			mode = group.Failover
+		}
+		g, err := group.New(TargetProxy, mode, members, group.Options{Policy: cfg.Policy, OnEvent: onSwitch})
 		if err != nil {
 			r.close()
 			return nil, err
+		}
+		if mode == group.Selector && cfg.Selected != "" {
+			if err := g.Select(cfg.Selected); err != nil {
+				g.Close()
+				return nil, fmt.Errorf("core: group: %w", err)
+			}
 		}
 		// The group closes its members: keep only it to close.
 		r.outs = []outbound.Outbound{g}
@@ -80,7 +94,7 @@ func buildRouting(cfg *Config, onSwitch func(group.Event)) (*routing, error) {
 		final = TargetProxy
 	}
 	if final == TargetProxy && len(members) == 0 {
-		return nil, errors.New("core: no server configured")
+		return nil, ErrNoServer
 	}
 	set, err := rule.Compile(cfg.Rules, final)
 	if err != nil {

@@ -122,11 +122,13 @@ func (c *Config) fill() {
 }
 
 // DefaultStateFile returns where the state file lives: /run/skiff when the
-// process may write there (root), else the user's cache directory.
+// process may write there (root), else the user's cache directory. Whether
+// it may is tried, not assumed from the directory existing: a /run/skiff
+// left by root must not lock out a user given CAP_NET_ADMIN (EACCES).
 func DefaultStateFile() string {
 	const run = "/run/skiff"
 	if st, err := os.Stat("/run"); err == nil && st.IsDir() {
-		if err := os.MkdirAll(run, 0o700); err == nil {
+		if err := os.MkdirAll(run, 0o700); err == nil && writable(run) {
 			return filepath.Join(run, "tun-state.json")
 		}
 	}
@@ -134,6 +136,17 @@ func DefaultStateFile() string {
 		return filepath.Join(dir, "skiff", "tun-state.json")
 	}
 	return filepath.Join(os.TempDir(), "skiff-tun-state.json")
+}
+
+// writable reports whether this process can create files in dir.
+func writable(dir string) bool {
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
 }
 
 // Tunnel is an open TUN device with its routes.

@@ -6,6 +6,7 @@ package outbound
 
 import (
 	"context"
+	"errors"
 	"net"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -29,3 +30,8 @@ type Outbound interface {
 	ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error)
 	Close() error
 }
+
+// ErrAuthRejected is wrapped by a protocol client's error when the server
+// refused its credentials (a wrong password or UUID, an expired plan), so
+// that front ends can say so without reading the text.
+var ErrAuthRejected = errors.New("the server rejected the credentials")

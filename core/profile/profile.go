@@ -199,17 +199,17 @@ type Settings struct {
 	LogLevel        string   `json:"logLevel,omitempty"`
 }
 
-// TUN is the TUN inbound's settings.
+// TUN is the TUN mode's settings; core/plan applies them over the core's
+// defaults.
 type TUN struct {
-	Enabled     bool     `json:"enabled,omitempty"`
-	Name        string   `json:"name,omitempty"` // device name; empty: the OS picks
-	MTU         int      `json:"mtu,omitempty"`  // zero: the engine's default
-	Addresses   []string `json:"addresses,omitempty"`
-	AutoRoute   bool     `json:"autoRoute,omitempty"`
-	StrictRoute bool     `json:"strictRoute,omitempty"`
-	DNSHijack   bool     `json:"dnsHijack,omitempty"`
-	KillSwitch  bool     `json:"killSwitch,omitempty"`
+	Name        string `json:"name,omitempty"`        // device name; empty: the core's default
+	MTU         int    `json:"mtu,omitempty"`         // zero: the core's default
+	StrictRoute *bool  `json:"strictRoute,omitempty"` // nil: on
+	KillSwitch  bool   `json:"killSwitch,omitempty"`
 }
+
+// Strict reports whether strict route is on (it is unless turned off).
+func (t TUN) Strict() bool { return t.StrictRoute == nil || *t.StrictRoute }
 
 // Duration is a time.Duration written as text ("1h30m") in JSON.
 type Duration time.Duration

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,24 +11,27 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"time"
 
 	fyneapp "fyne.io/fyne/v2/app"
 
 	"github.com/skiffvpn/skiff/app"
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/procs"
+	"github.com/skiffvpn/skiff/internal/service"
 )
 
-// runGUI implements `skiff gui` (and skiff without arguments): the window
-// with the core in the same process, and the subscriptions refreshed in the
-// background.
+// runGUI implements `skiff gui` (and skiff without arguments): the window,
+// as a client of the service when one runs, else with the core in the same
+// process (and the subscriptions refreshed in the background).
 func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	fs := flag.NewFlagSet("gui", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	socket := fs.String("socket", service.DefaultSocket, "the service's socket")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -35,19 +39,6 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintf(stderr, "skiff gui: --log-level: %v\n", err)
 		return 2
-	}
-	store, err := profile.Open(*dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "skiff gui: %v\n", err)
-		return 1
-	}
-	if _, err := store.Load(); err != nil {
-		var cerr *profile.CorruptError
-		if !errors.As(err, &cerr) {
-			fmt.Fprintf(stderr, "skiff gui: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "skiff gui: warning: %v\n", err)
 	}
 	if runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 		fmt.Fprintln(stderr, "skiff: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are empty); use `skiff run` for the core without a window")
@@ -61,27 +52,73 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 			code = 1
 		}
 	}()
-	ctrl := core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
-	fa := fyneapp.NewWithID(app.ID)
-	ui, err := app.New(fa, app.Options{Controller: ctrl, Store: store})
+	prefsDir, err := profile.DefaultDir()
+	if *dir != "" {
+		prefsDir = *dir
+	}
+	if err == nil {
+		err = os.MkdirAll(prefsDir, 0o700)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skiff gui: %v\n", err)
 		return 1
 	}
-	log := ctrl.Logger()
-	ref := &subscription.Refresher{
-		Store: store,
-		Logf:  func(format string, a ...any) { log.Info(fmt.Sprintf(format, a...)) },
-		OnRefresh: func(string, *subscription.Result, error) {
-			ui.ProfileChanged()
-		},
+	// The service when it runs (the VPN then outlives the window), else
+	// the core in this process.
+	opts := app.Options{PrefsDir: prefsDir}
+	var local *api.Local
+	if *dir == "" {
+		c := service.NewClient(*socket)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := c.Status(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			opts.Backend, opts.Service = c, true
+			defer c.Close()
+		case errors.Is(err, api.ErrForbidden):
+			fmt.Fprintf(stderr, "skiff gui: %v; running the core in the window instead\n", err)
+		}
 	}
-	ref.Start(ui.Context())
+	if opts.Backend == nil {
+		store, err := profile.Open(*dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+			return 1
+		}
+		if _, err := store.Load(); err != nil {
+			var cerr *profile.CorruptError
+			if !errors.As(err, &cerr) {
+				fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+				return 1
+			}
+			fmt.Fprintf(stderr, "skiff gui: warning: %v\n", err)
+		}
+		ctrl := core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
+		local = api.NewLocal(ctrl, store, nil)
+		opts.Backend, opts.Logger = local, ctrl.Logger()
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: &lv}))
+		opts.Logger = log
+	}
+	fa := fyneapp.NewWithID(app.ID)
+	ui, err := app.New(fa, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+		return 1
+	}
+	if local != nil {
+		// The subscriptions are refreshed on schedule by the core that
+		// owns the profile: here, this process.
+		local.Start(ui.Context())
+		defer local.Close()
+	}
 	// One P while one is enough (package procs says why).
 	stopProcs := procs.Start(ui.Context(), procs.DefaultPolicy(), log)
 	ui.Window().ShowAndRun()
 	stopProcs()
-	ref.Stop()
 	ui.Close()
 	return 0
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/service"
 )
 
 // runImport implements `skiff import URL|FILE|-|LINK`: a subscription URL
@@ -26,6 +27,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	name := fs.String("name", "", "name for a new subscription (default: the provider's title)")
+	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff import [--config-dir DIR] [--name NAME] URL|FILE|-|LINK")
 		fmt.Fprintln(stderr, "  URL may also be an ssconf://, clash://install-config or sing-box://import-remote-profile link")
@@ -43,24 +45,16 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	arg := fs.Arg(0)
-	store, err := profile.Open(*dir)
-	if err != nil {
-		fmt.Fprintf(stderr, "skiff import: %v\n", err)
-		return 1
-	}
-	if _, err := store.Load(); err != nil {
-		var cerr *profile.CorruptError
-		if !errors.As(err, &cerr) {
-			fmt.Fprintf(stderr, "skiff import: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "skiff import: warning: %v\n", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	b, done, err := backendFor(ctx, *dir, *socket, stderr)
+	if err != nil {
+		return failed(stderr, "import", err)
+	}
+	defer done()
 
 	if u, ok := subscription.NormalizeURL(arg); ok {
-		return importURL(ctx, store, u, *name, stdout, stderr)
+		return importURL(ctx, b, u, *name, stdout, stderr)
 	}
 	var body []byte
 	source := arg
@@ -78,28 +72,59 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skiff import: %v\n", err)
 		return 1
 	}
-	res, perr := subscription.Parse(body)
-	if perr != nil {
+	if len(body) > subscription.MaxBodySize {
+		fmt.Fprintf(stderr, "skiff import: %s: over %d bytes\n", source, subscription.MaxBodySize)
+		return 1
+	}
+	res, err := b.Import(ctx, api.ImportRequest{Body: string(body)})
+	if err != nil {
 		printWarnings(stderr, res)
-		fmt.Fprintf(stderr, "skiff import: %s: %v\n", source, perr)
+		msg := err.Error()
+		msg = strings.TrimPrefix(msg, "import: ")
+		fmt.Fprintf(stderr, "skiff import: %s: %s\n", source, msg)
 		return 1
 	}
-	added := 0
-	if err := store.Update(func(p *profile.Profile) error {
-		added = subscription.AddNodes(p, res.Nodes)
-		return nil
-	}); err != nil {
-		fmt.Fprintf(stderr, "skiff import: saving: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "imported %d nodes from %s (%s)", added, source, res.Format)
-	if dup := len(res.Nodes) - added; dup > 0 {
+	fmt.Fprintf(stdout, "imported %d nodes from %s (%s)", res.Added, source, res.Format)
+	if dup := res.Nodes - res.Added; dup > 0 {
 		fmt.Fprintf(stdout, "; %d already present", dup)
 	}
 	fmt.Fprintln(stdout)
 	printUnsupported(stdout, res)
 	printWarnings(stderr, res)
 	return 0
+}
+
+// backendFor returns the backend a data command works on: with --config-dir
+// (or $SKIFF_CONFIG_DIR) that profile, in this process; else the service
+// when one runs, else the user's own profile in this process.
+func backendFor(ctx context.Context, dir, socket string, stderr io.Writer) (api.Backend, func(), error) {
+	if dir == "" && os.Getenv(profile.EnvConfigDir) == "" {
+		c := service.NewClient(socket)
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Status(cctx)
+		cancel()
+		switch {
+		case err == nil:
+			return c, c.Close, nil
+		case !errors.Is(err, api.ErrUnavailable):
+			c.Close()
+			return nil, nil, err
+		}
+		c.Close()
+	}
+	store, err := profile.Open(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := store.Load(); err != nil {
+		var cerr *profile.CorruptError
+		if !errors.As(err, &cerr) {
+			return nil, nil, err
+		}
+		fmt.Fprintf(stderr, "skiff: warning: %v\n", err)
+	}
+	l := api.NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
+	return l, func() { l.Close() }, nil
 }
 
 func readFileLimited(path string) ([]byte, error) {
@@ -116,65 +141,32 @@ func readFileLimited(path string) ([]byte, error) {
 }
 
 // importURL adds a subscription (or finds it by URL) and refreshes it. A new
-// subscription whose first refresh fails is removed again.
-func importURL(ctx context.Context, store *profile.Store, rawURL, name string, stdout, stderr io.Writer) int {
-	var id string
-	isNew := false
-	err := store.Update(func(p *profile.Profile) error {
-		for _, s := range p.Subscriptions {
-			if s.URL == rawURL {
-				id = s.ID
-				if name != "" {
-					s.Name = name
-				}
-				return nil
-			}
-		}
-		var b [6]byte
-		rand.Read(b[:])
-		id = "s" + hex.EncodeToString(b[:])
-		isNew = true
-		p.Subscriptions = append(p.Subscriptions, &profile.Subscription{ID: id, URL: rawURL, Name: name})
-		return nil
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "skiff import: saving: %v\n", err)
-		return 1
-	}
-	res, rerr := subscription.Refresh(ctx, store, &subscription.Fetcher{}, id)
+// subscription whose first refresh fails is not kept.
+func importURL(ctx context.Context, b api.Backend, rawURL, name string, stdout, stderr io.Writer) int {
+	res, rerr := b.Import(ctx, api.ImportRequest{URL: rawURL, Name: name})
 	if rerr != nil {
 		printWarnings(stderr, res)
-		if isNew {
-			store.Update(func(p *profile.Profile) error {
-				subs := p.Subscriptions[:0]
-				for _, s := range p.Subscriptions {
-					if s.ID != id {
-						subs = append(subs, s)
-					}
-				}
-				p.Subscriptions = subs
-				return nil
-			})
-			fmt.Fprintf(stderr, "skiff import: %v\n", rerr)
-		} else {
+		if res != nil && res.Existing {
 			fmt.Fprintf(stderr, "skiff import: %v (the subscription's previous nodes are kept)\n", rerr)
+		} else {
+			fmt.Fprintf(stderr, "skiff import: %v\n", rerr)
 		}
 		return 1
 	}
-	p, _ := store.Load()
+	p, _, _ := b.Profile(ctx)
 	var sub *profile.Subscription
 	if p != nil {
-		sub = p.Subscription(id)
+		sub = p.Subscription(res.Subscription)
 	}
 	title := subscription.Redact(rawURL)
 	if sub != nil && sub.DisplayName() != "" {
 		title = sub.DisplayName()
 	}
 	verb := "added"
-	if !isNew {
+	if res.Existing {
 		verb = "refreshed"
 	}
-	fmt.Fprintf(stdout, "%s subscription %q (%s): %d nodes\n", verb, title, res.Format, len(res.Nodes))
+	fmt.Fprintf(stdout, "%s subscription %q (%s): %d nodes\n", verb, title, res.Format, res.Nodes)
 	printUnsupported(stdout, res)
 	if sub != nil {
 		if ui := sub.UserInfo; ui != nil {
@@ -215,23 +207,14 @@ func bytesIEC(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-func printUnsupported(w io.Writer, res *subscription.Result) {
-	if res == nil {
+func printUnsupported(w io.Writer, res *api.ImportResult) {
+	if res == nil || len(res.Unsupported) == 0 {
 		return
 	}
-	var lines []string
-	for _, n := range res.Nodes {
-		if ok, why := subscription.Supported(n); !ok {
-			lines = append(lines, fmt.Sprintf("  %s: %s", n.Name, why))
-		}
-	}
-	if len(lines) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%d of them are kept but cannot be used yet:\n%s\n", len(lines), strings.Join(lines, "\n"))
+	fmt.Fprintf(w, "%d of them are kept but cannot be used yet:\n  %s\n", len(res.Unsupported), strings.Join(res.Unsupported, "\n  "))
 }
 
-func printWarnings(w io.Writer, res *subscription.Result) {
+func printWarnings(w io.Writer, res *api.ImportResult) {
 	if res == nil || len(res.Warnings) == 0 {
 		return
 	}

@@ -2,17 +2,19 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/service"
 )
 
 // nodeJSON is one line of `skiff nodes --json`: what a script needs to pick
@@ -80,6 +82,7 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
+	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
 		fs.PrintDefaults()
@@ -91,19 +94,16 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	store, err := profile.Open(*dir)
+	ctx, stop := callContext(10 * time.Second)
+	defer stop()
+	b, done, err := backendFor(ctx, *dir, *socket, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "skiff nodes: %v\n", err)
-		return 1
+		return failed(stderr, "nodes", err)
 	}
-	p, err := store.Load()
+	defer done()
+	p, _, err := b.Profile(ctx)
 	if err != nil {
-		var cerr *profile.CorruptError
-		if !errors.As(err, &cerr) {
-			fmt.Fprintf(stderr, "skiff nodes: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "skiff nodes: warning: %v\n", err)
+		return failed(stderr, "nodes", err)
 	}
 	list := make([]nodeJSON, 0, len(p.Nodes))
 	for _, n := range p.Nodes {
@@ -215,4 +215,22 @@ func lookupNodeIn(dir, name string) (*node.Node, error) {
 		cfg.Name = n.Rename
 	}
 	return &cfg, nil
+}
+
+// planFor is the profile's plan (core/plan) for the saved node or group
+// named name: what the window and `skiff connect --node` would run.
+func planFor(dir, name string) (*plan.Plan, error) {
+	store, err := profile.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := store.Load()
+	if p == nil {
+		return nil, err
+	}
+	pl, err := plan.Build(p, plan.Request{Target: name})
+	if err != nil {
+		return nil, fmt.Errorf("--node: %w", err)
+	}
+	return pl, nil
 }

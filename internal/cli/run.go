@@ -43,6 +43,10 @@ type runFlags struct {
 	probeURL  string
 	lanDirect bool
 	tun       tunFlags
+	// base is the run the profile plans for a single --node (its group
+	// type, rules and final target); nil with --link or several --node.
+	base     *core.Config
+	probeSet bool // --probe-url was given
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -57,7 +61,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		configDir string
 	)
 	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
-	fs.Var(&saved, "node", "a saved node's name or ID (see `skiff nodes`); repeat for failover order, after any --link")
+	fs.Var(&saved, "node", "a saved node's or group's name or ID (see `skiff nodes`): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
 	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
 	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
@@ -82,6 +86,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { rf.probeSet = rf.probeSet || f.Name == "probe-url" })
 	if err := rf.level.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", level)
 	}
@@ -103,12 +108,22 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		}
 		rf.nodes = append(rf.nodes, n)
 	}
-	for _, name := range saved {
-		n, err := lookupNodeIn(configDir, name)
+	if len(saved) == 1 && len(ls) == 0 {
+		// One saved node or group: the profile's own plan for it.
+		pl, err := planFor(configDir, saved[0])
 		if err != nil {
 			return nil, err
 		}
-		rf.nodes = append(rf.nodes, n)
+		rf.base = &pl.Config
+		rf.nodes = pl.Config.Nodes
+	} else {
+		for _, name := range saved {
+			n, err := lookupNodeIn(configDir, name)
+			if err != nil {
+				return nil, err
+			}
+			rf.nodes = append(rf.nodes, n)
+		}
 	}
 	if rf.pprof != "" && !isLoopback(rf.pprof) {
 		return nil, fmt.Errorf("--pprof: %q is not a loopback address", rf.pprof)
@@ -173,7 +188,14 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		log.Info("pprof listening", "addr", srv.Addr)
 	}
 
-	cfg := core.Config{Nodes: rf.nodes, Listen: rf.listen, AllowLAN: rf.allowLAN, Policy: group.Policy{ProbeURL: rf.probeURL}}
+	cfg := core.Config{Nodes: rf.nodes}
+	if rf.base != nil {
+		cfg = *rf.base
+	}
+	cfg.Listen, cfg.AllowLAN = rf.listen, rf.allowLAN
+	if rf.base == nil || rf.probeSet {
+		cfg.Policy.ProbeURL = rf.probeURL
+	}
 	if rf.lanDirect {
 		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}

@@ -387,7 +387,7 @@ func (c *Client) authenticate(ctx context.Context, q *qconn) error {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != statusAuthOK {
-		return fmt.Errorf("rejected (status %d)", resp.StatusCode)
+		return fmt.Errorf("%w (status %d)", outbound.ErrAuthRejected, resp.StatusCode)
 	}
 	res, err := parseAuthResponse(resp.Header)
 	if err != nil {

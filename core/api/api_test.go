@@ -1,0 +1,232 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/profile"
+)
+
+const hy2Link = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
+
+// pair returns the in-process backend and a client of it over a real Unix
+// socket served by Handler.
+func pair(t *testing.T) (*Local, *Client) {
+	t.Helper()
+	store, err := profile.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
+	t.Cleanup(func() { l.Close() })
+	sock := filepath.Join(t.TempDir(), "api.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: NewHandler(l, HandlerOptions{})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	c := NewClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	})
+	t.Cleanup(c.Close)
+	return l, c
+}
+
+func TestBothBackendsAgree(t *testing.T) {
+	l, c := pair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for name, b := range map[string]Backend{"local": l, "client": c} {
+		t.Run(name, func(t *testing.T) {
+			// Typed errors cross the socket.
+			if _, err := b.Connect(ctx, plan.Request{Mode: plan.ModeProxy, Listen: "127.0.0.1:0"}); !errors.Is(err, ErrNoServer) {
+				t.Errorf("connect without a server: %v, want ErrNoServer", err)
+			}
+			if _, err := b.Connect(ctx, plan.Request{Mode: "bogus"}); !errors.Is(err, ErrBadRequest) {
+				t.Errorf("connect with a bad mode: %v, want ErrBadRequest", err)
+			}
+			if err := b.CloseConnection(ctx, 12345); !errors.Is(err, ErrNotFound) {
+				t.Errorf("close of no connection: %v, want ErrNotFound", err)
+			}
+			if _, err := b.Refresh(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+				t.Errorf("refresh of no subscription: %v", err)
+			}
+			if _, err := b.Import(ctx, ImportRequest{URL: "http://127.0.0.1:1/sub"}); !errors.Is(err, ErrSubscriptionFetch) {
+				t.Errorf("import of a dead URL: %v, want ErrSubscriptionFetch", err)
+			}
+		})
+	}
+
+	// A watcher on the client sees what a second client does.
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	ch, err := c.Watch(wctx, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := <-ch; n.Kind != NoticeStatus || n.Status == nil || n.Status.State != core.Stopped {
+		t.Fatalf("first notice %+v, want the status", n)
+	}
+	res, err := c.Import(ctx, ImportRequest{Body: hy2Link})
+	if err != nil || res.Added != 1 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	waitKind(t, ch, NoticeProfile)
+	p, rev, err := l.Profile(ctx)
+	if err != nil || len(p.Nodes) != 1 {
+		t.Fatalf("profile: %v %v", p, err)
+	}
+	// A stale revision is refused; the current one is taken.
+	p.Selected = p.Nodes[0].ID
+	if err := c.SetProfile(ctx, p, "stale"); !errors.Is(err, ErrConflict) {
+		t.Errorf("stale revision: %v", err)
+	}
+	if err := c.SetProfile(ctx, p, rev); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := c.Connect(ctx, plan.Request{Listen: "127.0.0.1:0"})
+	if err != nil || rt.Name != "Hy2 Home" {
+		t.Fatalf("connect: %+v %v", rt, err)
+	}
+	n := waitKind(t, ch, NoticeStatus)
+	for n.Status.State != core.Running {
+		n = waitKind(t, ch, NoticeStatus)
+	}
+	if n.Status.Route == nil || n.Status.Route.Name != "Hy2 Home" {
+		t.Errorf("running status without the route: %+v", n.Status)
+	}
+	if _, err := c.Connect(ctx, plan.Request{Listen: "127.0.0.1:0"}); !errors.Is(err, ErrRunning) {
+		t.Errorf("second connect: %v, want ErrRunning", err)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || st.State != core.Running || st.Listen == "" {
+		t.Errorf("status: %+v %v", st, err)
+	}
+	if err := c.Disconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := l.Status(ctx); st.State != core.Stopped || st.Route != nil {
+		t.Errorf("after disconnect: %+v", st)
+	}
+	// A profile that names a path is refused and changes nothing.
+	bad := profile.New()
+	bad.Subscriptions = []*profile.Subscription{{ID: "x", URL: "file:///etc/shadow"}}
+	if err := c.SetProfile(ctx, bad, ""); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("file URL: %v", err)
+	}
+	if p, _, _ := l.Profile(ctx); len(p.Nodes) != 1 {
+		t.Error("a refused profile changed the saved one")
+	}
+}
+
+func waitKind(t *testing.T, ch <-chan Notice, k NoticeKind) Notice {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				t.Fatalf("stream ended waiting for %s", k)
+			}
+			if n.Kind == k {
+				return n
+			}
+		case <-timeout:
+			t.Fatalf("no %s notice", k)
+		}
+	}
+}
+
+func TestHandlerRefusesBadRequests(t *testing.T) {
+	l, _ := pair(t)
+	h := NewHandler(l, HandlerOptions{Authorize: func(r *http.Request) error {
+		if r.Header.Get("X-Test-Deny") != "" {
+			return errors.New("denied")
+		}
+		return nil
+	}})
+	for _, tc := range []struct {
+		method, path, body string
+		deny               bool
+		code               Code
+	}{
+		{"POST", "/v1/connect", `{"mode":`, false, CodeBadRequest},
+		{"POST", "/v1/connect", `{"mode":"tun"} {"mode":"proxy"}`, false, CodeBadRequest},
+		{"POST", "/v1/connect", `{"command":"rm -rf /"}`, false, CodeBadRequest},
+		{"POST", "/v1/connect", `{"target":"` + strings.Repeat("x", maxRequest) + `"}`, false, CodeTooLarge},
+		{"POST", "/v1/disconnect", `{"x":1}`, false, CodeBadRequest},
+		{"GET", "/v2/status", "", false, CodeUnsupportedVersion},
+		{"GET", "/status", "", false, CodeNotFound},
+		{"DELETE", "/v1/connections/abc", "", false, CodeBadRequest},
+		{"GET", "/v1/status", "", true, CodeForbidden},
+	} {
+		req, _ := http.NewRequest(tc.method, "http://skiff"+tc.path, strings.NewReader(tc.body))
+		if tc.deny {
+			req.Header.Set("X-Test-Deny", "1")
+		}
+		w := &recorder{h: http.Header{}}
+		h.ServeHTTP(w, req)
+		e, _ := readError(w.status, strings.NewReader(w.body.String()), nil).(*Error)
+		if e == nil || e.Code != tc.code {
+			t.Errorf("%s %s: %d %s, want %s", tc.method, tc.path, w.status, w.body.String(), tc.code)
+		}
+	}
+}
+
+// recorder is a minimal http.ResponseWriter.
+type recorder struct {
+	h      http.Header
+	status int
+	body   strings.Builder
+}
+
+func (r *recorder) Header() http.Header { return r.h }
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = 200
+	}
+	return r.body.Write(b)
+}
+func (r *recorder) WriteHeader(s int) { r.status = s }
+
+// FuzzDecodeRequest feeds arbitrary bodies to the request decoding of every
+// request type: it must return an error or a value, never panic, and a
+// decoded request must pass or fail its own validation cleanly.
+func FuzzDecodeRequest(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"mode":"tun","target":"n1","listen":"127.0.0.1:1080","dns":"fake-ip"}`, `{"url":"https://x/sub"}`,
+		`{"body":"hysteria2://a@b:1"}`, `{"ids":["a","b"]}`, `{"profile":{"version":1}}`, `{"mode":`, `[1,2]`, `null`, "\x00",
+		`{"mode":"tun"}{"mode":"tun"}`, `{"noIPv6":"yes"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req plan.Request
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &req); err == nil {
+			req.Validate()
+		} else if CodeOf(err) != CodeBadRequest && CodeOf(err) != CodeTooLarge {
+			t.Fatalf("decode error with code %s", CodeOf(err))
+		}
+		var imp ImportRequest
+		DecodeRequest(strings.NewReader(string(b)), maxRequest, &imp)
+		var doc profileDoc
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &doc); err == nil && doc.Profile != nil {
+			CheckProfile(doc.Profile)
+		}
+		var pr probeRequest
+		DecodeRequest(strings.NewReader(string(b)), maxRequest, &pr)
+		DecodeRequest(strings.NewReader(string(b)), maxRequest, nil)
+	})
+}

@@ -1,0 +1,558 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/core/subscription"
+)
+
+// Local is the Backend that runs the core in this process: the service's,
+// and the window's when no service is installed. It owns the profile store
+// and the subscription refresh schedule as well as the core.
+type Local struct {
+	ctrl    *core.Controller
+	store   *profile.Store
+	fetcher *subscription.Fetcher
+	log     *slog.Logger
+
+	profiles notifier // profile changes, to every watcher
+
+	pmu sync.Mutex // serialises read-modify-write of the profile
+
+	mu    sync.Mutex // guards route and ref
+	route *Route     // what the running Connect used
+	ref   *subscription.Refresher
+}
+
+// NewLocal returns a Backend over ctrl and store; f fetches subscriptions
+// (nil: the default Fetcher).
+func NewLocal(ctrl *core.Controller, store *profile.Store, f *subscription.Fetcher) *Local {
+	if f == nil {
+		f = &subscription.Fetcher{}
+	}
+	return &Local{ctrl: ctrl, store: store, fetcher: f, log: ctrl.Logger()}
+}
+
+// Start starts the subscription refresh schedule; it runs until ctx ends or
+// Close.
+func (l *Local) Start(ctx context.Context) error {
+	ref := &subscription.Refresher{
+		Store:   l.store,
+		Fetcher: l.fetcher,
+		Logf:    func(format string, a ...any) { l.log.Info(fmt.Sprintf(format, a...)) },
+		OnRefresh: func(string, *subscription.Result, error) {
+			l.profileChanged()
+		},
+	}
+	if err := ref.Start(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.ref = ref
+	l.mu.Unlock()
+	return nil
+}
+
+// Close stops the refresh schedule and the core (routes and DNS restored).
+func (l *Local) Close() error {
+	l.mu.Lock()
+	ref := l.ref
+	l.ref = nil
+	l.mu.Unlock()
+	if ref != nil {
+		ref.Stop()
+	}
+	return l.ctrl.Stop()
+}
+
+// Controller returns the core this backend runs.
+func (l *Local) Controller() *core.Controller { return l.ctrl }
+
+// Connect implements Backend.
+func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
+	if err := r.Validate(); err != nil {
+		return nil, errorf(CodeBadRequest, err.Error())
+	}
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	pl, err := plan.Build(p, r)
+	if err != nil {
+		if errors.Is(err, plan.ErrNoServer) {
+			return nil, errorf(CodeNoServer, err.Error())
+		}
+		return nil, errorf(CodeBadRequest, err.Error())
+	}
+	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
+	if r.Mode == plan.ModeTUN {
+		rt.Mode = plan.ModeTUN
+	}
+	l.mu.Lock()
+	prev := l.route
+	l.route = rt
+	l.mu.Unlock()
+	if err := l.ctrl.Start(ctx, pl.Config); err != nil {
+		l.mu.Lock()
+		l.route = prev
+		l.mu.Unlock()
+		return nil, Wrap(err)
+	}
+	return rt, nil
+}
+
+// Disconnect implements Backend.
+func (l *Local) Disconnect(context.Context) error {
+	err := l.ctrl.Stop()
+	l.mu.Lock()
+	l.route = nil
+	l.mu.Unlock()
+	if err != nil {
+		return Wrap(err)
+	}
+	return nil
+}
+
+// Status implements Backend.
+func (l *Local) Status(context.Context) (Status, error) { return l.status(l.ctrl.Status()), nil }
+
+func (l *Local) status(st core.Status) Status {
+	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason,
+		Listen: st.Listen, TUN: st.TUN, Since: st.Since}
+	if st.State == core.Failed {
+		out.Error = &Error{Code: CodeOf(st.Cause), Message: st.Err}
+	}
+	if st.State == core.Running || st.State == core.Starting {
+		l.mu.Lock()
+		out.Route = l.route
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// Stats implements Backend.
+func (l *Local) Stats(context.Context) (core.Snapshot, error) { return l.ctrl.Stats(), nil }
+
+// Groups implements Backend.
+func (l *Local) Groups(context.Context) ([]core.GroupState, error) { return l.ctrl.Groups(), nil }
+
+// Connections implements Backend.
+func (l *Local) Connections(context.Context) ([]stats.ConnInfo, error) {
+	return l.ctrl.Connections(), nil
+}
+
+// CloseConnection implements Backend.
+func (l *Local) CloseConnection(_ context.Context, id uint64) error {
+	if !l.ctrl.CloseConnection(id) {
+		return errorf(CodeNotFound, fmt.Sprintf("connection %d is not open", id))
+	}
+	return nil
+}
+
+// Logs implements Backend.
+func (l *Local) Logs(context.Context) ([]core.LogRecord, error) { return l.ctrl.Logs(), nil }
+
+// watchBuffer is how many notices a watcher may fall behind before it
+// misses some (it then gets NoticeDropped and can read the state again).
+const watchBuffer = 256
+
+// Watch implements Backend.
+func (l *Local) Watch(ctx context.Context, o WatchOptions) (<-chan Notice, error) {
+	events, stopEvents := l.ctrl.Subscribe(64)
+	var (
+		logs     <-chan core.LogRecord
+		stopLogs = func() {}
+	)
+	if o.Logs {
+		logs, stopLogs = l.ctrl.SubscribeLogs(watchBuffer)
+	}
+	profiles, stopProfiles := l.profiles.subscribe()
+	out := make(chan Notice, watchBuffer)
+	st := l.status(l.ctrl.Status())
+	out <- Notice{Kind: NoticeStatus, Time: time.Now(), Status: &st}
+	go func() {
+		defer close(out)
+		defer stopEvents()
+		defer stopLogs()
+		defer stopProfiles()
+		var tick <-chan time.Time
+		if o.Stats {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			tick = t.C
+		}
+		dropped := false
+		send := func(n Notice) {
+			if dropped {
+				select {
+				case out <- Notice{Kind: NoticeDropped, Time: time.Now()}:
+					dropped = false
+				default:
+					return
+				}
+			}
+			select {
+			case out <- n:
+			default:
+				dropped = true
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				send(l.notice(ev))
+			case rec, ok := <-logs:
+				if !ok {
+					return
+				}
+				send(Notice{Kind: NoticeLog, Time: rec.Time, Log: &rec})
+			case rev := <-profiles:
+				send(Notice{Kind: NoticeProfile, Time: time.Now(), Profile: &ProfileRevision{Rev: rev}})
+			case <-tick:
+				s := l.ctrl.Stats()
+				send(Notice{Kind: NoticeStats, Time: time.Now(), Stats: &s})
+			}
+		}
+	}()
+	return out, nil
+}
+
+// notice turns a core event into a Notice.
+func (l *Local) notice(ev core.Event) Notice {
+	st := l.status(ev.Status)
+	n := Notice{Time: ev.Time, Status: &st, Message: ev.Message}
+	switch ev.Kind {
+	case core.EventSwitch:
+		n.Kind, n.Switch = NoticeSwitch, ev.Switch
+	case core.EventFlowFailed:
+		n.Kind = NoticeFlowFailed
+		n.Error = &Error{Code: CodeOf(ev.Err), Message: ev.Message}
+	default:
+		n.Kind = NoticeStatus
+	}
+	return n
+}
+
+// revision is the profile's revision: a hash of its JSON.
+func revision(p *profile.Profile) string {
+	b, _ := json.Marshal(p)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// Profile implements Backend.
+func (l *Local) Profile(context.Context) (*profile.Profile, string, error) {
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, "", fmt.Errorf("profile: %w", err)
+	}
+	return p, revision(p), nil
+}
+
+// SetProfile implements Backend.
+func (l *Local) SetProfile(_ context.Context, p *profile.Profile, rev string) error {
+	if p == nil {
+		return errorf(CodeBadRequest, "profile: missing")
+	}
+	if err := CheckProfile(p); err != nil {
+		return errorf(CodeBadRequest, err.Error())
+	}
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
+	if rev != "" {
+		cur, err := l.store.Load()
+		if cur == nil {
+			return fmt.Errorf("profile: %w", err)
+		}
+		if revision(cur) != rev {
+			return errorf(CodeConflict, "profile: changed by another client; read it again")
+		}
+	}
+	if err := l.store.Save(p); err != nil {
+		return err
+	}
+	l.profileChanged()
+	return nil
+}
+
+// update changes the saved profile under the profile lock and tells the
+// watchers.
+func (l *Local) update(fn func(*profile.Profile) error) error {
+	l.pmu.Lock()
+	err := l.store.Update(fn)
+	l.pmu.Unlock()
+	if err == nil {
+		l.profileChanged()
+	}
+	return err
+}
+
+func (l *Local) profileChanged() {
+	p, _ := l.store.Load()
+	rev := ""
+	if p != nil {
+		rev = revision(p)
+	}
+	l.profiles.publish(rev)
+}
+
+// CheckProfile checks a profile a client sent: the references between its
+// parts, every node's configuration, every subscription's URL, and the
+// lengths of its texts.
+func CheckProfile(p *profile.Profile) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	for _, s := range p.Subscriptions {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("subscription %s: not an http(s) URL", s.ID)
+		}
+	}
+	for _, n := range p.Nodes {
+		if err := n.Config.Validate(); err != nil {
+			return fmt.Errorf("node %s: %w", n.ID, err)
+		}
+	}
+	for _, r := range p.Routes.Rules {
+		if len(r.Values) > 1<<16 {
+			return fmt.Errorf("rule %s: too many values", r.Type)
+		}
+	}
+	if _, err := plan.Rules(p.Routes.Rules); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Import implements Backend.
+func (l *Local) Import(ctx context.Context, r ImportRequest) (*ImportResult, error) {
+	switch {
+	case r.URL != "" && r.Body != "":
+		return nil, errorf(CodeBadRequest, "import: give a URL or a body, not both")
+	case r.URL != "":
+		u, ok := subscription.NormalizeURL(r.URL)
+		if !ok {
+			return nil, errorf(CodeBadRequest, "import: not a subscription URL")
+		}
+		return l.importURL(ctx, u, r.Name)
+	case r.Body != "":
+		return l.importBody([]byte(r.Body))
+	}
+	return nil, errorf(CodeBadRequest, "import: nothing to import")
+}
+
+func (l *Local) importBody(body []byte) (*ImportResult, error) {
+	res, err := subscription.Parse(body)
+	out := result(res)
+	if err != nil {
+		return out, errorf(CodeBadRequest, "import: "+err.Error())
+	}
+	err = l.update(func(p *profile.Profile) error {
+		out.Added = subscription.AddNodes(p, res.Nodes)
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// importURL adds a subscription (or finds it by URL) and refreshes it. A new
+// subscription whose first refresh fails is removed again.
+func (l *Local) importURL(ctx context.Context, rawURL, name string) (*ImportResult, error) {
+	var id string
+	isNew := false
+	err := l.update(func(p *profile.Profile) error {
+		for _, s := range p.Subscriptions {
+			if s.URL == rawURL {
+				id = s.ID
+				if name != "" {
+					s.Name = name
+				}
+				return nil
+			}
+		}
+		var b [6]byte
+		rand.Read(b[:])
+		id = "s" + hex.EncodeToString(b[:])
+		isNew = true
+		p.Subscriptions = append(p.Subscriptions, &profile.Subscription{ID: id, URL: rawURL, Name: name, Title: subscription.Redact(rawURL)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := l.refresh(ctx, id)
+	out.Existing = !isNew
+	if err != nil && isNew {
+		l.update(func(p *profile.Profile) error {
+			subs := p.Subscriptions[:0]
+			for _, s := range p.Subscriptions {
+				if s.ID != id {
+					subs = append(subs, s)
+				}
+			}
+			p.Subscriptions = subs
+			return nil
+		})
+		out.Subscription = ""
+	}
+	return out, err
+}
+
+// Refresh implements Backend.
+func (l *Local) Refresh(ctx context.Context, id string) (*ImportResult, error) {
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, err
+	}
+	if p.Subscription(id) == nil {
+		return nil, errorf(CodeNotFound, "subscription "+id+": not in the profile")
+	}
+	return l.refresh(ctx, id)
+}
+
+func (l *Local) refresh(ctx context.Context, id string) (*ImportResult, error) {
+	l.pmu.Lock()
+	res, err := subscription.Refresh(ctx, l.store, l.fetcher, id)
+	l.pmu.Unlock()
+	l.profileChanged()
+	out := result(res)
+	out.Subscription = id
+	if err != nil {
+		e := errorf(CodeSubscriptionFetch, err.Error())
+		out.Error = e
+		return out, e
+	}
+	return out, nil
+}
+
+// result summarises a parse.
+func result(res *subscription.Result) *ImportResult {
+	out := &ImportResult{}
+	if res == nil {
+		return out
+	}
+	out.Format = string(res.Format)
+	out.Nodes = len(res.Nodes)
+	for _, n := range res.Nodes {
+		if ok, why := subscription.Supported(n); !ok {
+			out.Unsupported = append(out.Unsupported, n.Name+": "+why)
+		}
+	}
+	for _, w := range res.Warnings {
+		out.Warnings = append(out.Warnings, w.String())
+	}
+	return out
+}
+
+// maxProbe bounds the nodes of one Probe call, and probeParallel how many
+// are tested at once.
+const (
+	maxProbe      = 4096
+	probeParallel = 8
+)
+
+// Probe implements Backend.
+func (l *Local) Probe(ctx context.Context, ids []string) ([]ProbeResult, error) {
+	if len(ids) > maxProbe {
+		return nil, errorf(CodeBadRequest, fmt.Sprintf("probe: at most %d nodes at once", maxProbe))
+	}
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, err
+	}
+	out := make([]ProbeResult, len(ids))
+	sem := make(chan struct{}, probeParallel)
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		out[i].ID = id
+		n := p.Node(id)
+		if n == nil {
+			out[i].Error = errorf(CodeNotFound, "no node "+id)
+			continue
+		}
+		if n.Unsupported != "" {
+			out[i].Error = errorf(CodeBadRequest, n.Unsupported)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			cfg := n.Config
+			rtt, err := l.ctrl.Probe(ctx, &cfg, p.Settings.ProbeURL)
+			if err != nil {
+				out[i].Error = Wrap(err)
+				out[i].Timeout = errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timeout")
+				return
+			}
+			out[i].Latency = rtt
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// notifier fans profile revisions out to watchers; a watcher that has not
+// read the last one gets only the newest.
+type notifier struct {
+	mu   sync.Mutex
+	subs map[chan string]struct{}
+}
+
+func (n *notifier) subscribe() (<-chan string, func()) {
+	ch := make(chan string, 1)
+	n.mu.Lock()
+	if n.subs == nil {
+		n.subs = map[chan string]struct{}{}
+	}
+	n.subs[ch] = struct{}{}
+	n.mu.Unlock()
+	return ch, func() {
+		n.mu.Lock()
+		delete(n.subs, ch)
+		n.mu.Unlock()
+	}
+}
+
+func (n *notifier) publish(rev string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.subs {
+		select {
+		case <-ch:
+		default:
+		}
+		select {
+		case ch <- rev:
+		default:
+		}
+	}
+}

@@ -1,0 +1,307 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
+)
+
+// The wire: HTTP/1.1 over the service's local socket, JSON bodies, every
+// path under /<Version>/. An error is a non-2xx status with an Error as the
+// body. A stream (/v1/watch) is a 200 whose body is one Notice per line
+// (NDJSON) for as long as the client reads.
+//
+//	GET    /v1/status                    Status
+//	GET    /v1/stats                     core.Snapshot
+//	GET    /v1/groups                    []core.GroupState
+//	GET    /v1/connections               []stats.ConnInfo
+//	DELETE /v1/connections/{id}          -
+//	GET    /v1/logs                      []core.LogRecord
+//	GET    /v1/watch?stats=1&logs=1      NDJSON of Notice
+//	POST   /v1/connect       plan.Request      Route
+//	POST   /v1/disconnect                -
+//	GET    /v1/profile                   profileDoc
+//	PUT    /v1/profile       profileDoc        -
+//	POST   /v1/import        ImportRequest     ImportResult
+//	POST   /v1/refresh       refreshRequest    ImportResult
+//	POST   /v1/probe         probeRequest      []ProbeResult
+
+// Body limits: most requests are a few hundred bytes; an import carries a
+// subscription body (up to subscription.MaxBodySize, JSON-escaped); a
+// profile the whole saved document.
+const (
+	maxRequest       = 64 << 10
+	maxImportRequest = 2*subscription.MaxBodySize + 64<<10
+	maxProfile       = 32 << 20
+	// maxWatchers bounds the open streams.
+	maxWatchers = 64
+)
+
+// profileDoc is the profile with its revision.
+type profileDoc struct {
+	Profile *profile.Profile `json:"profile"`
+	Rev     string           `json:"rev,omitempty"`
+}
+
+type refreshRequest struct {
+	ID string `json:"id"`
+}
+
+type probeRequest struct {
+	IDs []string `json:"ids"`
+}
+
+// HandlerOptions configure NewHandler.
+type HandlerOptions struct {
+	// Authorize, when set, is asked about every request before anything
+	// is read; an error refuses it (as CodeForbidden, with its text).
+	Authorize func(*http.Request) error
+	Logger    *slog.Logger
+}
+
+// Handler serves a Backend over HTTP. Create it with NewHandler.
+type Handler struct {
+	b        Backend
+	o        HandlerOptions
+	watchers atomic.Int32
+}
+
+// NewHandler returns the API's HTTP handler over b.
+func NewHandler(b Backend, o HandlerOptions) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{b: b, o: o}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.o.Authorize != nil {
+		if err := h.o.Authorize(r); err != nil {
+			h.o.Logger.Warn("api: refused", "err", err)
+			writeError(w, errorf(CodeForbidden, err.Error()))
+			return
+		}
+	}
+	version, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if version != Version {
+		if len(version) > 1 && version[0] == 'v' {
+			writeError(w, errorf(CodeUnsupportedVersion, fmt.Sprintf("API version %q is not served; this service speaks %s", version, Version)))
+			return
+		}
+		writeError(w, errorf(CodeNotFound, "no such path"))
+		return
+	}
+	ctx := r.Context()
+	route := r.Method + " " + rest
+	if id, ok := strings.CutPrefix(rest, "connections/"); ok && r.Method == http.MethodDelete {
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			writeError(w, errorf(CodeBadRequest, "connection id: not a number"))
+			return
+		}
+		reply(w, nil, h.b.CloseConnection(ctx, n))
+		return
+	}
+	switch route {
+	case "GET status":
+		st, err := h.b.Status(ctx)
+		reply(w, st, err)
+	case "GET stats":
+		s, err := h.b.Stats(ctx)
+		reply(w, s, err)
+	case "GET groups":
+		g, err := h.b.Groups(ctx)
+		reply(w, g, err)
+	case "GET connections":
+		c, err := h.b.Connections(ctx)
+		reply(w, c, err)
+	case "GET logs":
+		l, err := h.b.Logs(ctx)
+		reply(w, l, err)
+	case "GET watch":
+		h.watch(w, r)
+	case "POST connect":
+		var req plan.Request
+		if decode(w, r, maxRequest, &req) {
+			rt, err := h.b.Connect(ctx, req)
+			reply(w, rt, err)
+		}
+	case "POST disconnect":
+		if decode(w, r, maxRequest, nil) {
+			reply(w, nil, h.b.Disconnect(ctx))
+		}
+	case "GET profile":
+		p, rev, err := h.b.Profile(ctx)
+		reply(w, profileDoc{Profile: p, Rev: rev}, err)
+	case "PUT profile":
+		var doc profileDoc
+		if decode(w, r, maxProfile, &doc) {
+			reply(w, nil, h.b.SetProfile(ctx, doc.Profile, doc.Rev))
+		}
+	case "POST import":
+		var req ImportRequest
+		if decode(w, r, maxImportRequest, &req) {
+			res, err := h.b.Import(ctx, req)
+			replyResult(w, res, err)
+		}
+	case "POST refresh":
+		var req refreshRequest
+		if decode(w, r, maxRequest, &req) {
+			res, err := h.b.Refresh(ctx, req.ID)
+			replyResult(w, res, err)
+		}
+	case "POST probe":
+		var req probeRequest
+		if decode(w, r, maxRequest+maxProbe*64, &req) {
+			res, err := h.b.Probe(ctx, req.IDs)
+			reply(w, res, err)
+		}
+	default:
+		writeError(w, errorf(CodeNotFound, "no such path: "+r.Method+" /"+Version+"/"+rest))
+	}
+}
+
+// watch streams notices as NDJSON until the client goes away.
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
+	if h.watchers.Add(1) > maxWatchers {
+		h.watchers.Add(-1)
+		writeError(w, errorf(CodeUnavailable, "too many open streams"))
+		return
+	}
+	defer h.watchers.Add(-1)
+	q := r.URL.Query()
+	o := WatchOptions{Stats: q.Get("stats") == "1", Logs: q.Get("logs") == "1"}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	ch, err := h.b.Watch(ctx, o)
+	if err != nil {
+		writeError(w, Wrap(err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	for n := range ch {
+		if err := enc.Encode(n); err != nil {
+			return // the client hung up; cancel ends the watch
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// DecodeRequest reads one JSON value of at most limit bytes from body into
+// v, refusing unknown fields and trailing data. It is what every request
+// body goes through (and what FuzzDecodeRequest fuzzes).
+func DecodeRequest(body io.Reader, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(CodeTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
+		}
+		return errorf(CodeBadRequest, "reading the request: "+err.Error())
+	}
+	if int64(len(b)) > limit {
+		return errorf(CodeTooLarge, fmt.Sprintf("request body over %d bytes", limit))
+	}
+	if v == nil {
+		if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "{}" {
+			return nil
+		}
+		return errorf(CodeBadRequest, "this request takes no body")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(CodeBadRequest, "malformed request: "+err.Error())
+	}
+	if dec.More() {
+		return errorf(CodeBadRequest, "malformed request: data after the JSON value")
+	}
+	return nil
+}
+
+// decode reads r's body into v (see DecodeRequest), answering the error
+// itself; it reports whether to go on.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if err := DecodeRequest(body, limit, v); err != nil {
+		writeError(w, err)
+		return false
+	}
+	return true
+}
+
+// reply writes v as JSON, or err.
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if v == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+// replyResult writes an import's result; a failed fetch still has one
+// (with its Error), which the client turns back into the error.
+func replyResult(w http.ResponseWriter, res *ImportResult, err error) {
+	if err != nil && res != nil && res.Error != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(statusOf(res.Error.Code))
+		json.NewEncoder(w).Encode(struct {
+			*Error
+			Result *ImportResult `json:"result"`
+		}{res.Error, res})
+		return
+	}
+	reply(w, res, err)
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	e := Wrap(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(statusOf(e.Code))
+	json.NewEncoder(w).Encode(e)
+}
+
+// statusOf is the HTTP status an error code is sent with.
+func statusOf(c Code) int {
+	switch c {
+	case CodeBadRequest:
+		return http.StatusBadRequest
+	case CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeUnsupportedVersion, CodeNotFound:
+		return http.StatusNotFound
+	case CodeConflict, CodeRunning:
+		return http.StatusConflict
+	case CodeNoServer, CodeTUNPermission, CodePortInUse, CodeServerAuth:
+		return http.StatusUnprocessableEntity
+	case CodeSubscriptionFetch:
+		return http.StatusBadGateway
+	case CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

@@ -1,0 +1,44 @@
+package core
+
+import (
+	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/rule"
+)
+
+// Config is what one run of the core needs.
+type Config struct {
+	// Nodes are the servers in failover order: with more than one, they
+	// form the failover group "proxy" (see package group).
+	Nodes []*node.Node
+	// Rules route flows to "proxy", "direct" or "block", first match wins;
+	// nil: every flow goes to Final.
+	Rules []rule.Rule
+	// Final is where flows that no rule matches go; empty: "proxy".
+	Final string
+	// Mode is how the group of several Nodes picks a member; "":
+	// group.Failover.
+	Mode group.Mode
+	// Selected is the member a group.Selector group starts with (a node's
+	// name); "": the first.
+	Selected string
+	// Policy tunes the failover group's health checks; zero fields take
+	// group.DefaultPolicy's values.
+	Policy group.Policy
+	// Listen is the local proxy's address (SOCKS5 and HTTP on one port).
+	// Empty: DefaultListen.
+	Listen string
+	// AllowLAN allows a Listen address other than loopback. Without it such
+	// an address is refused: anyone who can reach it could use the proxy.
+	AllowLAN bool
+	// Dialer opens the outbounds' sockets; nil: the system's (in TUN mode,
+	// the tunnel's bypass sockets).
+	Dialer outbound.Dialer
+	// TUN, when set, also captures all of the machine's traffic (needs root
+	// or CAP_NET_ADMIN; see ErrTUNPermission).
+	TUN *TUNConfig
+}
+
+// DefaultListen is the local proxy's address when Config.Listen is empty.
+const DefaultListen = "127.0.0.1:1080"

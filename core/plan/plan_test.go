@@ -1,0 +1,153 @@
+package plan
+
+import (
+	"errors"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/link"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
+)
+
+const (
+	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
+	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
+	vmessLink = "vmess://eyJ2IjoiMiIsInBzIjoiVk1lc3MgSG9tZSIsImFkZCI6IjEyNy4wLjAuMSIsInBvcnQiOiI0NDMiLCJpZCI6ImI4MzEzODFkLTYzMjQtNGQ1My1hZDRmLThjZGE0OGIzMDgxMSIsImFpZCI6IjAiLCJuZXQiOiJ0Y3AifQ=="
+)
+
+// testProfile holds, from one subscription, a VLESS+WS+TLS, a Hysteria2 and
+// a VMess node (in that order).
+func testProfile(t *testing.T) *profile.Profile {
+	t.Helper()
+	p := profile.New()
+	sub := &profile.Subscription{ID: "s1", URL: "https://example.com/sub"}
+	p.Subscriptions = append(p.Subscriptions, sub)
+	res := &subscription.Result{Format: subscription.FormatURIList}
+	for _, l := range []string{vlessLink, hy2Link, vmessLink} {
+		n, err := link.Parse(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Nodes = append(res.Nodes, n)
+	}
+	subscription.Apply(p, sub, res, sub.LastAttempt)
+	return p
+}
+
+func TestBuild(t *testing.T) {
+	hy2, vless, vmess := 1, 0, 2
+	inGroup := func(typ string) func(p *profile.Profile) {
+		return func(p *profile.Profile) {
+			p.Groups = []*profile.Group{{ID: "g1", Name: "home", Type: typ, Members: []string{p.Nodes[vless].ID, p.Nodes[hy2].ID}, Selected: p.Nodes[hy2].ID}}
+			p.Selected = "g1"
+		}
+	}
+	tests := []struct {
+		name    string
+		edit    func(p *profile.Profile)
+		req     Request
+		first   string
+		mode    group.Mode
+		wantErr string
+	}{
+		{"no selection: Hysteria2 first", nil, Request{}, "Hy2 Home", group.Failover, ""},
+		{"a node", func(p *profile.Profile) { p.Selected = p.Nodes[hy2].ID }, Request{}, "Hy2 Home", group.Failover, ""},
+		{"a target by name", nil, Request{Target: "VLESS Home"}, "VLESS Home", group.Failover, ""},
+		{"an unusable node", func(p *profile.Profile) { p.Selected = p.Nodes[vmess].ID }, Request{}, "", "", "can be used"},
+		{"a failover group", inGroup(profile.GroupFailover), Request{}, "VLESS Home", group.Failover, ""},
+		{"an urltest group", inGroup(profile.GroupURLTest), Request{}, "VLESS Home", group.URLTest, ""},
+		{"a selector group", inGroup(profile.GroupSelector), Request{}, "VLESS Home", group.Selector, ""},
+		{"nothing", func(p *profile.Profile) { p.Nodes = nil }, Request{}, "", "", "no server"},
+		{"a bad rule", func(p *profile.Profile) {
+			p.Routes.Rules = []profile.Rule{{Type: "ip_cidr", Values: []string{"nonsense"}, Target: "direct"}}
+		}, Request{}, "", "", "rule 1"},
+		{"a bad mode", nil, Request{Mode: "root"}, "", "", "mode"},
+		{"a listen address off loopback", nil, Request{Listen: "0.0.0.0:1080"}, "", "", "loopback"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testProfile(t)
+			if tt.edit != nil {
+				tt.edit(p)
+			}
+			pl, err := Build(p, tt.req)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := pl.Config
+			if c.Nodes[0].Name != tt.first || c.Mode != tt.mode || c.Final != core.TargetProxy {
+				t.Errorf("first=%q mode=%q final=%q", c.Nodes[0].Name, c.Mode, c.Final)
+			}
+			if tt.mode == group.Selector && c.Selected != "Hy2 Home" {
+				t.Errorf("selector starts with %q, want the saved choice", c.Selected)
+			}
+			for _, n := range c.Nodes {
+				if n.Protocol == "vmess" {
+					t.Error("an unsupported node is in the config")
+				}
+			}
+		})
+	}
+	if _, err := Build(profile.New(), Request{}); !errors.Is(err, ErrNoServer) {
+		t.Errorf("empty profile: %v, want ErrNoServer", err)
+	}
+}
+
+func TestBuildTUN(t *testing.T) {
+	p := testProfile(t)
+	p.Settings.TUN.MTU = 1500
+	pl, err := Build(p, Request{Mode: ModeTUN, DNS: core.DNSRealIP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := pl.Config.TUN
+	if tc == nil || !tc.Strict || tc.MTU != 1500 || !tc.IPv6 || !tc.ExcludePrivate || tc.DNS.Mode != core.DNSRealIP {
+		t.Errorf("TUN config %+v (strict route must default to on)", tc)
+	}
+	off := false
+	p.Settings.TUN.StrictRoute = &off
+	if pl, _ := Build(p, Request{Mode: ModeTUN, NoIPv6: true}); pl.Config.TUN.Strict || pl.Config.TUN.IPv6 {
+		t.Errorf("strict route off / no IPv6 not honoured: %+v", pl.Config.TUN)
+	}
+	if pl, _ := Build(p, Request{}); pl.Config.TUN != nil {
+		t.Error("proxy mode turned TUN on")
+	}
+}
+
+func TestRules(t *testing.T) {
+	in := []profile.Rule{
+		{Type: "domain_suffix", Values: []string{"example.com"}, Target: "direct"},
+		{Type: "ip_cidr", Values: []string{"10.0.0.0/8", "192.0.2.1"}, Target: "block"},
+		{Type: "port", Values: []string{"443", "8000-8080"}, Target: "n123"},
+		{Type: "private", Target: "direct"},
+	}
+	out, err := Rules(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].DomainSuffix[0] != "example.com" || out[0].Target != core.TargetDirect {
+		t.Errorf("rule 1 = %+v", out[0])
+	}
+	if out[1].IPCIDR[1] != netip.MustParsePrefix("192.0.2.1/32") || out[1].Target != core.TargetBlock {
+		t.Errorf("rule 2 = %+v", out[1])
+	}
+	if len(out[2].Ports) != 2 || out[2].Target != core.TargetProxy {
+		t.Errorf("rule 3 = %+v (a node target goes to the proxy)", out[2])
+	}
+	if !out[3].Private {
+		t.Errorf("rule 4 = %+v", out[3])
+	}
+	if _, err := Rules([]profile.Rule{{Type: "geosite", Values: []string{"cn"}}}); err == nil {
+		t.Error("an unknown rule type was accepted")
+	}
+}

@@ -1,0 +1,94 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+)
+
+// unitPath is where Install writes the unit.
+const unitPath = "/etc/systemd/system/" + Name + ".service"
+
+// Install makes exe the systemd service: the operators' group (created if
+// missing), the unit, then enabled and started. Run as root.
+func Install(exe string, out io.Writer) error {
+	if _, err := user.LookupGroup(Group); err != nil {
+		if err := run(out, "groupadd", "--system", Group); err != nil {
+			return fmt.Errorf("service install: create group %s: %w", Group, err)
+		}
+		fmt.Fprintf(out, "created group %s: add the users who may operate Skiff with  sudo usermod -aG %s USER\n", Group, Group)
+	}
+	if err := writeFile(unitPath, []byte(Unit(exe)), 0o644); err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
+	fmt.Fprintf(out, "wrote %s\n", unitPath)
+	if err := run(out, "systemctl", "daemon-reload"); err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
+	if err := run(out, "systemctl", "enable", "--now", Name+".service"); err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
+	return nil
+}
+
+// Uninstall stops and removes the service. The group and the state in
+// DefaultStateDir stay (a reinstall finds the profile).
+func Uninstall(out io.Writer) error {
+	var errs []error
+	if err := run(out, "systemctl", "disable", "--now", Name+".service"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.Remove(unitPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	} else if err == nil {
+		fmt.Fprintf(out, "removed %s\n", unitPath)
+	}
+	if err := run(out, "systemctl", "daemon-reload"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("service uninstall: %w", err)
+	}
+	return nil
+}
+
+// run runs a system tool, its output to out.
+func run(out io.Writer, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// writeFile writes b to path through a temporary file, fsync and rename.
+func writeFile(path string, b []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
