@@ -91,15 +91,9 @@ package: package-linux package-windows
 package-linux: deps
 	@mkdir -p dist/linux
 	$(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
-	@if ./dist/linux/skiff service unit > dist/linux/skiff.service 2>/dev/null; then \
-		echo "package-linux: systemd unit from skiff service unit"; \
-	else \
-		rm -f dist/linux/skiff.service; \
-		echo "package-linux: WARNING: this skiff has no 'service unit' command yet: the packages have no service"; \
-	fi
+	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
-		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --out ../dist \
-		$$([ -f ../dist/linux/skiff.service ] && echo --unit ../dist/linux/skiff.service)
+		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --unit ../dist/linux/skiff.service --out ../dist
 	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff dist/linux/fyne/skiff
 	cd dist/linux/fyne && $(FYNE) package -os linux --release --src $(CURDIR) --executable skiff \
 		--icon $(CURDIR)/assets/icon.png --name Skiff --app-id io.github.skiffvpn.skiff --app-version $(VERSION)
