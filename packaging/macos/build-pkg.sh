@@ -10,9 +10,10 @@
 # 3. signs the app with the hardened runtime (codesign, identity in
 #    SKIFF_SIGN_APP, e.g. "Developer ID Application: … (TEAMID)");
 # 4. makes the component package with the app in /Applications and the
-#    service's launchd daemon in /Library/LaunchDaemons, with the
-#    preinstall/postinstall scripts (group skiff, daemon started)
-#    (pkgbuild), and the signed product archive (productbuild, identity in
+#    preinstall/postinstall scripts (group skiff; `skiff service install`
+#    writes and starts the service's launchd daemon, whose plist text lives
+#    in internal/service/install_darwin.go alone) (pkgbuild), and the
+#    signed product archive (productbuild, identity in
 #    SKIFF_SIGN_INSTALLER, "Developer ID Installer: …");
 # 5. notarises it (xcrun notarytool, credentials stored beforehand with
 #    `xcrun notarytool store-credentials` under the name in
@@ -33,7 +34,7 @@ commit=$(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo "")
 ldflags="-s -w -X github.com/skiffvpn/skiff/internal/version.version=$version -X github.com/skiffvpn/skiff/internal/version.commit=$commit"
 
 rm -rf "$out"
-mkdir -p "$out/build" "$out/root/Applications" "$out/root/Library/LaunchDaemons"
+mkdir -p "$out/build" "$out/root/Applications"
 
 # 1. the binary, for both architectures
 for arch in arm64 amd64; do
@@ -66,8 +67,6 @@ else
 fi
 
 # 4. the packages
-cp "$here/$id.service.plist" "$out/root/Library/LaunchDaemons/$id.service.plist"
-chmod 0644 "$out/root/Library/LaunchDaemons/$id.service.plist"
 chmod 0755 "$here/scripts/preinstall" "$here/scripts/postinstall"
 pkgbuild --root "$out/root" --scripts "$here/scripts" --identifier "$id" --version "$version" \
 	--install-location / --ownership recommended "$out/build/skiff-component.pkg"
