@@ -94,9 +94,14 @@ package-linux: deps
 	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
 		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --unit ../dist/linux/skiff.service --out ../dist
-	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff dist/linux/fyne/skiff
-	cd dist/linux/fyne && $(FYNE) package -os linux --release --src $(CURDIR) --executable skiff \
-		--icon $(CURDIR)/assets/icon.png --name Skiff --app-id io.github.skiffvpn.skiff --app-version $(VERSION)
+	@# fyne package reads FyneApp.toml from --src, wants Go code there and
+	@# writes into it (its metadata file, a bumped Build): a staging
+	@# directory with a copy and a stub, never the repository root
+	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff FyneApp.toml dist/linux/fyne/
+	printf 'package main\n\nfunc main() {}\n' > dist/linux/fyne/main.go
+	cd dist/linux/fyne && $(FYNE) package -os linux --release --src $(CURDIR)/dist/linux/fyne \
+		--executable $(CURDIR)/dist/linux/fyne/skiff --icon $(CURDIR)/assets/icon.png --name Skiff \
+		--app-id io.github.skiffvpn.skiff --app-version $(VERSION)
 	mv dist/linux/fyne/Skiff.tar.xz dist/skiff-$(VERSION)-linux-amd64.tar.xz && rm -rf dist/linux/fyne
 	@ls -l dist/*.deb dist/*.rpm dist/*.tar.xz
 
