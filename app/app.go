@@ -367,7 +367,7 @@ func (u *UI) loop(notices <-chan api.Notice) {
 				continue
 			case api.NoticeStats:
 				if n.Stats != nil {
-					u.pullLive(*n.Stats)
+					u.pullLive(*n.Stats, n.Status)
 				}
 				continue
 			case api.NoticeSwitch:
@@ -396,7 +396,7 @@ func (u *UI) loop(notices <-chan api.Notice) {
 
 // pullLive records a traffic snapshot and asks for the groups and the
 // connections that go with it.
-func (u *UI) pullLive(s core.Snapshot) {
+func (u *UI) pullLive(s core.Snapshot, st *api.Status) {
 	ctx, cancel := context.WithTimeout(u.ctx, 2*time.Second)
 	defer cancel()
 	groups, _ := u.b.Groups(ctx)
@@ -406,6 +406,9 @@ func (u *UI) pullLive(s core.Snapshot) {
 	}
 	u.mu.Lock()
 	u.live.snap, u.live.groups, u.live.conns = s, groups, conns
+	if st != nil {
+		u.live.st = *st
+	}
 	u.mu.Unlock()
 }
 

@@ -275,14 +275,18 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	}
 	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
 	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
-	// The core runs in the window's process for now, so the figures are
-	// the core's and the window's together; they separate once the core
-	// runs as its own (privileged) process. Memory moves all the time:
-	// show it every few seconds.
+	// With the service the figures are the service's; with the core in
+	// this process, the core's and the window's together. Memory moves
+	// all the time: show it every few seconds.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
 		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
-		setText(h.memWindow, "(core and window share one process)")
+		if h.u.service {
+			w := stats.ReadMemory()
+			setText(h.memWindow, fmt.Sprintf("(the service; this window: RSS %s)", bytesString(int64(w.RSS))))
+		} else {
+			setText(h.memWindow, "(core and window share one process)")
+		}
 	}
 	setText(h.conns, fmt.Sprintf("Connections: %d", s.Connections))
 }

@@ -109,7 +109,7 @@ const (
 	NoticeStatus     NoticeKind = "status"     // Status: the state now (first, and after every change)
 	NoticeSwitch     NoticeKind = "switch"     // Switch: a failover group moved new flows
 	NoticeFlowFailed NoticeKind = "flowFailed" // Message, Error: connections could not be carried (at most one per 5 s)
-	NoticeStats      NoticeKind = "stats"      // Stats: once a second, with WatchOptions.Stats
+	NoticeStats      NoticeKind = "stats"      // Stats and Status (the member in use may change without an event): once a second, with WatchOptions.Stats
 	NoticeLog        NoticeKind = "log"        // Log: a log record, with WatchOptions.Logs
 	NoticeProfile    NoticeKind = "profile"    // the profile changed: read it again
 	NoticeDropped    NoticeKind = "dropped"    // the watcher fell behind and missed notices

@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -230,7 +230,8 @@ func (l *Local) Watch(ctx context.Context, o WatchOptions) (<-chan Notice, error
 				send(Notice{Kind: NoticeProfile, Time: time.Now(), Profile: &ProfileRevision{Rev: rev}})
 			case <-tick:
 				s := l.ctrl.Stats()
-				send(Notice{Kind: NoticeStats, Time: time.Now(), Stats: &s})
+				st := l.status(l.ctrl.Status())
+				send(Notice{Kind: NoticeStats, Time: time.Now(), Stats: &s, Status: &st})
 			}
 		}
 	}()
@@ -240,6 +241,10 @@ func (l *Local) Watch(ctx context.Context, o WatchOptions) (<-chan Notice, error
 // notice turns a core event into a Notice.
 func (l *Local) notice(ev core.Event) Notice {
 	st := l.status(ev.Status)
+	if st.State == core.Running && st.Member == "" {
+		// The event's status was taken before the group picked a member.
+		st.Member = l.ctrl.Status().Member
+	}
 	n := Notice{Time: ev.Time, Status: &st, Message: ev.Message}
 	switch ev.Kind {
 	case core.EventSwitch:
@@ -253,20 +258,26 @@ func (l *Local) notice(ev core.Event) Notice {
 	return n
 }
 
-// revision is the profile's revision: a hash of its JSON.
-func revision(p *profile.Profile) string {
-	b, _ := json.Marshal(p)
+// revision is the saved profile's revision: a hash of the file (cheaper
+// than encoding the document again; "" when there is none yet).
+func (l *Local) revision() string {
+	b, err := os.ReadFile(l.store.Path())
+	if err != nil {
+		return ""
+	}
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
 
 // Profile implements Backend.
 func (l *Local) Profile(context.Context) (*profile.Profile, string, error) {
+	l.pmu.Lock()
+	defer l.pmu.Unlock()
 	p, err := l.store.Load()
 	if p == nil {
 		return nil, "", fmt.Errorf("profile: %w", err)
 	}
-	return p, revision(p), nil
+	return p, l.revision(), nil
 }
 
 // SetProfile implements Backend.
@@ -280,11 +291,7 @@ func (l *Local) SetProfile(_ context.Context, p *profile.Profile, rev string) er
 	l.pmu.Lock()
 	defer l.pmu.Unlock()
 	if rev != "" {
-		cur, err := l.store.Load()
-		if cur == nil {
-			return fmt.Errorf("profile: %w", err)
-		}
-		if revision(cur) != rev {
+		if l.revision() != rev {
 			return errorf(CodeConflict, "profile: changed by another client; read it again")
 		}
 	}
@@ -307,14 +314,7 @@ func (l *Local) update(fn func(*profile.Profile) error) error {
 	return err
 }
 
-func (l *Local) profileChanged() {
-	p, _ := l.store.Load()
-	rev := ""
-	if p != nil {
-		rev = revision(p)
-	}
-	l.profiles.publish(rev)
-}
+func (l *Local) profileChanged() { l.profiles.publish(l.revision()) }
 
 // CheckProfile checks a profile a client sent: the references between its
 // parts, every node's configuration, every subscription's URL, and the

@@ -34,4 +34,4 @@ type Outbound interface {
 // ErrAuthRejected is wrapped by a protocol client's error when the server
 // refused its credentials (a wrong password or UUID, an expired plan), so
 // that front ends can say so without reading the text.
-var ErrAuthRejected = errors.New("the server rejected the credentials")
+var ErrAuthRejected = errors.New("rejected")

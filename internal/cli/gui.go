@@ -69,15 +69,16 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	var local *api.Local
 	if *dir == "" {
 		c := service.NewClient(*socket)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := c.Status(ctx)
 		cancel()
 		switch {
 		case err == nil:
 			opts.Backend, opts.Service = c, true
 			defer c.Close()
-		case errors.Is(err, api.ErrForbidden):
-			fmt.Fprintf(stderr, "skiff gui: %v; running the core in the window instead\n", err)
+			fmt.Fprintf(stderr, "skiff: a client of the service at %s\n", *socket)
+		default:
+			fmt.Fprintf(stderr, "skiff: %v; the core runs in this window (local proxy only)\n", err)
 		}
 	}
 	if opts.Backend == nil {

@@ -514,9 +514,11 @@ func TestService(t *testing.T) {
 		if slices.ContainsFunc(conns, func(c conn) bool { return c.ID == id }) {
 			t.Errorf("connection %d still listed after close", id)
 		}
-		// Known issue (not the service's): the app's side of a TUN flow
-		// the core closed does not always see the close (see the report
-		// of the h-service branch); the upstream does.
+		// Open issue, outside the service: here the app's side of the TUN
+		// flow does not see the close (the holder keeps getting its echo
+		// for seconds after the engine logged "stream closed"); the
+		// engine's table and the upstream do. Logged, not asserted, until
+		// the TUN/netstack side is fixed.
 		select {
 		case s := <-lines:
 			t.Logf("held connection after close: %q", s)
@@ -586,6 +588,11 @@ func TestService(t *testing.T) {
 		if st := l.status(t); st.State != "running" || st.TUN == "" {
 			t.Errorf("a new client sees %+v", st)
 		}
+	})
+
+	t.Run("window", func(t *testing.T) {
+		l.asOK(t, l.member, "disconnect")
+		l.testWindow(t)
 	})
 
 	t.Run("disconnect", func(t *testing.T) {
