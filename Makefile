@@ -1,7 +1,8 @@
-# Skiff's make targets. On a fresh Debian/Ubuntu machine:
-#   sudo make run    build and try skiff against a local demo server
-#   sudo make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
-# Other targets: build, bench, fuzz, cross, deps.
+# Skiff's make targets. On a fresh Debian/Ubuntu machine, as root (or with
+# sudo in front as a user):
+#   make run    build skiff and open its window
+#   make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
+# Other targets: build, package, bench, fuzz, cross, deps.
 
 SHELL := /bin/bash
 GO ?= go
@@ -13,9 +14,33 @@ GO ?= go
 # drawn (Fyne falls back to a system font per character); simple-obfs and
 # shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
 # end-to-end tests put in front of sing-box.
-DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
-	libxinerama-dev libxi-dev libxxf86vm-dev iproute2 nftables curl openssl \
-	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin
+BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
+	libxinerama-dev libxi-dev libxxf86vm-dev
+DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
+	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
+	$(PACKAGE_DEB_PACKAGES)
+
+# What `make package` and its tests need: the mingw-w64 C compiler (the
+# Windows build links Fyne through cgo) and its windres, NSIS for the
+# installer, rpm/lintian/AppStream/desktop-file-utils to check the
+# packages, Wine to run the Windows build, debootstrap for the fresh-root
+# install test.
+PACKAGE_DEB_PACKAGES := gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis rpm lintian \
+	appstream desktop-file-utils xz-utils wine64 debootstrap
+
+# The release's version (FyneApp.toml holds it, for fyne package too) and
+# the commit, stamped into the binaries (internal/version).
+VERSION ?= $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+RELEASE ?= $(shell sed -n 's/^ *Build *= *\([0-9]*\)/\1/p' FyneApp.toml)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
+VERSION_LDFLAGS := -X github.com/skiffvpn/skiff/internal/version.version=$(VERSION) \
+	-X github.com/skiffvpn/skiff/internal/version.commit=$(COMMIT)
+# Extra go build flags of the Linux package's binary; a release may add
+# -trimpath -buildmode=pie (CI leaves them off to reuse the tests' build cache).
+PKG_GOFLAGS ?=
+FYNE ?= $(GO) run fyne.io/tools/cmd/fyne@v1.7.4
+WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
 # Packages built for the other desktop systems by `make cross` (CGO off).
 CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./netmon/... ./internal/...
@@ -30,13 +55,18 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test unit e2e cross bench bench-tun fuzz fuzz-smoke run demo clean
+.PHONY: all deps deps-build build test unit e2e cross bench bench-tun fuzz fuzz-smoke run demo clean \
+	package package-linux package-windows package-test package-test-fresh
 
 all: build
 
-deps:
+# deps installs every Debian package the tests and `make package` need;
+# deps-build only what building the app needs (make build, make run).
+deps: PKGS = $(DEB_PACKAGES)
+deps-build: PKGS = $(BUILD_DEB_PACKAGES)
+deps deps-build:
 	@missing=""; \
-	for p in $(DEB_PACKAGES); do \
+	for p in $(PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -z "$$missing" ]; then \
@@ -48,8 +78,8 @@ deps:
 	fi
 	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl/, the version in go.mod)"; exit 1; }
 
-build: deps
-	$(GO) build -o bin/skiff .
+build: deps-build
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff .
 
 test: deps
 	$(GO) vet ./...
@@ -58,6 +88,60 @@ test: deps
 	$(MAKE) --no-print-directory cross
 	cd test && $(GO) vet ./...
 	cd test && $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./...
+	$(MAKE) --no-print-directory package-test
+
+# The release packages, into dist/: the deb, the rpm and a tar.xz (fyne
+# package) for Linux, skiff.exe and its NSIS installer for Windows.
+package: package-linux package-windows
+
+package-linux: deps
+	@mkdir -p dist/linux
+	$(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
+	./dist/linux/skiff service unit > dist/linux/skiff.service
+	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
+		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --unit ../dist/linux/skiff.service --out ../dist
+	@# fyne package reads FyneApp.toml from --src, wants Go code there and
+	@# writes into it (its metadata file, a bumped Build): a staging
+	@# directory with a copy and a stub, never the repository root
+	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff FyneApp.toml dist/linux/fyne/
+	printf 'package main\n\nfunc main() {}\n' > dist/linux/fyne/main.go
+	cd dist/linux/fyne && $(FYNE) package -os linux --release --src $(CURDIR)/dist/linux/fyne \
+		--executable $(CURDIR)/dist/linux/fyne/skiff --icon $(CURDIR)/assets/icon.png --name Skiff \
+		--app-id io.github.skiffvpn.skiff --app-version $(VERSION)
+	mv dist/linux/fyne/Skiff.tar.xz dist/skiff-$(VERSION)-linux-amd64.tar.xz && rm -rf dist/linux/fyne
+	@ls -l dist/*.deb dist/*.rpm dist/*.tar.xz
+
+package-windows: deps
+	@mkdir -p dist/windows
+	cd packaging && $(GO) run ./cmd/skiffpkg windows-res --repo .. --version $(VERSION) --release $(RELEASE) \
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../rsrc_windows_amd64.syso --ico ../dist/windows/skiff.ico
+	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc \
+		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff.exe . ; \
+		status=$$?; rm -f rsrc_windows_amd64.syso; exit $$status
+	sed 's/$$/\r/' LICENSE > dist/windows/LICENSE.txt
+	@rm -f dist/windows/wintun.dll; \
+	if [ -f $(WINTUN_DLL) ]; then \
+		(cd packaging && $(GO) run ./cmd/skiffpkg wintun --dll ../$(WINTUN_DLL)) || exit 1; \
+		cp $(WINTUN_DLL) dist/windows/wintun.dll; wintun=-DWINTUN; \
+	else \
+		echo "package-windows: NOTE: $(WINTUN_DLL) is absent: this installer has no wintun.dll, so TUN mode will NOT work in this build (the local proxy does); see packaging/windows/wintun/README.md"; \
+		wintun=; \
+	fi; \
+	makensis -V2 -DVERSION=$(VERSION) -DFILEVERSION=$(VERSION).$(RELEASE) -DSRC=$(CURDIR)/dist/windows \
+		-DOUT=$(CURDIR)/dist/skiff-$(VERSION)-windows-amd64-setup.exe $$wintun packaging/windows/skiff.nsi
+	@ls -l dist/windows/skiff.exe dist/skiff-$(VERSION)-windows-amd64-setup.exe
+
+# Checks of the built packages (metadata, contents, lintian, an install on
+# this machine and purge) and the Wine smoke test of the Windows build.
+package-test: package
+	cd packaging && $(GO) vet ./... && $(GO) test -count=1 -v ./...
+	cd test && $(GO) test -count=1 -v ./winsmoke
+
+# The deb installed the way a user would, into a fresh Debian root made by
+# debootstrap (cached in /var/cache/skiff-fresh-root): apt-get must pull
+# every runtime dependency. Not in CI (network and minutes).
+package-test-fresh: package-linux
+	cd packaging && SKIFF_FRESH_ROOT=1 $(GO) test -count=1 -v -run TestFreshRoot -timeout 30m ./linux
 
 cross:
 	@for os in $(CROSS_OS); do \
@@ -94,4 +178,4 @@ demo: build
 	cd test && $(GO) run ./cmd/demo
 
 clean:
-	rm -rf bin test/bin test/out
+	rm -rf bin dist test/bin test/out

@@ -18,6 +18,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/version"
 )
 
 // refreshChoices are the subscription refresh intervals offered.
@@ -77,6 +78,7 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem("Probe URL", v.probe),
 		widget.NewFormItem("Refresh subscriptions every", v.refresh),
 		widget.NewFormItem("Theme", v.themeSel),
+		widget.NewFormItem("Version", widget.NewLabel("Skiff "+version.Get().String())),
 	)
 	v.obj = container.NewPadded(container.NewVScroll(container.NewVBox(form, container.NewHBox(save), v.status)))
 	v.showPrefs(u.Prefs())

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/skiffvpn/skiff/internal/crashwatch"
+	"github.com/skiffvpn/skiff/internal/version"
 )
 
 // command is one subcommand: it gets the arguments after its name and
@@ -26,6 +27,7 @@ var commands = map[string]command{
 	"nodes":   {"list saved nodes (--json for scripts)", runNodes},
 	"cleanup": {"restore routes and rules left by a TUN run that did not stop; remove the kill switch", runCleanup},
 	"run":     {"run the core headless: a local SOCKS5/HTTP proxy through the servers of --link", runCmd},
+	"version": {"print the version and the commit skiff was built from (also --version)", runVersion},
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.
@@ -39,6 +41,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name := args[0]
+	if name == "--version" || name == "-version" {
+		name = "version"
+	}
 	c, ok := commands[name]
 	if !ok || c.run == nil {
 		if name == "help" || name == "-h" || name == "--help" {
@@ -63,4 +68,10 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
+}
+
+// runVersion implements `skiff version` and `skiff --version`.
+func runVersion(_ []string, _ io.Reader, stdout, _ io.Writer) int {
+	fmt.Fprintln(stdout, "skiff", version.Get())
+	return 0
 }

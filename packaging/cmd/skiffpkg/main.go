@@ -1,0 +1,109 @@
+// Command skiffpkg builds Skiff's release packages from binaries the
+// Makefile has built: `skiffpkg linux` the deb and the rpm, `skiffpkg
+// windows-res` the Windows executable's icon and version resource (a .syso
+// the Go linker picks up), `skiffpkg wintun` checks a wintun.dll against
+// the pinned hash of the official release. `make package` runs them; they
+// live in a module of their own so that nfpm's dependencies stay out of the
+// product's go.mod.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/skiffvpn/skiff/packaging/linux"
+	"github.com/skiffvpn/skiff/packaging/windows"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: skiffpkg linux|windows-res|wintun [flags]")
+		return 2
+	}
+	fs := flag.NewFlagSet("skiffpkg "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	version := fs.String("version", "", "upstream version, e.g. 0.1.0")
+	release := fs.String("release", "1", "package release (build) number")
+	commit := fs.String("commit", "", "source commit (windows-res)")
+	epoch := fs.String("date", os.Getenv("SOURCE_DATE_EPOCH"), "build date as Unix seconds (default: SOURCE_DATE_EPOCH, else now)")
+	repo := fs.String("repo", "..", "repository root")
+	bin := fs.String("bin", "", "the skiff binary (linux)")
+	unit := fs.String("unit", "", "the systemd unit from `skiff service unit` (linux); empty: no service in the packages")
+	out := fs.String("out", "", "output directory (linux) or .syso file (windows-res)")
+	ico := fs.String("ico", "", "also write the icon as a .ico here (windows-res)")
+	dll := fs.String("dll", "", "wintun.dll to check (wintun)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	date := time.Now().UTC()
+	if *epoch != "" {
+		sec, err := strconv.ParseInt(*epoch, 10, 64)
+		if err != nil {
+			fmt.Fprintf(stderr, "skiffpkg: --date %q: not Unix seconds\n", *epoch)
+			return 2
+		}
+		date = time.Unix(sec, 0).UTC()
+	}
+	switch args[0] {
+	case "linux":
+		if *version == "" || *bin == "" || *out == "" {
+			fmt.Fprintln(stderr, "skiffpkg linux: --version, --bin and --out are required")
+			return 2
+		}
+		if *unit == "" {
+			fmt.Fprintln(stderr, "skiffpkg linux: WARNING: no --unit: the packages are built without the systemd service")
+		}
+		paths, err := linux.Build(linux.Spec{Version: *version, Release: *release, Date: date, Binary: *bin, Unit: *unit, Repo: *repo, Out: *out})
+		if err != nil {
+			fmt.Fprintf(stderr, "skiffpkg linux: %v\n", err)
+			return 1
+		}
+		for _, p := range paths {
+			fmt.Fprintln(stdout, p)
+		}
+	case "windows-res":
+		if *version == "" || *out == "" {
+			fmt.Fprintln(stderr, "skiffpkg windows-res: --version and --out are required")
+			return 2
+		}
+		r := windows.Resource{Version: *version, Build: *release, Commit: *commit, Year: date.Year(), Repo: *repo}
+		if err := r.WriteSyso(*out); err != nil {
+			fmt.Fprintf(stderr, "skiffpkg windows-res: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, *out)
+		if *ico != "" {
+			b, err := r.ICO()
+			if err == nil {
+				err = os.WriteFile(*ico, b, 0o644)
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "skiffpkg windows-res: %v\n", err)
+				return 1
+			}
+			fmt.Fprintln(stdout, *ico)
+		}
+	case "wintun":
+		if *dll == "" {
+			fmt.Fprintln(stderr, "skiffpkg wintun: --dll is required")
+			return 2
+		}
+		if err := windows.CheckWintun(*dll); err != nil {
+			fmt.Fprintf(stderr, "skiffpkg wintun: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stdout, "%s: the official wintun %s amd64 build\n", *dll, windows.WintunVersion)
+	default:
+		fmt.Fprintf(stderr, "skiffpkg: unknown command %q\n", args[0])
+		return 2
+	}
+	return 0
+}

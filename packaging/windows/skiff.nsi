@@ -1,0 +1,140 @@
+; Skiff's Windows installer (NSIS 3, Unicode). `make package-windows` builds
+; it with makensis from the files it staged in dist/windows:
+;   makensis -DVERSION=0.1.0 -DFILEVERSION=0.1.0.1 -DSRC=dist/windows
+;            -DOUT=dist/skiff-0.1.0-windows-amd64-setup.exe [-DWINTUN] skiff.nsi
+; It installs skiff.exe (and wintun.dll when the build has it) into Program
+; Files, registers and starts the service (`skiff service install`), adds
+; the Start-menu entry and an uninstaller that stops and removes the
+; service and restores the routes (`skiff cleanup`). The users' own data
+; (%APPDATA%\skiff) is left alone.
+
+Unicode true
+SetCompressor /SOLID lzma
+RequestExecutionLevel admin
+ManifestDPIAware true
+
+!include "MUI2.nsh"
+!include "x64.nsh"
+!include "LogicLib.nsh"
+
+!ifndef VERSION
+  !error "VERSION is not defined (-DVERSION=0.1.0)"
+!endif
+!ifndef FILEVERSION
+  !error "FILEVERSION is not defined (-DFILEVERSION=0.1.0.1)"
+!endif
+!ifndef SRC
+  !error "SRC is not defined (-DSRC=dist/windows)"
+!endif
+!ifndef OUT
+  !define OUT "skiff-${VERSION}-windows-amd64-setup.exe"
+!endif
+
+!define UNINSTKEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\Skiff"
+
+Name "Skiff ${VERSION}"
+OutFile "${OUT}"
+InstallDir "$PROGRAMFILES64\Skiff"
+InstallDirRegKey HKLM "${UNINSTKEY}" "InstallLocation"
+BrandingText "Skiff ${VERSION}"
+
+VIProductVersion "${FILEVERSION}"
+VIAddVersionKey "ProductName" "Skiff"
+VIAddVersionKey "ProductVersion" "${VERSION}"
+VIAddVersionKey "FileVersion" "${VERSION}"
+VIAddVersionKey "FileDescription" "Skiff installer"
+VIAddVersionKey "CompanyName" "Skiff"
+VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
+
+!define MUI_ICON "${SRC}\skiff.ico"
+!define MUI_UNICON "${SRC}\skiff.ico"
+!define MUI_ABORTWARNING
+!define MUI_FINISHPAGE_RUN "$INSTDIR\skiff.exe"
+!define MUI_FINISHPAGE_RUN_TEXT "Open Skiff"
+
+!insertmacro MUI_PAGE_LICENSE "${SRC}\LICENSE.txt"
+!insertmacro MUI_PAGE_DIRECTORY
+!insertmacro MUI_PAGE_INSTFILES
+!insertmacro MUI_PAGE_FINISH
+!insertmacro MUI_UNPAGE_CONFIRM
+!insertmacro MUI_UNPAGE_INSTFILES
+!insertmacro MUI_LANGUAGE "English"
+
+Function .onInit
+  ${IfNot} ${RunningX64}
+    MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows."
+    Abort
+  ${EndIf}
+  SetRegView 64
+FunctionEnd
+
+Function un.onInit
+  SetRegView 64
+FunctionEnd
+
+Section "Skiff" SecMain
+  SectionIn RO
+  SetOutPath "$INSTDIR"
+
+  ; An upgrade: stop and remove the old service first, so its files can be
+  ; replaced.
+  ${If} ${FileExists} "$INSTDIR\skiff.exe"
+    DetailPrint "Stopping the running Skiff service"
+    nsExec::ExecToLog '"$INSTDIR\skiff.exe" service uninstall'
+    Pop $0
+  ${EndIf}
+
+  File "${SRC}\skiff.exe"
+  File "${SRC}\LICENSE.txt"
+  File "${SRC}\skiff.ico"
+!ifdef WINTUN
+  File "${SRC}\wintun.dll"
+!else
+  !warning "this installer has no wintun.dll: TUN mode will not work in this build"
+  DetailPrint "This build has no wintun.dll: TUN mode will not work; the local proxy does."
+!endif
+
+  WriteUninstaller "$INSTDIR\uninstall.exe"
+  CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff.exe" "" "$INSTDIR\skiff.ico"
+
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "Skiff"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
+  WriteRegStr HKLM "${UNINSTKEY}" "Publisher" "Skiff"
+  WriteRegStr HKLM "${UNINSTKEY}" "URLInfoAbout" "https://github.com/skiffvpn/skiff"
+  WriteRegStr HKLM "${UNINSTKEY}" "DisplayIcon" "$INSTDIR\skiff.ico"
+  WriteRegStr HKLM "${UNINSTKEY}" "InstallLocation" "$INSTDIR"
+  WriteRegStr HKLM "${UNINSTKEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
+  WriteRegStr HKLM "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoModify" 1
+  WriteRegDWORD HKLM "${UNINSTKEY}" "NoRepair" 1
+
+  ; Register and start the privileged service (LocalSystem), so that TUN
+  ; mode works from the window without a prompt, now and after a reboot.
+  DetailPrint "Registering the Skiff service"
+  nsExec::ExecToLog '"$INSTDIR\skiff.exe" service install'
+  Pop $0
+  ${If} $0 != 0
+    DetailPrint "skiff service install failed ($0)"
+    MessageBox MB_ICONEXCLAMATION "The Skiff service could not be registered (exit $0). The window's local proxy works; TUN mode needs the service. Run '$INSTDIR\skiff.exe service install' as administrator to retry."
+  ${EndIf}
+SectionEnd
+
+Section "Uninstall"
+  ; Stop and remove the service, then restore routes and rules a TUN run
+  ; may have left behind.
+  DetailPrint "Stopping and removing the Skiff service"
+  nsExec::ExecToLog '"$INSTDIR\skiff.exe" service uninstall'
+  Pop $0
+  DetailPrint "Restoring routes"
+  nsExec::ExecToLog '"$INSTDIR\skiff.exe" cleanup'
+  Pop $0
+
+  Delete "$SMPROGRAMS\Skiff.lnk"
+  Delete "$INSTDIR\skiff.exe"
+  Delete "$INSTDIR\wintun.dll"
+  Delete "$INSTDIR\skiff.ico"
+  Delete "$INSTDIR\LICENSE.txt"
+  Delete "$INSTDIR\uninstall.exe"
+  RMDir "$INSTDIR"
+  DeleteRegKey HKLM "${UNINSTKEY}"
+SectionEnd
