@@ -3,13 +3,14 @@ package tun
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
 // enableKillSwitch loads nftKillSwitch's table with nft, after recording
 // the command that deletes it.
 func enableKillSwitch(k *KillSwitch, st *stateFile) error {
-	del := []string{"nft", "delete", "table", "inet", nftKillSwitchTable}
+	del := slices.Clone(nftKillSwitchUndo)
 	if !hasUndo(st, del) {
 		if err := st.record(Change{Kind: "nft", Undo: del}); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -90,6 +91,30 @@ func decodeState(b []byte) (State, error) {
 // other is refused.
 var undoCommands = map[string]bool{"route": true, "pfctl": true, "netsh": true}
 
+// nftKillSwitchUndo deletes the kill switch's nftables table.
+var nftKillSwitchUndo = []string{"nft", "delete", "table", "inet", nftKillSwitchTable}
+
+// isGUID reports whether s is a GUID as Windows prints it,
+// "{xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx}" (braces optional).
+func isGUID(s string) bool {
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "{"), "}")
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case c >= '0' && c <= '9', c >= 'a' && c <= 'f', c >= 'A' && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // maxLinkName is the longest interface name (Linux IFNAMSIZ without the
 // terminating NUL).
 const maxLinkName = 15
@@ -133,6 +158,21 @@ func (c Change) check() error {
 	case "command":
 		if len(c.Undo) == 0 || !undoCommands[c.Undo[0]] {
 			return fmt.Errorf("undo command %q is not one Skiff records", c.Undo)
+		}
+	case "nft":
+		// The kill switch's table: the one nft change Skiff records.
+		if !slices.Equal(c.Undo, nftKillSwitchUndo) {
+			return fmt.Errorf("nft undo %q is not the kill switch's", c.Undo)
+		}
+	case "wfp":
+		// The kill switch's persistent WFP objects: their GUID keys.
+		if len(c.Undo) < 2 || c.Undo[0] != "wfp" {
+			return fmt.Errorf("wfp undo %q names no filter", c.Undo)
+		}
+		for _, k := range c.Undo[1:] {
+			if !isGUID(k) {
+				return fmt.Errorf("wfp undo: %q is not a GUID", k)
+			}
 		}
 	default:
 		return fmt.Errorf("unknown change kind %q", c.Kind)

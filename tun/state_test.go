@@ -127,6 +127,11 @@ func TestStateFileRefusesStrangeChanges(t *testing.T) {
 		{`{"kind":"command","undo":[]}`, false},
 		{`{"kind":"link","link":"skiff0","undo":["route"]}`, false},
 		{`{"kind":"wfp"}`, false},
+		{`{"kind":"wfp","undo":["wfp","{6b2f3a1c-2d4e-4f60-8a9b-0c1d2e3f4a5b}","0c1d2e3f-4a5b-4f60-8a9b-6b2f3a1c2d4e"]}`, true},
+		{`{"kind":"wfp","undo":["wfp","not-a-guid"]}`, false},
+		{`{"kind":"nft","undo":["nft","delete","table","inet","skiff_killswitch"]}`, true},
+		{`{"kind":"nft","undo":["nft","flush","ruleset"]}`, false},
+		{`{"kind":"nft","undo":["sh","-c","x"]}`, false},
 	} {
 		b := []byte(`{"version":1,"pid":1,"changes":[` + tc.change + `]}`)
 		_, err := decodeState(b)

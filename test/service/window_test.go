@@ -91,6 +91,11 @@ func shoot(t *testing.T, display, name string) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(out, name+".png")
+	// name may hold the test's folder ("TestService/window-connected"),
+	// which a fresh clone does not have yet.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("import", "-window", "root", path)
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)
 	if b, err := cmd.CombinedOutput(); err != nil {
