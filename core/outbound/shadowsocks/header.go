@@ -88,6 +88,9 @@ func parseAddr(b []byte) (flow.Addr, int, error) {
 			return a, 0, errors.New("empty domain name in address")
 		}
 		a = flow.NameAddr(string(b[2:2+l]), 0)
+		if !a.IsValid() { // only dots: NameAddr trims them to nothing
+			return flow.Addr{}, 0, errors.New("empty domain name in address")
+		}
 		n = 2 + l
 	default:
 		return a, 0, fmt.Errorf("address type %d", b[0])
