@@ -335,17 +335,14 @@ func hopInterval(d time.Duration) time.Duration {
 
 // resolve returns the server's address.
 func (c *Client) resolve(ctx context.Context) (netip.Addr, error) {
-	if ip, err := netip.ParseAddr(c.host); err == nil {
-		return ip.Unmap(), nil
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", c.host)
+	ips, err := outbound.LookupNetIP(ctx, c.dialer, "ip", c.host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: %w", c.name, err)
 	}
 	if len(ips) == 0 {
 		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: no address", c.name)
 	}
-	return ips[0].Unmap(), nil
+	return ips[0], nil
 }
 
 // handshakeError names what failed in a QUIC dial: a timeout, the
