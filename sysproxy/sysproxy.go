@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/skiffvpn/skiff/internal/atomicfile"
+	"github.com/skiffvpn/skiff/internal/pidalive"
 )
 
 // StateName is the state file's name in the directory given to New.
@@ -210,12 +211,20 @@ func (p *Proxy) Enable(ctx context.Context, c Config) ([]string, error) {
 // in this session), the state file stays for the next try and the error
 // says which.
 func (p *Proxy) Disable(ctx context.Context) error {
-	_, err := p.Recover(ctx)
-	return err
+	st, err := p.load()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return p.restore(ctx, st)
 }
 
-// Recover is Disable that also reports whether there was anything to put
-// back: a crashed run's settings, at the next start.
+// Recover puts back the settings of a run that ended without doing so (a
+// crash, kill -9, a power cut) and reports whether there were any. The
+// settings of a run that is still alive — another window, a `skiff run
+// --system-proxy` — are left to it.
 func (p *Proxy) Recover(ctx context.Context) (bool, error) {
 	st, err := p.load()
 	if errors.Is(err, fs.ErrNotExist) {
@@ -224,6 +233,13 @@ func (p *Proxy) Recover(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if st.PID != os.Getpid() && pidalive.Alive(st.PID) {
+		return false, nil
+	}
+	return true, p.restore(ctx, st)
+}
+
+func (p *Proxy) restore(ctx context.Context, st *state) error {
 	byName := map[string]store{}
 	for _, s := range p.stores {
 		byName[s.name()] = s
@@ -265,12 +281,12 @@ func (p *Proxy) Recover(ctx context.Context) (bool, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return true, fmt.Errorf("sysproxy: restoring the settings recorded in %s: %w", p.path, errors.Join(errs...))
+		return fmt.Errorf("sysproxy: restoring the settings recorded in %s: %w", p.path, errors.Join(errs...))
 	}
 	if err := os.Remove(p.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return true, fmt.Errorf("sysproxy: removing %s: %w", p.path, err)
+		return fmt.Errorf("sysproxy: removing %s: %w", p.path, err)
 	}
-	return true, nil
+	return nil
 }
 
 func (p *Proxy) save(st *state) error {

@@ -265,3 +265,30 @@ func TestEnvText(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverLeavesLiveRun: the settings of a run that is still alive are
+// its own; Recover at another process's start leaves them.
+func TestRecoverLeavesLiveRun(t *testing.T) {
+	var log []string
+	a := &memStore{id: "a", vals: map[string]string{"server": "corp:3128"}, log: &log}
+	p := &Proxy{path: filepath.Join(t.TempDir(), StateName), stores: []store{a}}
+	if _, err := p.Enable(context.Background(), Config{Addr: testAddr}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.PID = os.Getppid() // alive: the go command that runs this test
+	if err := p.save(st); err != nil {
+		t.Fatal(err)
+	}
+	if restored, err := p.Recover(context.Background()); restored || err != nil || a.vals["server"] != testAddr.String() {
+		t.Fatalf("Recover took a live run's settings: %v %v %v", restored, err, a.vals)
+	}
+	st.PID = 1 << 30 // no such process
+	p.save(st)
+	if restored, err := p.Recover(context.Background()); !restored || err != nil || a.vals["server"] != "corp:3128" {
+		t.Fatalf("Recover of a dead run's settings: %v %v %v", restored, err, a.vals)
+	}
+}

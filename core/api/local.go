@@ -103,8 +103,8 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
-	if r.Mode == plan.ModeTUN {
-		rt.Mode = plan.ModeTUN
+	if r.Mode != "" {
+		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
 	}
 	l.mu.Lock()
 	prev := l.route

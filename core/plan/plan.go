@@ -24,12 +24,17 @@ import (
 const (
 	ModeProxy = "proxy" // the local SOCKS5/HTTP proxy only
 	ModeTUN   = "tun"   // the proxy and the system-wide VPN (TUN device, routes, DNS)
+	// ModeSystemProxy is the local proxy with the desktop's proxy settings
+	// pointed at it. The core runs as in ModeProxy; the user's session
+	// (the window, `skiff run --system-proxy`) sets the desktop's settings
+	// (package sysproxy), because they are the user's, not the service's.
+	ModeSystemProxy = "system-proxy"
 )
 
 // Request is what a front end asks for when it connects. It is data only:
 // the service validates every field.
 type Request struct {
-	Mode   string `json:"mode,omitempty"`   // ModeProxy (default) or ModeTUN
+	Mode   string `json:"mode,omitempty"`   // ModeProxy (default), ModeSystemProxy or ModeTUN
 	Target string `json:"target,omitempty"` // a node or group ID; "": the profile's selection
 	Listen string `json:"listen,omitempty"` // the local proxy's loopback address; "": core.DefaultListen
 	// NoIPv6 keeps IPv6 out of the tunnel (TUN mode).
@@ -42,9 +47,9 @@ type Request struct {
 // Validate checks r's fields.
 func (r Request) Validate() error {
 	switch r.Mode {
-	case "", ModeProxy, ModeTUN:
+	case "", ModeProxy, ModeSystemProxy, ModeTUN:
 	default:
-		return fmt.Errorf("mode %q: want %q or %q", r.Mode, ModeProxy, ModeTUN)
+		return fmt.Errorf("mode %q: want %q, %q or %q", r.Mode, ModeProxy, ModeSystemProxy, ModeTUN)
 	}
 	switch r.DNS {
 	case "", core.DNSFakeIP, core.DNSRealIP:
