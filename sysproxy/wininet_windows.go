@@ -117,11 +117,13 @@ func (wininet) changed(context.Context) error {
 	if err := procInternetSetOption.Find(); err != nil {
 		return fmt.Errorf("wininet.dll: %w", err)
 	}
-	for _, opt := range []uintptr{internetOptionSettingsChanged, internetOptionRefresh} {
-		r, _, err := procInternetSetOption.Call(0, opt, uintptr(unsafe.Pointer(nil)), 0)
-		if r == 0 {
-			return fmt.Errorf("InternetSetOption(%d): %w", opt, err)
-		}
+	r, _, err := procInternetSetOption.Call(0, internetOptionSettingsChanged, uintptr(unsafe.Pointer(nil)), 0)
+	if r == 0 {
+		return fmt.Errorf("InternetSetOption(INTERNET_OPTION_SETTINGS_CHANGED): %w", err)
 	}
+	// REFRESH makes running programs read the settings now rather than
+	// at their next request. It is a courtesy: the settings are written
+	// either way, and Wine answers it with ERROR_INTERNET_INCORRECT_HANDLE_TYPE.
+	procInternetSetOption.Call(0, internetOptionRefresh, uintptr(unsafe.Pointer(nil)), 0)
 	return nil
 }
