@@ -106,9 +106,25 @@ func (k *sysKeeper) describe() (string, bool) {
 	case k.err != nil:
 		return "System proxy: " + k.err.Error(), true
 	case k.on != "":
-		return "System proxy set (" + strings.Join(k.names, ", ") + ") to " + k.on, false
+		var where []string
+		for _, n := range k.names {
+			if w := storeNames[n]; w != "" {
+				n = w
+			}
+			where = append(where, n)
+		}
+		return "System proxy set to " + k.on + ": " + strings.Join(where, ", "), false
 	}
 	return "", false
+}
+
+// storeNames are sysproxy's stores as Home names them.
+var storeNames = map[string]string{
+	"gnome":        "GNOME settings",
+	"kde":          "KDE settings",
+	"shell":        "new terminals (through " + sysproxy.EnvName + ")",
+	"wininet":      "Windows settings",
+	"networksetup": "macOS network services",
 }
 
 // stop ends the keeper and puts the settings back; the process is ending.

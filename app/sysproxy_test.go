@@ -34,7 +34,7 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	listen := h.ctrl.Status().Listen
 	h.waitFor("the system proxy to be set", func() bool {
 		h.ui.refresh()
-		return strings.Contains(h.ui.home.sysNote.Text, "System proxy set (shell) to "+listen)
+		return strings.Contains(h.ui.home.sysNote.Text, "System proxy set to "+listen+": new terminals")
 	})
 	b, err := os.ReadFile(snippet)
 	if err != nil || !strings.Contains(string(b), "http_proxy='http://"+listen+"'") {

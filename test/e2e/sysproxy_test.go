@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,10 +13,6 @@ import (
 
 	"github.com/skiffvpn/skiff/test/harness"
 )
-
-// envSysproxySession marks the run of TestSystemProxyKilled inside a
-// D-Bus session of its own.
-const envSysproxySession = "SKIFF_E2E_SYSPROXY_SESSION"
 
 // TestSystemProxyKilled: `skiff run --system-proxy` in a GNOME session
 // (real gsettings and dconf, in a D-Bus session and HOME of the test's
@@ -28,60 +22,12 @@ const envSysproxySession = "SKIFF_E2E_SYSPROXY_SESSION"
 // skiff puts back exactly what the user had; the run after it, stopped
 // cleanly, puts back the same again.
 func TestSystemProxyKilled(t *testing.T) {
-	if os.Getenv(envSysproxySession) == "" {
-		for _, p := range []string{"dbus-run-session", "gsettings", "dconf"} {
-			if _, err := exec.LookPath(p); err != nil {
-				t.Skipf("%s is not installed (make deps installs it)", p)
-			}
-		}
-		home := t.TempDir()
-		// Go's caches stay where they are: under the new HOME the
-		// harness would build everything again from nothing.
-		gopath := os.Getenv("GOPATH")
-		if gopath == "" {
-			gopath = filepath.Join(os.Getenv("HOME"), "go")
-		}
-		gocache, err := os.UserCacheDir()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c := os.Getenv("GOCACHE"); c != "" {
-			gocache = c
-		} else {
-			gocache = filepath.Join(gocache, "go-build")
-		}
-		cmd := exec.Command("dbus-run-session", "--", os.Args[0], "-test.run", "^TestSystemProxyKilled$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), envSysproxySession+"=1", "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"),
-			"XDG_RUNTIME_DIR="+home, "SKIFF_CONFIG_DIR="+filepath.Join(home, "skiff"), "GSETTINGS_BACKEND=dconf",
-			"GOPATH="+gopath, "GOCACHE="+gocache)
-		out, err := cmd.CombinedOutput()
-		t.Logf("in a D-Bus session of its own:\n%s", out)
-		if err != nil || !strings.Contains(string(out), "--- PASS: TestSystemProxyKilled") {
-			t.Fatalf("the run in the session failed: %v", err)
-		}
+	if !harness.InDBusSession(t, "TestSystemProxyKilled", "SKIFF_CONFIG_DIR="+filepath.Join(t.TempDir(), "skiff")) {
 		return
 	}
-	gs := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("gsettings", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("gsettings %v: %v: %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	dump := func() string {
-		t.Helper()
-		out, err := exec.Command("dconf", "dump", "/system/proxy/").CombinedOutput()
-		if err != nil {
-			t.Fatalf("dconf dump: %v: %s", err, out)
-		}
-		return string(out)
-	}
-	gs("set", "org.gnome.system.proxy", "mode", "'auto'")
-	gs("set", "org.gnome.system.proxy", "autoconfig-url", "'http://wpad.corp.example/wpad.dat'")
-	gs("set", "org.gnome.system.proxy.http", "host", "'proxy.corp.example'")
-	gs("set", "org.gnome.system.proxy.http", "port", "3128")
-	before := dump()
+	gs := func(args ...string) string { t.Helper(); return harness.GSettings(t, args...) }
+	dump := func() string { t.Helper(); return harness.GNOMEProxy(t) }
+	before := harness.SetUserGNOMEProxy(t)
 
 	srv := newServer(t, setup{kind: harness.VLESSWS})
 	startServer(t, srv)
