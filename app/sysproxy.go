@@ -21,16 +21,18 @@ import (
 // milliseconds each, so it works on a goroutine of its own, and the
 // newest wish wins.
 type sysKeeper struct {
-	p    *sysproxy.Proxy
-	wish chan string // the address wanted; "" for off
-	done chan struct{}
+	p        *sysproxy.Proxy
+	wish     chan string // the address wanted; "" for off
+	done     chan struct{}
+	stopOnce sync.Once
 
 	sent string // the last wish sent (UI thread only)
 
-	mu    sync.Mutex
-	on    string   // the address the settings point at; "" when off
-	names []string // the stores set
-	err   error    // the last failure, shown on Home
+	mu     sync.Mutex
+	closed bool     // stop was called: no more wishes
+	on     string   // the address the settings point at; "" when off
+	names  []string // the stores set
+	err    error    // the last failure, shown on Home
 }
 
 func newSysKeeper(p *sysproxy.Proxy) *sysKeeper {
@@ -54,11 +56,16 @@ func (k *sysKeeper) follow(st api.Status) {
 		return
 	}
 	k.sent = w
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.closed {
+		return
+	}
 	select {
 	case <-k.wish: // an older wish not yet taken: the newest wins
 	default:
 	}
-	k.wish <- w
+	k.wish <- w // the only sender, with the buffer emptied: never blocks
 }
 
 func (k *sysKeeper) run() {
@@ -128,10 +135,16 @@ var storeNames = map[string]string{
 }
 
 // stop ends the keeper and puts the settings back; the process is ending.
+// Calls after the first do nothing.
 func (k *sysKeeper) stop() {
-	close(k.wish)
-	<-k.done
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	k.p.Disable(ctx)
+	k.stopOnce.Do(func() {
+		k.mu.Lock()
+		k.closed = true
+		close(k.wish)
+		k.mu.Unlock()
+		<-k.done
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		k.p.Disable(ctx)
+	})
 }

@@ -53,3 +53,13 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 		t.Error("state file left after disconnect")
 	}
 }
+
+// TestCloseTwice: Quit closes the UI and the window's end closes it again;
+// a refresh queued before may still run.
+func TestCloseTwice(t *testing.T) {
+	h := newHarness(t, Prefs{}, nil)
+	h.ui.Close()
+	h.ui.Close()
+	h.ui.refresh()
+	h.pump()
+}
