@@ -100,6 +100,7 @@ func FuzzClash(f *testing.F) {
 func FuzzSingBox(f *testing.F) {
 	f.Add([]byte(singBoxJSON))
 	f.Add([]byte(`{"outbounds":[{"type":"vless","server":"a","server_port":1,"transport":{"type":"http"}}]}`))
+	f.Add([]byte(`{"outbounds":[{"type":"selector","tag":"a","outbounds":["a","b"]},{"type":"urltest","tag":"b","outbounds":["a"],"interval":"x"},{"type":"direct","tag":"b"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		res := &Result{Format: FormatSingBox}
 		if err := parseSingBox(b, res); err != nil {

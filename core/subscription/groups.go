@@ -101,13 +101,19 @@ func ProviderGroups(p *profile.Profile, source string, specs []Group) ([]*profil
 			}
 		}
 	}
+	var warns []profile.Warning
 	groups := map[string]string{}
+	named := specs[:0:0]
 	for _, s := range specs {
+		if s.Name == "" || groups[s.Name] != "" {
+			warns = append(warns, profile.Warning{Line: s.Line, Reason: fmt.Sprintf("group %q: left out, a group needs a name of its own", s.Name)})
+			continue
+		}
 		groups[s.Name] = profile.GroupID(source, profile.OriginProvider, s.Name)
+		named = append(named, s)
 	}
 	var out []*profile.Group
-	var warns []profile.Warning
-	for _, s := range specs {
+	for _, s := range named {
 		g := &profile.Group{ID: groups[s.Name], Name: s.Name, Type: s.Type, Subscription: source,
 			Origin: profile.OriginProvider, ProbeURL: s.ProbeURL, Interval: profile.Duration(s.Interval)}
 		var missing []string

@@ -197,3 +197,38 @@ func TestFileSubscription(t *testing.T) {
 		t.Fatalf("the same file again: %+v %v", s2, isNew)
 	}
 }
+
+// TestSingBoxGroups: a sing-box document's selector and urltest outbounds
+// are its groups; a member that is a direct outbound is no server and is
+// left out quietly.
+func TestSingBoxGroups(t *testing.T) {
+	const doc = `{"outbounds": [
+  {"type": "selector", "tag": "proxy", "outbounds": ["auto", "hy2", "direct"]},
+  {"type": "urltest", "tag": "auto", "outbounds": ["hy2", "ws"], "url": "http://cp.cloudflare.com/generate_204", "interval": "5m"},
+  {"type": "selector", "tag": "", "outbounds": ["hy2"]},
+  {"type": "hysteria2", "tag": "hy2", "server": "hk.example.com", "server_port": 443, "password": "pw", "tls": {"enabled": true, "server_name": "hk.example.com"}},
+  {"type": "vless", "tag": "ws", "server": "hk.example.com", "server_port": 443, "uuid": "` + testUUID + `", "tls": {"enabled": true, "server_name": "hk.example.com"}, "transport": {"type": "ws", "path": "/ws"}},
+  {"type": "direct", "tag": "direct"}
+]}`
+	p, sub := imported(t, doc)
+	got := viewGroups(p)
+	want := []groupView{
+		{"proxy", profile.GroupSelector, profile.OriginProvider, []string{"group:auto", "hy2"}},
+		{"auto", profile.GroupURLTest, profile.OriginProvider, []string{"hy2", "ws"}},
+		{"Fastest", profile.GroupURLTest, profile.OriginAuto, []string{"hy2", "ws"}},
+		{"hk.example.com", profile.GroupFailover, profile.OriginAuto, []string{"hy2", "ws"}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("groups\n%+v\nwant\n%+v", got, want)
+	}
+	if g, _ := p.FindGroup("auto"); g == nil || time.Duration(g.Interval) != 5*time.Minute || g.ProbeURL == "" {
+		t.Errorf("urltest's probe: %+v", g)
+	}
+	all := ""
+	for _, w := range sub.Warnings {
+		all += w.String() + "\n"
+	}
+	if !strings.Contains(all, "a group needs a name") || strings.Contains(all, `"direct"`) {
+		t.Errorf("warnings:\n%s", all)
+	}
+}
