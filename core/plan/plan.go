@@ -114,14 +114,24 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	useGroup := func(g *profile.Group) {
 		pl.Name, pl.GroupID = g.Name, g.ID
-		// A selector whose pick is a group runs that group; other member
-		// groups (a provider's "PROXY" over its "Auto" and its servers)
-		// give their servers, in order.
+		// A selector whose pick is a group runs that group, and so does
+		// one with no pick whose first member is a group (Clash starts a
+		// select group on its first member: a provider's "PROXY" over its
+		// "Auto" runs "Auto"). Other member groups give their servers, in
+		// order.
 		for range maxNesting {
-			if g.Type != profile.GroupSelector || p.Group(g.Selected) == nil {
+			if g.Type != profile.GroupSelector {
 				break
 			}
-			g = p.Group(g.Selected)
+			pick := g.Selected
+			if pick == "" && len(g.Members) > 0 {
+				pick = g.Members[0]
+			}
+			next := p.Group(pick)
+			if next == nil {
+				break
+			}
+			g = next
 		}
 		ids = Members(p, g)
 		switch g.Type {

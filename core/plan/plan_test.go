@@ -186,10 +186,18 @@ proxy-groups:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pl.Name != "节点选择" || pl.Config.Mode != group.Selector || names(pl) != "JP Hy2,HK Hy2,HK WS" {
+	// Nothing picked: the selector starts on its first member, a group.
+	if pl.Name != "节点选择" || pl.Config.Mode != group.URLTest || names(pl) != "JP Hy2,HK Hy2" {
 		t.Errorf("no selection: %q %s [%s]", pl.Name, pl.Config.Mode, names(pl))
 	}
+	// A selector whose members are servers and groups, picked by name:
+	// the servers of its groups in their place.
 	sel, _ := p.FindGroup("节点选择")
+	jp, _ := p.FindNode("JP Hy2")
+	sel.Selected = jp.ID
+	if pl, err = plan.Build(p, plan.Request{}); err != nil || pl.Config.Mode != group.Selector || names(pl) != "JP Hy2,HK Hy2,HK WS" || pl.Config.Selected != "JP Hy2" {
+		t.Errorf("a server picked: %v %s [%s] %q", err, pl.Config.Mode, names(pl), pl.Config.Selected)
+	}
 	fb, _ := p.FindGroup("故障转移")
 	sel.Selected = fb.ID
 	if pl, err = plan.Build(p, plan.Request{}); err != nil || pl.Config.Mode != group.Failover || names(pl) != "HK WS,HK Hy2,JP Hy2" {
