@@ -15,12 +15,12 @@ GO ?= go
 # shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
 # end-to-end tests put in front of sing-box. dbus, dconf-cli, libglib2.0-bin
 # and gsettings-desktop-schemas: the system proxy tests set GNOME's proxy
-# in a D-Bus session of their own.
+# in a D-Bus session of their own; libkf5config-bin (kwriteconfig5) KDE's.
 BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
-	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas \
+	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin \
 	$(PACKAGE_DEB_PACKAGES)
 
 # What `make package` and its tests need: the mingw-w64 C compiler (the
