@@ -14,10 +14,11 @@ import (
 
 // TestSystemProxyModeFollowsTheCore: in system proxy mode, Connect points
 // this session's proxy settings at the local proxy and Disconnect puts
-// them back. The desktop stores are kept out of reach (no D-Bus session,
-// a temporary HOME), so what is set is the shell snippet beside the
-// window's preferences; sysproxy's own tests set GNOME's settings in a
-// D-Bus session of their own.
+// them back. The desktop's settings are kept out of reach (no D-Bus
+// session, a temporary HOME where KDE's kioslaverc may be written); what
+// is checked is the shell snippet beside the window's preferences.
+// sysproxy's own tests, and test/gui, set GNOME's settings in a D-Bus
+// session of their own.
 func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -34,7 +35,7 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	listen := h.ctrl.Status().Listen
 	h.waitFor("the system proxy to be set", func() bool {
 		h.ui.refresh()
-		return strings.Contains(h.ui.home.sysNote.Text, "System proxy set to "+listen+": new terminals")
+		return strings.HasPrefix(h.ui.home.sysNote.Text, "System proxy set to "+listen+": ") && strings.Contains(h.ui.home.sysNote.Text, "new terminals")
 	})
 	b, err := os.ReadFile(snippet)
 	if err != nil || !strings.Contains(string(b), "http_proxy='http://"+listen+"'") {
