@@ -13,11 +13,14 @@ GO ?= go
 # for the GUI tests; Noto CJK, so that Chinese and Japanese node names are
 # drawn (Fyne falls back to a system font per character); simple-obfs and
 # shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
-# end-to-end tests put in front of sing-box.
+# end-to-end tests put in front of sing-box. dbus, dconf-cli, libglib2.0-bin
+# and gsettings-desktop-schemas: the system proxy tests set GNOME's proxy
+# in a D-Bus session of their own; libkf5config-bin (kwriteconfig5) KDE's.
 BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
+	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin \
 	$(PACKAGE_DEB_PACKAGES)
 
 # What `make package` and its tests need: the mingw-w64 C compiler (the
@@ -43,7 +46,7 @@ FYNE ?= $(GO) run fyne.io/tools/cmd/fyne@v1.7.4
 WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
 # Packages built for the other desktop systems by `make cross` (CGO off).
-CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./netmon/... ./internal/...
+CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./netmon/... ./sysproxy/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.

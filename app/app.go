@@ -33,6 +33,7 @@ import (
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/sysproxy"
 )
 
 // ID is the application ID (also in FyneApp.toml).
@@ -62,6 +63,9 @@ type Options struct {
 	PrefsDir string
 	// Logger receives the window's own log lines; nil: discarded.
 	Logger *slog.Logger
+	// SystemProxy is this session's proxy settings, which the system
+	// proxy mode points at the local proxy; nil: sysproxy.New(PrefsDir).
+	SystemProxy *sysproxy.Proxy
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
@@ -93,6 +97,7 @@ type UI struct {
 	logs        *logsView
 	settings    *settingsView
 	tray        *tray
+	sys         *sysKeeper
 }
 
 // New builds the window. It does not show it: call Window().Show() or
@@ -118,6 +123,10 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	u.prefs = prefs
 	u.applyTheme()
 	u.ctx, u.cancel = context.WithCancel(context.Background())
+	if o.SystemProxy == nil {
+		o.SystemProxy = sysproxy.New(o.PrefsDir)
+	}
+	u.sys = newSysKeeper(o.SystemProxy)
 
 	fa.SetIcon(iconApp)
 	u.win = fa.NewWindow(Title)
@@ -188,6 +197,9 @@ func (u *UI) setPrefs(p Prefs) error {
 func (u *UI) Close() {
 	u.cancel()
 	u.wg.Wait()
+	// The system proxy is this session's setting, not the core's: it ends
+	// with the window's process, also when the service's VPN goes on.
+	u.sys.stop()
 }
 
 // Quit stops everything and quits the app.
@@ -201,8 +213,11 @@ func (u *UI) Quit() {
 func (u *UI) Connect() {
 	prefs := u.Prefs()
 	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
-	if prefs.Mode == ModeTUN {
+	switch prefs.Mode {
+	case ModeTUN:
 		req.Mode = plan.ModeTUN
+	case ModeSystemProxy:
+		req.Mode = plan.ModeSystemProxy
 	}
 	u.home.showError("")
 	u.wg.Add(1)
@@ -440,6 +455,7 @@ func (u *UI) refresh() {
 	u.mu.Lock()
 	st, snap := u.live.st, u.live.snap
 	u.mu.Unlock()
+	u.sys.follow(st)
 	u.home.update(st, snap)
 	u.profiles.flush()
 	if u.tray != nil {

@@ -487,12 +487,14 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	v := h.ui.routes
 	v.makeGroups()
 	p, _ := h.store.Load()
-	if len(p.Groups) != 1 {
-		t.Fatalf("%d groups made", len(p.Groups))
+	// "Fastest" over both, and the server's failover group.
+	if len(p.Groups) != 2 || p.Groups[0].Name != subscription.FastestName || p.Groups[1].Type != profile.GroupFailover {
+		t.Fatalf("groups made: %+v", p.Groups)
 	}
+	v.groupList.Select(1)
 	first := func() string {
 		p, _ := h.store.Load()
-		return p.Node(p.Groups[0].Members[0]).Name()
+		return p.Node(p.Groups[1].Members[0]).Name()
 	}
 	if first() != "Hy2 Home" {
 		t.Fatalf("the made group starts with %q, want Hy2 Home", first())

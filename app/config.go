@@ -3,54 +3,11 @@ package app
 import (
 	"os"
 	"runtime"
-	"sort"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/plan"
-	"github.com/skiffvpn/skiff/core/profile"
 )
-
-// defaultGroups proposes a failover group for every server that a source
-// (a subscription, or the hand-imported nodes) offers over several
-// protocols: Hysteria2 first, VLESS+WS+TLS second. Servers already covered
-// by a group of the profile are left out.
-func defaultGroups(p *profile.Profile) []*profile.Group {
-	type key struct{ source, host string }
-	var order []key
-	byKey := map[key][]*profile.Node{}
-	for _, n := range p.Nodes {
-		if n.Unsupported != "" {
-			continue
-		}
-		k := key{n.Subscription, strings.ToLower(n.Config.Server)}
-		if _, ok := byKey[k]; !ok {
-			order = append(order, k)
-		}
-		byKey[k] = append(byKey[k], n)
-	}
-	covered := map[string]bool{}
-	for _, g := range p.Groups {
-		for _, m := range g.Members {
-			covered[m] = true
-		}
-	}
-	var out []*profile.Group
-	for _, k := range order {
-		nodes := byKey[k]
-		if len(nodes) < 2 || covered[nodes[0].ID] {
-			continue
-		}
-		sort.SliceStable(nodes, func(i, j int) bool { return plan.ProtocolRank(&nodes[i].Config) < plan.ProtocolRank(&nodes[j].Config) })
-		g := &profile.Group{ID: "g" + nodes[0].ID, Name: k.host, Type: profile.GroupFailover}
-		for _, n := range nodes {
-			g.Members = append(g.Members, n.ID)
-		}
-		out = append(out, g)
-	}
-	return out
-}
 
 // protocolLabel is how a node's protocol and layers are shown:
 // "Hysteria2", "VLESS+WS+TLS".

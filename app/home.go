@@ -21,8 +21,9 @@ import (
 
 // Mode choices as shown.
 const (
-	modeProxyLabel = "Local proxy only (SOCKS5/HTTP)"
-	modeTUNLabel   = "System-wide VPN (TUN)"
+	modeProxyLabel  = "Local proxy only (SOCKS5/HTTP)"
+	modeSystemLabel = "System proxy (apps that follow the desktop's proxy settings)"
+	modeTUNLabel    = "System-wide VPN (TUN)"
 )
 
 // homeView is the dashboard.
@@ -35,6 +36,7 @@ type homeView struct {
 	listen    *widget.Label
 	mode      *widget.Select
 	modeNote  *widget.Label
+	sysNote   *widget.Label // what the system proxy mode set, or why it could not
 	route     *widget.Label
 	reason    *widget.Label
 	errBox    *fyne.Container
@@ -66,10 +68,14 @@ func newHomeView(u *UI) *homeView {
 	h.state.TextStyle.Bold = true
 	h.listen = widget.NewLabel("")
 
-	h.mode = widget.NewSelect([]string{modeProxyLabel, modeTUNLabel}, h.onMode)
+	h.mode = widget.NewSelect([]string{modeProxyLabel, modeSystemLabel, modeTUNLabel}, h.onMode)
 	h.modeNote = widget.NewLabel("")
 	h.modeNote.Wrapping = fyne.TextWrapWord
 	h.modeNote.TextStyle.Italic = true
+
+	h.sysNote = widget.NewLabel("")
+	h.sysNote.Wrapping = fyne.TextWrapWord
+	h.sysNote.Hide()
 
 	h.route = widget.NewLabel("Route: —")
 	h.route.Truncation = fyne.TextTruncateEllipsis
@@ -111,7 +117,7 @@ func newHomeView(u *UI) *homeView {
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
-	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
+	top := container.NewVBox(head, modeRow, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
 	figures := container.NewVBox(
 		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
 		container.NewHBox(h.memCore, h.memWindow),
@@ -147,10 +153,13 @@ func (h *homeView) setMode(mode string) {
 	} else if hint := privilegeHint(h.u.service); hint != "" && mode == ModeTUN {
 		note = hint
 	}
-	if mode == ModeTUN && ok {
-		h.mode.SetSelectedIndex(1)
-	} else {
-		h.mode.SetSelectedIndex(0)
+	switch {
+	case mode == ModeTUN && ok:
+		h.mode.SetSelected(modeTUNLabel)
+	case mode == ModeSystemProxy:
+		h.mode.SetSelected(modeSystemLabel)
+	default:
+		h.mode.SetSelected(modeProxyLabel)
 	}
 	h.modeNote.SetText(note)
 	if note == "" {
@@ -162,6 +171,9 @@ func (h *homeView) setMode(mode string) {
 
 func (h *homeView) onMode(label string) {
 	mode := ModeProxy
+	if label == modeSystemLabel {
+		mode = ModeSystemProxy
+	}
 	if label == modeTUNLabel {
 		if ok, why := tunAvailable(); !ok {
 			h.mode.SetSelected(modeProxyLabel)
@@ -279,6 +291,16 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		h.setError(h.userErr)
 	default:
 		h.setError("")
+	}
+
+	if note, bad := h.u.sys.describe(); note != h.sysNote.Text || note != "" != h.sysNote.Visible() {
+		h.sysNote.Importance = widget.MediumImportance
+		if bad {
+			h.sysNote.Importance = widget.WarningImportance
+		}
+		h.sysNote.SetText(note)
+		h.sysNote.Hidden = note == ""
+		h.sysNote.Refresh()
 	}
 
 	if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -46,8 +47,9 @@ type profilesView struct {
 	source  string
 	shown   []*profile.Node
 
-	mu      sync.Mutex // guards latency and dirty: tests finish off the UI thread
+	mu      sync.Mutex // guards latency, order and dirty: tests finish off the UI thread
 	latency map[string]string
+	order   map[string]int // place of each tested node after the last "test all": fastest first
 	dirty   bool
 }
 
@@ -219,9 +221,12 @@ func (v *profilesView) describeSource(id string) (title, detail string, bad bool
 		}
 	}
 	now := time.Now()
-	if s.LastSuccess.IsZero() {
+	switch {
+	case s.URL == "":
+		parts = append(parts, "imported from a file "+ageString(now, s.LastSuccess)+" ago")
+	case s.LastSuccess.IsZero():
 		parts = append(parts, "never refreshed")
-	} else {
+	default:
 		parts = append(parts, "refreshed "+ageString(now, s.LastSuccess)+" ago")
 	}
 	detail = strings.Join(parts, " · ")
@@ -257,6 +262,20 @@ func (v *profilesView) filter() {
 			}
 		}
 		v.shown = append(v.shown, n)
+	}
+	// After "test all": by latency (api.SortByLatency), untested nodes
+	// after the tested ones, each in the provider's order otherwise.
+	v.mu.Lock()
+	order := v.order
+	v.mu.Unlock()
+	if len(order) > 0 {
+		place := func(n *profile.Node) int {
+			if i, ok := order[n.ID]; ok {
+				return i
+			}
+			return len(order)
+		}
+		sort.SliceStable(v.shown, func(i, j int) bool { return place(v.shown[i]) < place(v.shown[j]) })
 	}
 	v.nodeList.Refresh()
 }
@@ -320,7 +339,7 @@ func (v *profilesView) addFromFile() {
 			v.say("Could not read the file: "+err.Error(), true)
 			return
 		}
-		v.addBody(b, r.URI().Name())
+		v.importBody(b, r.URI().Name(), r.URI().Name())
 	}, v.u.win)
 	d.Show()
 }
@@ -332,15 +351,16 @@ func (v *profilesView) addText(s, source string) {
 		v.AddSubscription(s)
 		return
 	}
-	v.addBody([]byte(s), source)
+	v.importBody([]byte(s), source, "")
 }
 
-// addBody imports the nodes in b (share links, base64, Clash, sing-box or
-// SIP008) as nodes added by hand.
-func (v *profilesView) addBody(b []byte, source string) {
+// importBody imports the nodes in b (share links, base64, Clash, sing-box
+// or SIP008), read from source: as a subscription named file when b is a
+// file's (file is its name), else as nodes added by hand.
+func (v *profilesView) importBody(b []byte, source, file string) {
 	ctx, cancel := context.WithTimeout(v.u.ctx, 30*time.Second)
 	defer cancel()
-	res, err := v.u.b.Import(ctx, api.ImportRequest{Body: string(b)})
+	res, err := v.u.b.Import(ctx, api.ImportRequest{Body: string(b), Source: file})
 	v.u.reloadProfile()
 	if err != nil {
 		msg := fmt.Sprintf("Nothing could be imported from %s: %s", source, strings.TrimPrefix(err.Error(), "import: "))
@@ -391,11 +411,13 @@ func (v *profilesView) AddSubscription(rawURL string) {
 func (v *profilesView) refreshSubs(ids []string) {
 	if ids == nil {
 		for _, s := range v.p.Subscriptions {
-			ids = append(ids, s.ID)
+			if s.URL != "" { // a file's import has nothing to fetch
+				ids = append(ids, s.ID)
+			}
 		}
 	}
 	if len(ids) == 0 {
-		v.say("There is no subscription to refresh: add one above.", true)
+		v.say("There is no subscription URL to refresh: add one above (a file is imported again with File…).", true)
 		return
 	}
 	v.say(fmt.Sprintf("Refreshing %d subscription(s)…", len(ids)), false)
@@ -497,7 +519,20 @@ func (v *profilesView) test(nodes []*profile.Node) {
 		for _, r := range res {
 			v.setLatency(r.ID, latencyText(r))
 		}
-	}, nil)
+		if len(res) > 1 {
+			api.SortByLatency(res)
+			v.mu.Lock()
+			v.order = make(map[string]int, len(res))
+			for i, r := range res {
+				v.order[r.ID] = i
+			}
+			v.mu.Unlock()
+		}
+	}, func() {
+		if len(ids) > 1 {
+			v.filter()
+		}
+	})
 }
 
 // latencyText is how a probe's outcome is shown.

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
 )
 
 // Rule presets.
@@ -56,6 +57,12 @@ func newRoutesView(u *UI) *routesView {
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			g := v.p.Groups[i]
 			s := fmt.Sprintf("%s (%s, %d)", g.Name, g.Type, len(g.Members))
+			switch g.Origin {
+			case profile.OriginProvider:
+				s += " · the subscription's"
+			case profile.OriginAuto:
+				s += " · made by Skiff"
+			}
 			if v.p.Selected == g.ID {
 				s = "● " + s
 			}
@@ -120,7 +127,7 @@ func newRoutesView(u *UI) *routesView {
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.TextStyle.Italic = true
 
-	makeGroups := widget.NewButtonWithIcon("Make failover groups", theme.ContentAddIcon(), v.makeGroups)
+	makeGroups := widget.NewButtonWithIcon("Make groups", theme.ContentAddIcon(), v.makeGroups)
 	useGroup := widget.NewButtonWithIcon("Use this group", theme.ConfirmIcon(), func() {
 		if g := v.group(); g != nil {
 			id := g.ID
@@ -187,7 +194,7 @@ func newRoutesView(u *UI) *routesView {
 	})
 
 	groupsPane := container.NewBorder(
-		container.NewHBox(widget.NewLabelWithStyle("Failover groups", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
+		container.NewHBox(widget.NewLabelWithStyle("Groups", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
 		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
 	membersPane := container.NewBorder(widget.NewLabelWithStyle("Members in order (live health, last RTT)", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		nil, nil, nil, v.memberList)
@@ -262,7 +269,7 @@ func (v *routesView) update() {
 	}
 	v.switches = v.u.Switches()
 	if len(v.p.Groups) == 0 {
-		v.note.SetText("No failover group yet. \"Make failover groups\" makes one for every server your subscriptions offer over several protocols (Hysteria2 first, VLESS+WS+TLS second).")
+		v.note.SetText("No group yet. Importing a subscription makes its groups: the provider's own, \"Fastest\", and a failover group for every server offered over several protocols (Hysteria2 first, VLESS+WS+TLS second).")
 	} else if len(v.switches) == 0 {
 		v.note.SetText("No switch yet: the first member in order carries traffic while it is healthy.")
 	} else {
@@ -315,19 +322,21 @@ func (v *routesView) move(i, delta int) {
 	})
 }
 
-// makeGroups adds the default failover groups the profile's nodes suggest.
+// makeGroups makes the groups an import makes by itself
+// (subscription.ApplyGroups) for the nodes added by hand; a subscription's
+// are made when it is imported and on every refresh.
 func (v *routesView) makeGroups() {
-	added := 0
+	before, after := 0, 0
 	v.u.update(func(p *profile.Profile) error {
-		gs := defaultGroups(p)
-		added = len(gs)
-		p.Groups = append(p.Groups, gs...)
+		before = len(p.Groups)
+		subscription.ApplyGroups(p, "", nil)
+		after = len(p.Groups)
 		return nil
 	})
-	if added == 0 {
-		v.note.SetText("No server is offered over several protocols, so there is no failover group to make. Add a subscription on Profiles.")
+	if after <= before {
+		v.note.SetText("No new group: each subscription's groups are made when it is imported (its own, \"Fastest\", and one failover group per server offered over several protocols); the nodes added by hand have them already.")
 	} else {
-		v.note.SetText(fmt.Sprintf("Made %d failover group(s): Hysteria2 first, VLESS+WS+TLS second.", added))
+		v.note.SetText(fmt.Sprintf("Made %d group(s) for the nodes added by hand: Hysteria2 first, VLESS+WS+TLS second.", after-before))
 	}
 }
 

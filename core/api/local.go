@@ -103,8 +103,8 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
-	if r.Mode == plan.ModeTUN {
-		rt.Mode = plan.ModeTUN
+	if r.Mode != "" {
+		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
 	}
 	l.mu.Lock()
 	prev := l.route
@@ -352,6 +352,9 @@ func CheckProfile(p *profile.Profile) error {
 		return err
 	}
 	for _, s := range p.Subscriptions {
+		if s.URL == "" {
+			continue // imported from a file: nothing to fetch
+		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return fmt.Errorf("subscription %s: not an http(s) URL", s.ID)
@@ -385,19 +388,39 @@ func (l *Local) Import(ctx context.Context, r ImportRequest) (*ImportResult, err
 		}
 		return l.importURL(ctx, u, r.Name)
 	case r.Body != "":
-		return l.importBody([]byte(r.Body))
+		if len(r.Source) > 255 || strings.ContainsFunc(r.Source, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+			return nil, errorf(CodeBadRequest, "import: source: not a file name")
+		}
+		return l.importBody([]byte(r.Body), r.Source)
 	}
 	return nil, errorf(CodeBadRequest, "import: nothing to import")
 }
 
-func (l *Local) importBody(body []byte) (*ImportResult, error) {
+func (l *Local) importBody(body []byte, source string) (*ImportResult, error) {
 	res, err := subscription.Parse(body)
 	out := result(res)
 	if err != nil {
 		return out, errorf(CodeBadRequest, "import: "+err.Error())
 	}
 	err = l.update(func(p *profile.Profile) error {
-		out.Added = subscription.AddNodes(p, res.Nodes)
+		if source == "" {
+			out.Added = subscription.AddNodes(p, res.Nodes)
+			return nil
+		}
+		sub, isNew := subscription.FileSubscription(p, source)
+		before := map[string]bool{}
+		for _, n := range p.Nodes {
+			if n.Subscription == sub.ID {
+				before[n.ID] = true
+			}
+		}
+		subscription.Apply(p, sub, res, time.Now().UTC())
+		for _, n := range p.Nodes {
+			if n.Subscription == sub.ID && !before[n.ID] {
+				out.Added++
+			}
+		}
+		out.Subscription, out.Existing = sub.ID, !isNew
 		return nil
 	})
 	if err != nil {
@@ -455,8 +478,12 @@ func (l *Local) Refresh(ctx context.Context, id string) (*ImportResult, error) {
 	if p == nil {
 		return nil, err
 	}
-	if p.Subscription(id) == nil {
+	s := p.Subscription(id)
+	if s == nil {
 		return nil, errorf(CodeNotFound, "subscription "+id+": not in the profile")
+	}
+	if s.URL == "" {
+		return nil, errorf(CodeBadRequest, "subscription "+s.DisplayName()+": imported from a file, it has no URL to refresh (import the file again)")
 	}
 	return l.refresh(ctx, id)
 }

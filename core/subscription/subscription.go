@@ -54,6 +54,7 @@ type Result struct {
 	Nodes    []*node.Node      // every server found, including those Skiff cannot dial yet (see Supported)
 	Warnings []profile.Warning // entries that were skipped, with line and reason
 	UserInfo *profile.UserInfo // traffic figures carried in the body (SIP008), if any
+	Groups   []Group           // the provider's own groups (Clash proxy-groups)
 }
 
 // Unsupported counts the nodes Supported rejects.

@@ -259,6 +259,23 @@ var tabs = []struct {
 	x    int
 }{{"home", 45}, {"profiles", 135}, {"routes", 232}, {"connections", 343}, {"logs", 448}, {"settings", 537}}
 
+// clickConnect clicks Home's connect switch until the local proxy at
+// listen answers. On a loaded machine the first click can come before the
+// window handles input: it clicks again while the proxy is not up.
+func clickConnect(t *testing.T, display, id, listen string) {
+	t.Helper()
+	for try := 1; !socksOK(listen); try++ {
+		if try > 3 {
+			t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
+		}
+		click(t, display, id, 100, 75)
+		deadline := time.Now().Add(10 * time.Second)
+		for !socksOK(listen) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
 func TestWindowUnderXvfb(t *testing.T) {
 	paths := needTools(t)
 	bin := harness.NeedSkiff(t)
@@ -287,19 +304,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 				fitWindow(t, display, id, size[0], size[1])
 				screenshot(t, display, "gui-"+name+"-home-off")
 
-				// Click the connect switch. On a loaded machine the first
-				// click can come before the window handles input: click
-				// again while the proxy is not up.
-				for try := 1; !socksOK(listen); try++ {
-					if try > 3 {
-						t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
-					}
-					click(t, display, id, 100, 75)
-					deadline := time.Now().Add(10 * time.Second)
-					for !socksOK(listen) && time.Now().Before(deadline) {
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
+				clickConnect(t, display, id, listen)
 				if n := fetchThrough(t, listen, origin); n < 1<<20 {
 					t.Fatalf("fetched %d bytes through the window's core, want at least 1 MiB", n)
 				}

@@ -179,9 +179,9 @@ func (w *wine) run(t *testing.T, exe string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// start starts `skiff.exe run` with link and waits until its proxy
-// listens; it is stopped when t ends.
-func (w *wine) start(t *testing.T, link string) (*harness.Process, string) {
+// start starts `skiff.exe run` with link (and extra flags) and waits
+// until its proxy listens; it is stopped when t ends.
+func (w *wine) start(t *testing.T, link string, extra ...string) (*harness.Process, string) {
 	t.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
@@ -192,7 +192,7 @@ func (w *wine) start(t *testing.T, link string) (*harness.Process, string) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	p := harness.Start(t, "skiff.exe", w.bin, append([]string{w.exe}, harness.SkiffRunArgs(listen, []string{link})...)...)
+	p := harness.Start(t, "skiff.exe", w.bin, append([]string{w.exe}, harness.SkiffRunArgs(listen, []string{link}, extra...)...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := p.WaitOutput(ctx, regexp.MustCompile(`skiff: listening on (\S+)`)); err != nil {
