@@ -116,6 +116,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.log.Warn("app: window preferences", "err", err)
 	}
 	u.prefs = prefs
+	if err := setLanguage(languageFor(prefs.Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
 	u.applyTheme()
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 
@@ -127,22 +130,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	// between the two; the stream's first notice is the state now.
 	notices := u.watch()
 
-	u.home = newHomeView(u)
-	u.profiles = newProfilesView(u)
-	u.routes = newRoutesView(u)
-	u.connections = newConnectionsView(u)
-	u.logs = newLogsView(u)
-	u.settings = newSettingsView(u)
-	u.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Home", theme.HomeIcon(), u.home.obj),
-		container.NewTabItemWithIcon("Profiles", theme.StorageIcon(), u.profiles.obj),
-		container.NewTabItemWithIcon("Routes", theme.MenuIcon(), u.routes.obj),
-		container.NewTabItemWithIcon("Connections", theme.ComputerIcon(), u.connections.obj),
-		container.NewTabItemWithIcon("Logs", theme.DocumentIcon(), u.logs.obj),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.obj),
-	)
-	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
-	u.win.SetContent(u.tabs)
+	u.buildViews()
 	u.win.Resize(fyne.NewSize(900, 640))
 
 	u.reloadProfile()
@@ -161,6 +149,46 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.Connect()
 	}
 	return u, nil
+}
+
+// buildViews makes the tabs in the window's language and shows them.
+func (u *UI) buildViews() {
+	u.home = newHomeView(u)
+	u.profiles = newProfilesView(u)
+	u.routes = newRoutesView(u)
+	u.connections = newConnectionsView(u)
+	u.logs = newLogsView(u)
+	u.settings = newSettingsView(u)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon(tr("tab.home"), theme.HomeIcon(), u.home.obj),
+		container.NewTabItemWithIcon(tr("tab.profiles"), theme.StorageIcon(), u.profiles.obj),
+		container.NewTabItemWithIcon(tr("tab.routes"), theme.MenuIcon(), u.routes.obj),
+		container.NewTabItemWithIcon(tr("tab.connections"), theme.ComputerIcon(), u.connections.obj),
+		container.NewTabItemWithIcon(tr("tab.logs"), theme.DocumentIcon(), u.logs.obj),
+		container.NewTabItemWithIcon(tr("tab.settings"), theme.SettingsIcon(), u.settings.obj),
+	)
+	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
+	u.win.SetContent(u.tabs)
+}
+
+// relabel switches to the language the preferences name: every view is
+// built again (a widget keeps the words it was given), on the same tab,
+// with the profile and the live state shown again.
+func (u *UI) relabel() {
+	if err := setLanguage(languageFor(u.Prefs().Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
+	tab := 0
+	if u.tabs != nil {
+		tab = u.tabs.SelectedIndex()
+	}
+	u.buildViews()
+	u.tabs.SelectIndex(tab)
+	u.reloadProfile()
+	if u.tray != nil {
+		u.tray.relabel()
+	}
+	u.refresh()
 }
 
 // Window returns the main window.
@@ -311,7 +339,7 @@ func (u *UI) watch() <-chan api.Notice {
 						return
 					}
 				}
-				err = &api.Error{Code: api.CodeUnavailable, Message: "the Skiff service went away"}
+				err = &api.Error{Code: api.CodeUnavailable, Message: tr("error.serviceGone")}
 			}
 			if u.ctx.Err() != nil {
 				return
@@ -463,7 +491,7 @@ func (u *UI) reloadProfile() {
 	defer cancel()
 	p, _, err := u.b.Profile(ctx)
 	if err != nil {
-		u.home.showError("Your profile could not be read: " + err.Error())
+		u.home.showError(tr("error.readProfile", M{"Err": err.Error()}))
 		p = profile.New()
 	}
 	u.mu.Lock()

@@ -63,11 +63,11 @@ func (g *Graph) CreateRenderer() fyne.WidgetRenderer {
 	}
 	r.top = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
 	r.top.TextSize = theme.CaptionTextSize()
-	r.legUp = canvas.NewText("↑ upload", colorUp)
+	r.legUp = canvas.NewText("↑ "+tr("graph.upload"), colorUp)
 	r.legUp.TextSize = theme.CaptionTextSize()
-	r.legDown = canvas.NewText("↓ download", colorDown)
+	r.legDown = canvas.NewText("↓ "+tr("graph.download"), colorDown)
 	r.legDown.TextSize = theme.CaptionTextSize()
-	r.span = canvas.NewText("60 s", theme.Color(theme.ColorNamePlaceHolder))
+	r.span = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
 	r.span.TextSize = theme.CaptionTextSize()
 	r.objs = append(r.objs, r.bg)
 	for i := range r.grid {
@@ -129,14 +129,14 @@ func (r *graphRenderer) draw() {
 		peak = max(peak, x.Up, x.Down)
 	}
 	peak = niceCeil(peak)
-	r.top.Text = "scale " + rateString(peak)
+	r.top.Text = tr("graph.scale", M{"Rate": rateString(peak)})
 	r.top.Move(fyne.NewPos(pad, pad/2))
 	r.top.Refresh()
 	x := pad + fyne.MeasureText(r.top.Text, r.top.TextSize, r.top.TextStyle).Width + 2*pad
 	r.legUp.Move(fyne.NewPos(x, pad/2))
 	x += fyne.MeasureText(r.legUp.Text, r.legUp.TextSize, r.legUp.TextStyle).Width + 2*pad
 	r.legDown.Move(fyne.NewPos(x, pad/2))
-	r.span.Text = "last 60 s"
+	r.span.Text = tr("graph.span", M{"N": stats.Window})
 	ss := fyne.MeasureText(r.span.Text, r.span.TextSize, r.span.TextStyle)
 	r.span.Move(fyne.NewPos(w-ss.Width-pad, pad/2))
 	for i, l := range r.grid {

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"image/color"
 	"strings"
 	"time"
@@ -19,11 +18,11 @@ import (
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
-// Mode choices as shown.
-const (
-	modeProxyLabel = "Local proxy only (SOCKS5/HTTP)"
-	modeTUNLabel   = "System-wide VPN (TUN)"
-)
+// modes are the Mode choices in the order shown.
+var modes = []string{ModeProxy, ModeTUN}
+
+// modeLabels are the modes as shown.
+func modeLabels() []string { return []string{tr("mode.proxy"), tr("mode.tun")} }
 
 // homeView is the dashboard.
 type homeView struct {
@@ -59,19 +58,19 @@ type homeView struct {
 
 func newHomeView(u *UI) *homeView {
 	h := &homeView{u: u}
-	h.toggle = widget.NewButtonWithIcon("Connect", theme.MediaPlayIcon(), h.onToggle)
+	h.toggle = widget.NewButtonWithIcon(tr("home.connect"), theme.MediaPlayIcon(), h.onToggle)
 	h.toggle.Importance = widget.HighImportance
-	h.state = canvas.NewText("Disconnected", theme.Color(theme.ColorNameForeground))
+	h.state = canvas.NewText(tr("state.disconnected"), theme.Color(theme.ColorNameForeground))
 	h.state.TextSize = theme.TextHeadingSize()
 	h.state.TextStyle.Bold = true
 	h.listen = widget.NewLabel("")
 
-	h.mode = widget.NewSelect([]string{modeProxyLabel, modeTUNLabel}, h.onMode)
+	h.mode = widget.NewSelect(modeLabels(), h.onMode)
 	h.modeNote = widget.NewLabel("")
 	h.modeNote.Wrapping = fyne.TextWrapWord
 	h.modeNote.TextStyle.Italic = true
 
-	h.route = widget.NewLabel("Route: —")
+	h.route = widget.NewLabel(tr("home.routeNone"))
 	h.route.Truncation = fyne.TextTruncateEllipsis
 	h.reason = widget.NewLabel("")
 	h.reason.TextStyle.Italic = true
@@ -93,11 +92,11 @@ func newHomeView(u *UI) *homeView {
 	h.subNote.Importance = widget.WarningImportance
 	h.subNote.Hide()
 
-	ksText := widget.NewLabel("Traffic is blocked: Skiff is not connected and the kill switch is on.")
+	ksText := widget.NewLabel(tr("home.killSwitchBlocking"))
 	ksText.Wrapping = fyne.TextWrapWord
 	ksText.Importance = widget.WarningImportance
-	ksOff := widget.NewButton("Turn the kill switch off", h.onKillSwitchOff)
-	h.ksBox = container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), container.NewHBox(widget.NewButton("Connect", h.onToggle), ksOff), ksText)
+	ksOff := widget.NewButton(tr("home.killSwitchOff"), h.onKillSwitchOff)
+	h.ksBox = container.NewBorder(nil, nil, widget.NewIcon(theme.WarningIcon()), container.NewHBox(widget.NewButton(tr("home.connect"), h.onToggle), ksOff), ksText)
 	h.ksBox.Hide()
 
 	h.graph = newGraph()
@@ -110,7 +109,7 @@ func newHomeView(u *UI) *homeView {
 
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
-	modeRow := container.NewBorder(nil, nil, widget.NewLabel("Mode"), nil, h.mode)
+	modeRow := container.NewBorder(nil, nil, widget.NewLabel(tr("home.mode")), nil, h.mode)
 	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
 	figures := container.NewVBox(
 		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
@@ -128,11 +127,11 @@ func (h *homeView) onKillSwitchOff() {
 		p.Settings.TUN.KillSwitch = false
 		return nil
 	}); err != nil {
-		h.showError("Could not save the profile: " + err.Error())
+		h.showError(tr("error.saveProfile", M{"Err": err.Error()}))
 		return
 	}
 	if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
-		h.showError("The kill switch could not be turned off: " + err.Error())
+		h.showError(tr("error.killSwitchOff", M{"Err": err.Error()}))
 		return
 	}
 	h.ksBox.Hide()
@@ -160,11 +159,11 @@ func (h *homeView) setMode(mode string) {
 	}
 }
 
-func (h *homeView) onMode(label string) {
+func (h *homeView) onMode(string) {
 	mode := ModeProxy
-	if label == modeTUNLabel {
+	if i := h.mode.SelectedIndex(); i >= 0 && modes[i] == ModeTUN {
 		if ok, why := tunAvailable(); !ok {
-			h.mode.SetSelected(modeProxyLabel)
+			h.mode.SetSelectedIndex(0)
 			h.modeNote.SetText(why)
 			h.modeNote.Show()
 			return
@@ -226,7 +225,7 @@ func (h *homeView) noteFailure(ev api.Notice) {
 	if e == nil {
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Message}
 	}
-	h.flowNote.SetText("Connections are failing (" + ev.Time.Local().Format("15:04:05") + "): " + explain(e, h.u.service))
+	h.flowNote.SetText(tr("home.flowsFailing", M{"Time": fmtr().Clock(ev.Time), "Why": explain(e, h.u.service)}))
 	h.flowNote.Show()
 }
 
@@ -243,21 +242,17 @@ func (h *homeView) setProfile(p *profile.Profile) {
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
-			name := s.DisplayName()
-			if name == "" {
-				name = "a subscription"
-			}
-			bad = append(bad, fmt.Sprintf("Subscription %q failed to refresh: %s", name, s.LastError))
+			bad = append(bad, tr("home.subRefreshFailed", M{"Name": subscriptionTitle(s), "Err": s.LastError}))
 		}
 		if ui := s.UserInfo; ui != nil && !ui.Expire.IsZero() && time.Until(ui.Expire) < 72*time.Hour {
-			bad = append(bad, fmt.Sprintf("Subscription %q expires %s: renew it with your provider.", s.DisplayName(), ui.Expire.Local().Format("2006-01-02 15:04")))
+			bad = append(bad, tr("home.subExpires", M{"Name": subscriptionTitle(s), "When": fmtr().DateTime(ui.Expire)}))
 		}
 	}
 	if len(bad) == 0 {
 		h.subNote.Hide()
 		return
 	}
-	h.subNote.SetText(strings.Join(bad, "\n") + "\nSee Profiles to refresh or fix it.")
+	h.subNote.SetText(strings.Join(bad, "\n") + "\n" + tr("home.subSeeProfiles"))
 	h.subNote.Show()
 }
 
@@ -289,11 +284,11 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	rt := h.u.currentRoute()
 	if st.State == core.Running {
 		member, why := h.member(rt, st)
-		setText(h.route, "Route: "+rt.name+" — now via "+member)
+		setText(h.route, tr("home.routeVia", M{"Route": rt.name, "Member": member}))
 		setText(h.reason, why)
 		h.reason.Show()
 	} else {
-		setText(h.route, "Route: not connected")
+		setText(h.route, tr("home.routeNone"))
 		h.reason.Hide()
 	}
 	if n := len(s.Series); n != h.graph.Samples() || (n > 0 && !s.Series[n-1].Time.Equal(h.lastSample)) {
@@ -302,26 +297,26 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 			h.lastSample = s.Series[n-1].Time
 		}
 	}
-	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
-	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
+	setText(h.rates, tr("home.rates", M{"Up": rateString(s.Rate.Up), "Down": rateString(s.Rate.Down)}))
+	setText(h.totals, tr("home.totals", M{"Up": bytesString(s.Up), "Down": bytesString(s.Down)}))
 	// With the service the figures are the service's; with the core in
 	// this process, the core's and the window's together. Memory moves
 	// all the time: show it every few seconds.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
-		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
+		setText(h.memCore, tr("home.memory", M{"Heap": bytesString(int64(s.Memory.Heap)), "RSS": bytesString(int64(s.Memory.RSS))}))
 		if h.u.service {
 			w := stats.ReadMemory()
-			setText(h.memWindow, fmt.Sprintf("(the service; this window: RSS %s)", bytesString(int64(w.RSS))))
+			setText(h.memWindow, tr("home.memoryService", M{"RSS": bytesString(int64(w.RSS))}))
 		} else {
-			setText(h.memWindow, "(core and window share one process)")
+			setText(h.memWindow, tr("home.memoryShared"))
 		}
 	}
-	conns := fmt.Sprintf("Connections: %d", s.Connections)
+	conns := tr("home.connections", M{"N": fmtr().Int(int64(s.Connections))})
 	if s.Panics > 0 {
 		// Each was one flow's internal error; that flow was closed and the
 		// rest went on. The Logs tab has the first one's stack.
-		conns += fmt.Sprintf(" · internal errors recovered: %d (see Logs)", s.Panics)
+		conns += " · " + tr("home.panics", M{"N": fmtr().Int(int64(s.Panics))})
 	}
 	setText(h.conns, conns)
 }
@@ -330,27 +325,27 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 func (h *homeView) drawState(st api.Status) {
 	switch st.State {
 	case core.Running:
-		h.toggle.SetText("Disconnect")
+		h.toggle.SetText(tr("home.disconnect"))
 		h.toggle.SetIcon(theme.MediaStopIcon())
 		h.toggle.Importance = widget.DangerImportance
 		h.toggle.Enable()
-		h.state.Text = "Connected"
+		h.state.Text = tr("state.connected")
 		h.state.Color = colorOK
-		setText(h.listen, "Local proxy on "+st.Listen+" (SOCKS5 and HTTP)")
+		setText(h.listen, tr("home.listen", M{"Addr": st.Listen}))
 	case core.Starting:
-		h.toggle.SetText("Connecting…")
+		h.toggle.SetText(tr("state.connecting"))
 		h.toggle.Disable()
-		h.state.Text = "Connecting…"
+		h.state.Text = tr("state.connecting")
 		h.state.Color = theme.Color(theme.ColorNameForeground)
 	default:
-		h.toggle.SetText("Connect")
+		h.toggle.SetText(tr("home.connect"))
 		h.toggle.SetIcon(theme.MediaPlayIcon())
 		h.toggle.Importance = widget.HighImportance
 		h.toggle.Enable()
-		h.state.Text = "Disconnected"
+		h.state.Text = tr("state.disconnected")
 		h.state.Color = theme.Color(theme.ColorNameForeground)
 		if st.State == core.Failed {
-			h.state.Text = "Not connected: error"
+			h.state.Text = tr("state.failed")
 			h.state.Color = theme.Color(theme.ColorNameError)
 		}
 		setText(h.listen, "")
@@ -374,19 +369,19 @@ func (h *homeView) member(rt route, st api.Status) (string, string) {
 	if name == "" {
 		name = st.Outbound
 		if len(groups) > 0 {
-			name = "no usable server right now"
+			name = tr("home.noUsableServer")
 		}
 	}
 	label := name
 	for _, n := range rt.nodes {
 		if n.Name == name {
-			label = fmt.Sprintf("%s (%s)", name, protocolLabel(n))
+			label = tr("home.memberProtocol", M{"Name": name, "Protocol": protocolLabel(n)})
 		}
 	}
 	for _, g := range groups {
 		for _, m := range g.Members {
 			if m.Name == g.Current && m.RTT > 0 {
-				label += fmt.Sprintf(", %d ms", m.RTT.Milliseconds())
+				label += ", " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
 			}
 		}
 	}
@@ -398,9 +393,9 @@ func (h *homeView) member(rt route, st api.Status) (string, string) {
 	case st.Reason != "":
 		return label, st.Reason
 	case len(rt.nodes) > 1:
-		return label, "first in the failover order, healthy"
+		return label, tr("home.firstInOrder")
 	}
-	return label, "the only server of the route"
+	return label, tr("home.onlyServer")
 }
 
 var colorOK = color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}

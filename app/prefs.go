@@ -36,9 +36,10 @@ type Prefs struct {
 	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
 	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
 	StartConnected bool   `json:"startConnected,omitempty"`
-	IPv6           bool   `json:"ipv6,omitempty"`    // TUN: route IPv6 too
-	DNSMode        string `json:"dnsMode,omitempty"` // TUN: "fake-ip" or "real-ip"; empty: fake-ip
-	Theme          string `json:"theme,omitempty"`   // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	IPv6           bool   `json:"ipv6,omitempty"`     // TUN: route IPv6 too
+	DNSMode        string `json:"dnsMode,omitempty"`  // TUN: "fake-ip" or "real-ip"; empty: fake-ip
+	Theme          string `json:"theme,omitempty"`    // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	Language       string `json:"language,omitempty"` // an i18n.Languages code; empty: the system's
 }
 
 // listen returns the local proxy address to use.
