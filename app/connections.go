@@ -79,7 +79,12 @@ func newConnectionsView(u *UI) *connectionsView {
 		}
 	}
 	for i, c := range connColumns {
-		v.table.SetColumnWidth(i, c.width)
+		// As wide as the title in the window's language needs, at least.
+		w := c.width
+		if c.title != "" {
+			w = max(w, widget.NewLabelWithStyle(tr(c.title), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}).MinSize().Width)
+		}
+		v.table.SetColumnWidth(i, w)
 	}
 	v.count = widget.NewLabel("")
 	closeAll := widget.NewButtonWithIcon(tr("conns.closeAll"), theme.DeleteIcon(), func() {

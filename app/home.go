@@ -111,9 +111,14 @@ func newHomeView(u *UI) *homeView {
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel(tr("home.mode")), nil, h.mode)
 	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
+	// The figures take lines of their own so that longer languages fit
+	// at 800 px; the memory note wraps.
+	h.memCore.Wrapping = fyne.TextWrapWord
 	figures := container.NewVBox(
-		container.NewHBox(h.rates, layout.NewSpacer(), h.totals, layout.NewSpacer(), h.conns),
-		container.NewHBox(h.memCore, h.memWindow),
+		container.NewHBox(h.rates, layout.NewSpacer(), h.totals),
+		h.conns,
+		container.NewBorder(nil, nil, nil, nil, h.memCore),
+		h.memWindow,
 	)
 	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
 	h.setMode(u.Prefs().Mode)

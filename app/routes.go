@@ -227,7 +227,9 @@ func newRoutesView(u *UI) *routesView {
 	groupsPane := container.NewBorder(
 		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
 		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
-	membersPane := container.NewBorder(widget.NewLabelWithStyle(tr("routes.members"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+	membersHead := widget.NewLabelWithStyle(tr("routes.members"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	membersHead.Wrapping = fyne.TextWrapWord
+	membersPane := container.NewBorder(membersHead,
 		nil, nil, nil, v.memberList)
 	top := container.NewHSplit(groupsPane, membersPane)
 	top.Offset = 0.4
