@@ -1,6 +1,8 @@
 package app
 
 import (
+	"io"
+	"log"
 	"runtime"
 	"sync"
 	"time"
@@ -12,21 +14,27 @@ import (
 )
 
 // The window's words come from internal/i18n's bundles through Fyne's
-// lang package. Fyne picks a bundle by the system locale only and has no
-// call to choose another, so the window registers the one language it
-// wants under English, the bundle every lookup falls back to, and never
-// registers Skiff's keys under any other tag: whatever the system locale,
-// lang.X then answers in the chosen language. (Fyne's own words, such as
-// a file dialog's buttons, still follow the system locale.) Every bundle
-// has every key (TestBundlesComplete), so registering one replaces all of
-// the previous one's text.
+// lang package. Fyne picks its localiser by the system locale only and
+// has no call to choose another, and a key its localiser's language lacks
+// comes out as the key. So the window registers the one language it
+// shows under every tag Fyne's localiser can pick (Fyne's own languages,
+// fyneTags, and Skiff's): whatever the system locale, lang.X answers in
+// the chosen language, and Fyne's own words (a file dialog's buttons)
+// still follow the system. Every bundle has every message
+// (TestBundlesComplete), so registering one replaces all of the
+// previous one's text. Plural forms are chosen here by the shown
+// language's rules (i18n.Language.Plural), not by the localiser's tag.
 //
-// Like lang's localizer, the chosen language is the process's: guarded
+// Like lang's localiser, the chosen language is the process's: guarded
 // by langMu, read by the formatters.
 var (
 	langMu  sync.Mutex
 	curLang = i18n.Languages[0]
 )
+
+// fyneTags are the languages Fyne v2.7 ships words for (its
+// lang/translations; TestFyneTags checks the list against the module).
+var fyneTags = []string{"cs", "de", "el", "en", "es", "fr", "pl", "pt", "pt-BR", "ru", "sv", "ta", "uk", "zh-Hans"}
 
 // M is a message's template data.
 type M = map[string]any
@@ -35,8 +43,8 @@ type M = map[string]any
 // A key missing from the bundles shows as itself, which the tests catch.
 func tr(key string, data ...any) string { return lang.X(key, key, data...) }
 
-// trN is tr for a message with plural forms, chosen by n (the data gets
-// n as .N unless it has its own).
+// trN is tr for a message with plural forms, chosen by n by the rules of
+// the window's language (the data gets n as .N unless it has its own).
 func trN(key string, n int, data ...any) string {
 	d := M{"N": n}
 	if len(data) > 0 {
@@ -46,7 +54,7 @@ func trN(key string, n int, data ...any) string {
 			}
 		}
 	}
-	return lang.XN(key, key, n, d)
+	return tr(language().Plural(key, n), d)
 }
 
 // languageFor returns the language a saved choice ("" follows the
@@ -73,8 +81,22 @@ func systemLocales() []string {
 func setLanguage(l i18n.Language) error {
 	langMu.Lock()
 	defer langMu.Unlock()
-	if err := lang.AddTranslationsForLocale(i18n.File(l), fyne.Locale("en")); err != nil {
-		return err
+	tags := append([]string(nil), fyneTags...)
+	for _, x := range i18n.Languages {
+		tags = append(tags, x.Code)
+	}
+	// Each registration makes Fyne read the system locale again, and
+	// under LANG=C.UTF-8 (Debian's default) it logs three lines that it
+	// cannot parse it. Fyne logs through the standard logger (the
+	// window's own log is slog's): quiet it while registering.
+	out := log.Writer()
+	log.SetOutput(io.Discard)
+	defer log.SetOutput(out)
+	data := i18n.File(l)
+	for _, t := range tags {
+		if err := lang.AddTranslationsForLocale(data, fyne.Locale(t)); err != nil {
+			return err
+		}
 	}
 	curLang = l
 	return nil

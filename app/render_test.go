@@ -277,3 +277,28 @@ func sameImage(a, b image.Image) bool {
 	}
 	return true
 }
+
+// TestChosenLanguageWhateverTheSystem: the window shows the language it
+// chose under any system locale, including those Fyne has words of its
+// own for (whose localiser once answered Skiff's keys with the keys).
+func TestChosenLanguageWhateverTheSystem(t *testing.T) {
+	defer setLanguage(i18n.Languages[0])
+	for _, sys := range []string{"C.UTF-8", "en_US.UTF-8", "zh_CN.UTF-8", "zh_TW.UTF-8", "ru_RU.UTF-8", "de_DE.UTF-8", "pt_BR.UTF-8", "ja_JP.UTF-8"} {
+		t.Setenv("LANG", sys)
+		t.Setenv("LC_ALL", "")
+		t.Setenv("LC_MESSAGES", "")
+		t.Setenv("LANGUAGE", "")
+		for _, l := range i18n.Languages {
+			if err := setLanguage(l); err != nil {
+				t.Fatal(err)
+			}
+			msgs, _ := i18n.Messages(l)
+			if got := tr("tab.home"); got != msgs["tab.home"] {
+				t.Errorf("system %s, chose %s: tab.home = %q, want %q", sys, l.Code, got, msgs["tab.home"])
+			}
+			if got, want := nodesString(5), strings.ReplaceAll(msgs[l.Plural("count.nodes", 5)], "{{.N}}", "5"); got != want {
+				t.Errorf("system %s, chose %s: 5 nodes = %q, want %q", sys, l.Code, got, want)
+			}
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nicksnyder/go-i18n/v2/i18n"
+	"golang.org/x/text/feature/plural"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -132,31 +133,33 @@ func File(l Language) []byte {
 	return b
 }
 
-// Messages returns lang's bundle as key → text (a plural message as
-// key.one, key.other, …), for tests and tools.
+// Messages returns lang's bundle as key → text. A message with plural
+// forms is one key per CLDR form the language uses: key.one, key.few,
+// …, always with key.other (see Plural).
 func Messages(l Language) (map[string]string, error) {
-	var raw map[string]any
-	if err := json.Unmarshal(File(l), &raw); err != nil {
+	var out map[string]string
+	if err := json.Unmarshal(File(l), &out); err != nil {
 		return nil, fmt.Errorf("i18n: %s.json: %w", l.Code, err)
 	}
-	out := map[string]string{}
-	for k, v := range raw {
-		switch v := v.(type) {
-		case string:
-			out[k] = v
-		case map[string]any:
-			for form, s := range v {
-				str, ok := s.(string)
-				if !ok {
-					return nil, fmt.Errorf("i18n: %s.json: %s.%s is not text", l.Code, k, form)
-				}
-				out[k+"."+form] = str
-			}
-		default:
-			return nil, fmt.Errorf("i18n: %s.json: %s is not text", l.Code, k)
-		}
-	}
 	return out, nil
+}
+
+// PluralForms are the CLDR plural forms, as the bundles name them.
+var PluralForms = map[plural.Form]string{
+	plural.Zero: "zero", plural.One: "one", plural.Two: "two",
+	plural.Few: "few", plural.Many: "many", plural.Other: "other",
+}
+
+// Plural returns the key of message key's form for the count n in
+// lang: key.one for 1 in English, key.few for 3 in Russian, key.other
+// in Chinese. The forms are chosen here by CLDR's rules
+// for the language shown, not by go-i18n, whose rules would be those of
+// the tag Fyne's localiser happens to use.
+func (l Language) Plural(key string, n int) string {
+	if n < 0 {
+		n = -n
+	}
+	return key + "." + PluralForms[plural.Cardinal.MatchPlural(l.Tag, n, 0, 0, 0, 0)]
 }
 
 // A Localizer speaks one language, for the CLI.
@@ -177,6 +180,16 @@ func New(l Language) *Localizer {
 
 // Fmt returns the formats of the Localizer's language.
 func (l *Localizer) Fmt() Fmt { return NewFmt(l.Lang, func(k string) string { return l.T(k, nil) }) }
+
+// N is T for a message with plural forms, chosen by n; data gets n as
+// .N unless it is given.
+func (l *Localizer) N(id string, n int, data map[string]any) string {
+	d := map[string]any{"N": n}
+	for k, v := range data {
+		d[k] = v
+	}
+	return l.T(l.Lang.Plural(id, n), d)
+}
 
 // T returns message id filled with data (a map or struct for the
 // template); the id itself when the bundle lacks it.

@@ -3,9 +3,11 @@ package i18n
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -25,13 +27,46 @@ func fields(s string) string {
 	return strings.Join(out, ",")
 }
 
-// TestBundlesComplete: every language has every key of English (and
-// every plural form English has), no key English lacks, the same template
-// fields, no empty text, and go-i18n reads the file.
+// formsOf returns the plural forms lang's rules give for some counts.
+func formsOf(l Language) map[string]bool {
+	out := map[string]bool{"other": true}
+	for n := 0; n <= 1000; n++ {
+		out[strings.TrimPrefix(l.Plural("", n), ".")] = true
+	}
+	return out
+}
+
+// split returns a key's message and plural form ("" when it has none).
+func split(key string) (base, form string) {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		for _, f := range PluralForms {
+			if key[i+1:] == f {
+				return key[:i], f
+			}
+		}
+	}
+	return key, ""
+}
+
+// TestBundlesComplete: every language has every message of English; a
+// message with plural forms has exactly the forms the language's rules
+// use; the template fields are English's; no text is empty; go-i18n
+// reads the file.
 func TestBundlesComplete(t *testing.T) {
 	en, err := Messages(Languages[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	enFields := map[string]string{} // message → fields of its "other"
+	plurals := map[string]bool{}
+	for k, v := range en {
+		base, form := split(k)
+		if form != "" {
+			plurals[base] = true
+		}
+		if form == "" || form == "other" {
+			enFields[base] = fields(v)
+		}
 	}
 	for _, l := range Languages {
 		msgs, err := Messages(l)
@@ -43,22 +78,84 @@ func TestBundlesComplete(t *testing.T) {
 		if _, err := b.ParseMessageFileBytes(File(l), l.Code+".json"); err != nil {
 			t.Errorf("%s: go-i18n: %v", l.Code, err)
 		}
-		for k, v := range en {
+		forms := formsOf(l)
+		// Where "one" is 1 alone (English), its text may spell the
+		// count out ("every hour").
+		oneIsOne := l.Plural("", 21) != ".one" && l.Plural("", 0) != ".one"
+		want := map[string]bool{}
+		for base := range enFields {
+			if !plurals[base] {
+				want[base] = true
+				continue
+			}
+			for f := range forms {
+				want[base+"."+f] = true
+			}
+		}
+		for k := range want {
 			got, ok := msgs[k]
+			base, _ := split(k)
 			switch {
 			case !ok:
 				t.Errorf("%s: key %q is missing", l.Code, k)
 			case strings.TrimSpace(got) == "":
 				t.Errorf("%s: key %q is empty", l.Code, k)
-			case fields(got) != fields(v) && !strings.HasSuffix(k, ".one"):
-				// A "one" form may spell the 1 out instead of {{.N}}.
-				t.Errorf("%s: key %q uses fields {%s}, English {%s}", l.Code, k, fields(got), fields(v))
+			case fields(got) != enFields[base] && !(oneIsOne && strings.HasSuffix(k, ".one") && fields(got) == ""):
+				t.Errorf("%s: key %q uses fields {%s}, English {%s}", l.Code, k, fields(got), enFields[base])
 			}
 		}
 		for k := range msgs {
-			if _, ok := en[k]; !ok {
-				t.Errorf("%s: key %q is not in English", l.Code, k)
+			if !want[k] {
+				t.Errorf("%s: key %q is not a message of English or a plural form %s uses", l.Code, k, l.Code)
 			}
+		}
+	}
+}
+
+// TestFyneTags: the window registers its words under every language Fyne
+// ships (app.fyneTags); this lists Fyne's translations in the module.
+func TestFyneTags(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "fyne.io/fyne/v2").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(strings.TrimSpace(string(out)), "lang", "translations", "base.*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Fyne translations found: %v", err)
+	}
+	src, err := os.ReadFile("../../app/i18n.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		tag := strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "base."), ".json"), "_", "-")
+		if !strings.Contains(string(src), strconv.Quote(tag)) {
+			t.Errorf("Fyne has words for %s, which app.fyneTags lacks: a user of that locale would see keys", tag)
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	en, _ := ByCode("en")
+	ru, _ := ByCode("ru")
+	zh, _ := ByCode("zh-Hans")
+	for _, c := range []struct {
+		l    Language
+		n    int
+		want string
+	}{
+		{en, 0, "k.other"}, {en, 1, "k.one"}, {en, 2, "k.other"},
+		{ru, 1, "k.one"}, {ru, 2, "k.few"}, {ru, 5, "k.many"}, {ru, 11, "k.many"}, {ru, 21, "k.one"}, {ru, 22, "k.few"}, {ru, 0, "k.many"},
+		{zh, 1, "k.other"}, {zh, 2, "k.other"},
+	} {
+		if got := c.l.Plural("k", c.n); got != c.want {
+			t.Errorf("%s Plural(k, %d) = %s, want %s", c.l.Code, c.n, got, c.want)
+		}
+	}
+	loc := New(ru)
+	for n, want := range map[int]string{1: "1 узел", 3: "3 узла", 5: "5 узлов", 21: "21 узел"} {
+		if got := loc.N("count.nodes", n, nil); got != want {
+			t.Errorf("ru count.nodes %d = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -77,7 +174,7 @@ func TestKeysUsedAndDefined(t *testing.T) {
 	keys := map[string]bool{}
 	prefixes := map[string]bool{}
 	for k := range en {
-		k = strings.TrimSuffix(strings.TrimSuffix(k, ".one"), ".other")
+		k, _ = split(k)
 		keys[k] = false
 		prefixes[k[:strings.IndexByte(k, '.')]] = true
 	}
