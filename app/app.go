@@ -24,6 +24,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
@@ -134,6 +135,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	u.win.Resize(fyne.NewSize(900, 640))
 
 	u.reloadProfile()
+	u.watchTheme()
 	u.tray = setupTray(u)
 	u.win.SetCloseIntercept(func() {
 		if u.tray != nil {
@@ -172,17 +174,27 @@ func (u *UI) buildViews() {
 }
 
 // relabel switches to the language the preferences name: every view is
-// built again (a widget keeps the words it was given), on the same tab,
-// with the profile and the live state shown again.
+// built again (a widget keeps the words it was given).
 func (u *UI) relabel() {
 	if err := setLanguage(languageFor(u.Prefs().Language)); err != nil {
 		u.log.Warn("app: language", "err", err)
 	}
+	u.rebuild()
+}
+
+// rebuild makes every view again, on the same tab, with the profile and
+// the live state shown again.
+func (u *UI) rebuild() {
 	tab := 0
 	if u.tabs != nil {
 		tab = u.tabs.SelectedIndex()
 	}
+	// What Settings just said (a theme is changed by saving Settings).
+	said, bad := u.settings.status.Text, u.settings.status.Importance == widget.DangerImportance
 	u.buildViews()
+	if said != "" {
+		u.settings.say(said, bad)
+	}
 	u.tabs.SelectIndex(tab)
 	u.reloadProfile()
 	if u.tray != nil {

@@ -30,7 +30,7 @@ type homeView struct {
 	obj fyne.CanvasObject
 
 	toggle    *widget.Button
-	state     *canvas.Text
+	state     *widget.Label // its colour is a theme colour's name, so it follows the theme
 	listen    *widget.Label
 	mode      *widget.Select
 	modeNote  *widget.Label
@@ -60,9 +60,8 @@ func newHomeView(u *UI) *homeView {
 	h := &homeView{u: u}
 	h.toggle = widget.NewButtonWithIcon(tr("home.connect"), theme.MediaPlayIcon(), h.onToggle)
 	h.toggle.Importance = widget.HighImportance
-	h.state = canvas.NewText(tr("state.disconnected"), theme.Color(theme.ColorNameForeground))
-	h.state.TextSize = theme.TextHeadingSize()
-	h.state.TextStyle.Bold = true
+	h.state = widget.NewLabelWithStyle(tr("state.disconnected"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	h.state.SizeName = theme.SizeNameHeadingText
 	h.listen = widget.NewLabel("")
 
 	h.mode = widget.NewSelect(modeLabels(), h.onMode)
@@ -79,7 +78,7 @@ func newHomeView(u *UI) *homeView {
 	h.errText = widget.NewLabel("")
 	h.errText.Wrapping = fyne.TextWrapWord
 	h.errText.Importance = widget.DangerImportance
-	bg := canvas.NewRectangle(color.NRGBA{R: 0xf8, G: 0x51, B: 0x49, A: 0x24})
+	bg := canvas.NewRectangle(errorTint())
 	bg.CornerRadius = theme.InputRadiusSize()
 	h.errBox = container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.ErrorIcon()), nil, h.errText))
 	h.errBox.Hide()
@@ -335,28 +334,39 @@ func (h *homeView) drawState(st api.Status) {
 		h.toggle.Importance = widget.DangerImportance
 		h.toggle.Enable()
 		h.state.Text = tr("state.connected")
-		h.state.Color = colorOK
+		h.state.Importance = widget.SuccessImportance
 		setText(h.listen, tr("home.listen", M{"Addr": st.Listen}))
 	case core.Starting:
 		h.toggle.SetText(tr("state.connecting"))
 		h.toggle.Disable()
 		h.state.Text = tr("state.connecting")
-		h.state.Color = theme.Color(theme.ColorNameForeground)
+		h.state.Importance = widget.MediumImportance
 	default:
 		h.toggle.SetText(tr("home.connect"))
 		h.toggle.SetIcon(theme.MediaPlayIcon())
 		h.toggle.Importance = widget.HighImportance
 		h.toggle.Enable()
 		h.state.Text = tr("state.disconnected")
-		h.state.Color = theme.Color(theme.ColorNameForeground)
+		h.state.Importance = widget.MediumImportance
 		if st.State == core.Failed {
 			h.state.Text = tr("state.failed")
-			h.state.Color = theme.Color(theme.ColorNameError)
+			h.state.Importance = widget.DangerImportance
 		}
 		setText(h.listen, "")
 	}
 	h.toggle.Refresh()
 	h.state.Refresh()
+}
+
+// errorTint is the error box's background: the theme's error colour,
+// faint. (It is set again when the views are built for a new theme.)
+func errorTint() color.Color { return errorTintOf(theme.Color(theme.ColorNameError)) }
+
+// errorTintOf is the error box's background for the error colour c.
+func errorTintOf(c color.Color) color.Color {
+	n := color.NRGBAModel.Convert(c).(color.NRGBA)
+	n.A = 0x24
+	return n
 }
 
 // setText sets l's text when it differs: SetText always redraws.
@@ -402,5 +412,3 @@ func (h *homeView) member(rt route, st api.Status) (string, string) {
 	}
 	return label, tr("home.onlyServer")
 }
-
-var colorOK = color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0xff}

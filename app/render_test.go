@@ -29,7 +29,7 @@ const (
 
 // keyLike is a text that is a message key shown as itself: a key the
 // bundles lack.
-var keyLike = regexp.MustCompile(`^[a-z]+\.[a-zA-Z.]+$`)
+var keyLike = regexp.MustCompile(`^[a-z]+\.[a-zA-Z0-9.]+$`)
 
 // texts returns every text the objects show, with the object.
 func texts(objs []fyne.CanvasObject) map[string]fyne.CanvasObject {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"image/color"
 	"net"
 	"os"
 	"path/filepath"
@@ -288,29 +287,4 @@ func setAutostart(on bool) error {
 	entry := "[Desktop Entry]\nType=Application\nName=Skiff\nComment=Skiff VPN\nExec=" + exe + "\nIcon=" + ID +
 		"\nX-GNOME-Autostart-enabled=true\n"
 	return os.WriteFile(path, []byte(entry), 0o644)
-}
-
-// applyTheme follows the system, or forces the user's light/dark choice.
-func (u *UI) applyTheme() {
-	switch u.Prefs().Theme {
-	case ThemeLight:
-		u.fa.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantLight})
-	case ThemeDark:
-		u.fa.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantDark})
-	default:
-		if _, forced := u.fa.Settings().Theme().(variantTheme); forced {
-			u.fa.Settings().SetTheme(theme.DefaultTheme())
-		}
-	}
-}
-
-// variantTheme is the default theme held to one variant.
-type variantTheme struct {
-	fyne.Theme
-	v fyne.ThemeVariant
-}
-
-// Color implements fyne.Theme.
-func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.v)
 }

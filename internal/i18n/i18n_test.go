@@ -161,7 +161,7 @@ func TestPlural(t *testing.T) {
 }
 
 // keyLiteral is a quoted string that looks like a message key.
-var keyLiteral = regexp.MustCompile(`"([a-z][a-zA-Z]*\.[a-zA-Z.]+)"`)
+var keyLiteral = regexp.MustCompile(`"([a-z][a-zA-Z0-9]*\.[a-zA-Z0-9.]+)"`)
 
 // TestKeysUsedAndDefined reads the Go sources of the window and the
 // internal packages: every key-like literal with a bundle's prefix must be
