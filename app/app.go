@@ -170,7 +170,9 @@ func (u *UI) buildViews() {
 		container.NewTabItemWithIcon(tr("tab.settings"), theme.SettingsIcon(), u.settings.obj),
 	)
 	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
-	u.win.SetContent(u.tabs)
+	// The window cannot be made smaller than this (Fyne holds a window to
+	// its content's minimum): below it, views would overlap.
+	u.win.SetContent(container.New(minSize{MinWindow}, u.tabs))
 }
 
 // relabel switches to the language the preferences name: every view is
@@ -201,6 +203,44 @@ func (u *UI) rebuild() {
 		u.tray.relabel()
 	}
 	u.refresh()
+}
+
+// MinWindow is the window's minimum size: it fits an 800x600 screen with
+// a title bar.
+var MinWindow = fyne.NewSize(720, 520)
+
+// minSize lays its objects over its whole size, and asks for at least min.
+type minSize struct{ min fyne.Size }
+
+func (l minSize) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+}
+
+func (l minSize) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	m := l.min
+	for _, o := range objs {
+		m = m.Max(o.MinSize())
+	}
+	return m
+}
+
+// showProfiles opens Profiles with the cursor in its link entry.
+func (u *UI) showProfiles() {
+	u.tabs.SelectIndex(1)
+	u.win.Canvas().Focus(u.profiles.url)
+}
+
+// node returns the profile's node id, or nil.
+func (u *UI) node(id string) *profile.Node {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.prof == nil {
+		return nil
+	}
+	return u.prof.Node(id)
 }
 
 // Window returns the main window.

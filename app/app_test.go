@@ -159,8 +159,11 @@ func TestSwitchStartsAndStopsTheCore(t *testing.T) {
 	if !strings.Contains(home.listen.Text, st.Listen) {
 		t.Errorf("Home does not show the proxy address %s: %q", st.Listen, home.listen.Text)
 	}
-	if !strings.Contains(home.route.Text, "Hy2 Home") {
-		t.Errorf("Home does not show the server in use: %q", home.route.Text)
+	// Nothing serves Hy2 Home's address: the run's probe fails, and Home
+	// says so instead of Connected.
+	h.waitFor("Home to say no server answers", func() bool { return home.state.Text == "No server reachable" })
+	if !strings.Contains(home.reason.Text, "Hy2 Home") {
+		t.Errorf("Home does not say which server failed: %q", home.reason.Text)
 	}
 	if e := home.Error(); e != "" {
 		t.Errorf("Home shows an error while connected: %q", e)
@@ -328,11 +331,16 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 	if sw.From != "Hy2 Home" {
 		t.Errorf("switch from %q, want Hy2 Home", sw.From)
 	}
+	// Both servers are dead: Home says no server answers, and which
+	// failed how, not Connected.
 	h.ui.tabs.SelectIndex(0)
-	h.waitFor("the last switch's reason on Home", func() bool {
-		all := h.ui.Switches()
-		return strings.Contains(h.ui.home.reason.Text, all[len(all)-1].Reason)
+	h.waitFor("Home to name the failed servers", func() bool {
+		home := h.ui.home
+		return home.state.Text == "No server reachable" && strings.Contains(home.reason.Text, "Hy2 Home") && strings.Contains(home.reason.Text, "Hy2 Second")
 	})
+	if r := h.ui.home.reason.Text; strings.Contains(r, "healthy") {
+		t.Errorf("Home calls a dead server healthy: %q", r)
+	}
 }
 
 func TestWindowFitsSmallScreens(t *testing.T) {

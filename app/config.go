@@ -123,33 +123,40 @@ func serviceInstallCommand() string {
 }
 
 // explain turns an error from the core into plain words with what the user
-// can do about it, by its code; the core's own words follow in brackets.
+// can do about it, by its code. The core's own words (a Go error chain)
+// are not among them: details gives them, for a details view.
 func explain(e *api.Error, service bool) string {
 	if e == nil {
 		return ""
 	}
-	msg := e.Message
-	with := func(s string) string { return s + "\n(" + msg + ")" }
 	switch e.Code {
 	case api.CodePortInUse:
-		return with(tr("explain.portInUse"))
+		return tr("explain.portInUse")
 	case api.CodeNoServer:
-		return with(tr("explain.noServer"))
+		return tr("explain.noServer")
 	case api.CodeTUNPermission:
 		if h := privilegeHint(service); h != "" {
-			return with(h)
+			return h
 		}
-		return with(tr("explain.serviceLacksRights"))
+		return tr("explain.serviceLacksRights")
 	case api.CodeServerAuth:
-		return with(tr("explain.serverAuth"))
+		return tr("explain.serverAuth")
 	case api.CodeSubscriptionFetch:
-		return with(tr("explain.subscriptionFetch"))
+		return tr("explain.subscriptionFetch")
 	case api.CodeForbidden:
-		return with(tr("explain.forbidden"))
+		return tr("explain.forbidden")
 	case api.CodeUnavailable:
-		return with(tr("explain.unavailable"))
+		return tr("explain.unavailable")
 	case api.CodeRunning:
 		return ""
 	}
-	return msg
+	return tr("explain.unknown")
+}
+
+// details returns the core's own words for e, or "".
+func details(e *api.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Message
 }

@@ -1,19 +1,23 @@
 package app
 
 import (
+	"context"
 	"image/color"
+	"sort"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
+	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -38,6 +42,9 @@ type homeView struct {
 	reason    *widget.Label
 	errBox    *fyne.Container
 	errText   *widget.Label
+	errMore   *widget.Button // opens the core's own words for the error
+	errDetail string
+	empty     *fyne.Container // no server yet: what to do
 	subNote   *widget.Label
 	ksBox     *fyne.Container // traffic is blocked: the kill switch is on and Skiff is not connected
 	flowNote  *widget.Label
@@ -54,7 +61,27 @@ type homeView struct {
 	drawn      bool       // whether shown was drawn at all
 	lastSample time.Time  // the newest sample the graph shows
 	memAt      time.Time  // when the memory figures were last shown
+	phase      phase      // the heading last drawn
+
+	// The run's check: right after connecting, the core probes the
+	// route's servers, so the window says Connected only once one
+	// answered (or carried traffic).
+	checkedRun time.Time         // the run (its Since) probed
+	probed     map[string]string // probe outcome by server name: "" answered, else why not
+	probing    bool
 }
+
+// phase is what Home's heading says.
+type phase int
+
+const (
+	phaseStopped     phase = iota
+	phaseFailed            // the core failed to start
+	phaseStarting          // the core is starting
+	phaseChecking          // running, no server has answered yet
+	phaseConnected         // running, a server answered a probe or carried traffic
+	phaseUnreachable       // running, every server failed
+)
 
 func newHomeView(u *UI) *homeView {
 	h := &homeView{u: u}
@@ -73,15 +100,23 @@ func newHomeView(u *UI) *homeView {
 	h.route.Truncation = fyne.TextTruncateEllipsis
 	h.reason = widget.NewLabel("")
 	h.reason.TextStyle.Italic = true
-	h.reason.Truncation = fyne.TextTruncateEllipsis
+	h.reason.Wrapping = fyne.TextWrapWord
 
 	h.errText = widget.NewLabel("")
 	h.errText.Wrapping = fyne.TextWrapWord
 	h.errText.Importance = widget.DangerImportance
 	bg := canvas.NewRectangle(errorTint())
 	bg.CornerRadius = theme.InputRadiusSize()
-	h.errBox = container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.ErrorIcon()), nil, h.errText))
+	h.errMore = widget.NewButton(tr("home.details"), func() { showDetails(h.u.win, tr("home.detailsTitle"), h.errDetail) })
+	h.errMore.Importance = widget.LowImportance
+	h.errBox = container.NewStack(bg, container.NewBorder(nil, nil, widget.NewIcon(theme.ErrorIcon()), container.NewCenter(h.errMore), h.errText))
 	h.errBox.Hide()
+	emptyText := widget.NewLabel(tr("home.empty"))
+	emptyText.Wrapping = fyne.TextWrapWord
+	toProfiles := widget.NewButtonWithIcon(tr("home.emptyAction"), theme.ContentAddIcon(), u.showProfiles)
+	toProfiles.Importance = widget.HighImportance
+	h.empty = container.NewBorder(nil, nil, widget.NewIcon(theme.InfoIcon()), container.NewCenter(toProfiles), emptyText)
+	h.empty.Hide()
 	h.flowNote = widget.NewLabel("")
 	h.flowNote.Wrapping = fyne.TextWrapWord
 	h.flowNote.Importance = widget.WarningImportance
@@ -109,7 +144,7 @@ func newHomeView(u *UI) *homeView {
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel(tr("home.mode")), nil, h.mode)
-	top := container.NewVBox(head, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
+	top := container.NewVBox(head, h.empty, modeRow, h.modeNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
 	// The figures take lines of their own so that longer languages fit
 	// at 800 px; the memory note wraps.
 	h.memCore.Wrapping = fyne.TextWrapWord
@@ -197,15 +232,22 @@ func (h *homeView) onToggle() {
 // showError shows (or with "" hides) an error the window itself found.
 func (h *homeView) showError(msg string) {
 	h.userErr = msg
-	h.setError(msg)
+	h.setError(msg, "")
 }
 
-func (h *homeView) setError(msg string) {
+// setError shows msg in plain words, with the core's own words behind
+// the Details button ("" hides it); "" hides the box.
+func (h *homeView) setError(msg, detail string) {
 	if msg == "" {
 		if h.errBox.Visible() {
 			h.errBox.Hide()
 		}
 		return
+	}
+	h.errDetail = detail
+	if (detail == "") == h.errMore.Visible() {
+		h.errMore.Hidden = detail == ""
+		h.errMore.Refresh()
 	}
 	setText(h.errText, msg)
 	if !h.errBox.Visible() {
@@ -230,6 +272,7 @@ func (h *homeView) noteFailure(ev api.Notice) {
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Message}
 	}
 	h.flowNote.SetText(tr("home.flowsFailing", M{"Time": fmtr().Clock(ev.Time), "Why": explain(e, h.u.service)}))
+
 	h.flowNote.Show()
 }
 
@@ -241,8 +284,13 @@ func (h *homeView) FlowNote() string {
 	return h.flowNote.Text
 }
 
-// setProfile shows subscription problems that need the user.
+// setProfile shows subscription problems that need the user, and what
+// to do first when there is no server at all.
 func (h *homeView) setProfile(p *profile.Profile) {
+	if none := len(p.Nodes) == 0; none != h.empty.Visible() {
+		h.empty.Hidden = !none
+		h.empty.Refresh()
+	}
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
@@ -263,8 +311,12 @@ func (h *homeView) setProfile(p *profile.Profile) {
 // update shows the core's state and figures.
 func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
+	h.check(st)
+	groups := h.u.groups()
+	ph, why := h.phaseOf(st, groups)
 	// Redraw only what changed: an idle window should cost next to nothing.
-	if st.State != h.shown.State || st.Listen != h.shown.Listen || !h.drawn {
+	if st.State != h.shown.State || st.Listen != h.shown.Listen || ph != h.phase || !h.drawn {
+		h.phase = ph
 		h.drawState(st)
 		if st.State != core.Running {
 			h.flowNote.Hide() // failures of an earlier run
@@ -273,11 +325,11 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.shown, h.drawn = st, true
 	switch {
 	case st.State == core.Failed && st.Error != nil:
-		h.setError(explain(st.Error, h.u.service))
+		h.setError(explain(st.Error, h.u.service), details(st.Error))
 	case h.userErr != "":
-		h.setError(h.userErr)
+		h.setError(h.userErr, "")
 	default:
-		h.setError("")
+		h.setError("", "")
 	}
 
 	if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
@@ -286,12 +338,17 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	}
 
 	rt := h.u.currentRoute()
-	if st.State == core.Running {
-		member, why := h.member(rt, st)
+	switch {
+	case st.State == core.Running && ph == phaseConnected:
+		member, reason := h.member(rt, st, groups)
 		setText(h.route, tr("home.routeVia", M{"Route": rt.name, "Member": member}))
+		setText(h.reason, reason)
+		h.reason.Show()
+	case st.State == core.Running:
+		setText(h.route, tr("home.routeOnly", M{"Route": rt.name}))
 		setText(h.reason, why)
 		h.reason.Show()
-	} else {
+	default:
 		setText(h.route, tr("home.routeNone"))
 		h.reason.Hide()
 	}
@@ -333,8 +390,17 @@ func (h *homeView) drawState(st api.Status) {
 		h.toggle.SetIcon(theme.MediaStopIcon())
 		h.toggle.Importance = widget.DangerImportance
 		h.toggle.Enable()
-		h.state.Text = tr("state.connected")
-		h.state.Importance = widget.SuccessImportance
+		switch h.phase {
+		case phaseConnected:
+			h.state.Text = tr("state.connected")
+			h.state.Importance = widget.SuccessImportance
+		case phaseUnreachable:
+			h.state.Text = tr("state.unreachable")
+			h.state.Importance = widget.DangerImportance
+		default:
+			h.state.Text = tr("state.connecting")
+			h.state.Importance = widget.MediumImportance
+		}
 		setText(h.listen, tr("home.listen", M{"Addr": st.Listen}))
 	case core.Starting:
 		h.toggle.SetText(tr("state.connecting"))
@@ -358,6 +424,132 @@ func (h *homeView) drawState(st api.Status) {
 	h.state.Refresh()
 }
 
+// check probes the route's servers once per run, so that Home says
+// Connected only once one answered.
+func (h *homeView) check(st api.Status) {
+	if st.State != core.Running {
+		h.checkedRun, h.probed, h.probing = time.Time{}, nil, false
+		return
+	}
+	if h.checkedRun.Equal(st.Since) || st.Route == nil || len(st.Route.IDs) == 0 {
+		return
+	}
+	h.checkedRun, h.probed, h.probing = st.Since, nil, true
+	ids, run := st.Route.IDs, st.Since
+	var res []api.ProbeResult
+	var err error
+	h.u.background(func(ctx context.Context) {
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		res, err = h.u.b.Probe(pctx, ids)
+	}, func() {
+		if !h.checkedRun.Equal(run) {
+			return // another run by now
+		}
+		h.probing = false
+		h.probed = map[string]string{}
+		for _, r := range res {
+			name := r.ID
+			if n := h.u.node(r.ID); n != nil {
+				name = n.Name()
+			}
+			switch {
+			case r.Error == nil && !r.Timeout:
+				h.probed[name] = ""
+			case r.Timeout:
+				h.probed[name] = tr("home.probeTimeout")
+			default:
+				h.probed[name] = explainProbe(r.Error)
+			}
+		}
+		if err != nil && len(res) == 0 {
+			h.probed[tr("home.theServers")] = tr("home.probeFailed", M{"Err": explain(api.Wrap(err), h.u.service)})
+		}
+		h.u.refresh()
+	})
+}
+
+// explainProbe says in plain words why a probe through a server failed.
+func explainProbe(e *api.Error) string {
+	if e.Code == api.CodeServerAuth {
+		return tr("home.probeAuth")
+	}
+	return tr("home.probeNoAnswer")
+}
+
+// phaseOf returns what the heading says for st, and for a run not yet
+// connected, why in plain words: which servers failed, and how.
+func (h *homeView) phaseOf(st api.Status, groups []core.GroupState) (phase, string) {
+	switch st.State {
+	case core.Starting:
+		return phaseStarting, ""
+	case core.Failed:
+		return phaseFailed, ""
+	case core.Running:
+	default:
+		return phaseStopped, ""
+	}
+	// Every server the run has: the groups' members, else the probed.
+	var names []string
+	health := map[string]group.MemberState{}
+	for _, g := range groups {
+		for _, m := range g.Members {
+			names = append(names, m.Name)
+			health[m.Name] = m
+		}
+	}
+	if len(groups) == 0 {
+		for name := range h.probed {
+			names = append(names, name)
+		}
+	}
+	var failed []string
+	for _, name := range names {
+		m, inGroup := health[name]
+		probe, probed := h.probed[name]
+		switch {
+		case m.Health == group.Healthy || (probed && probe == ""):
+			return phaseConnected, ""
+		case inGroup && (m.Health == group.Failing || m.Health == group.Recovering):
+			why := m.LastError
+			if why == "" {
+				why = probe
+			}
+			if why == "" {
+				why = tr("home.probeNoAnswer")
+			}
+			failed = append(failed, tr("home.serverFailed", M{"Name": name, "Why": why}))
+		case probed:
+			failed = append(failed, tr("home.serverFailed", M{"Name": name, "Why": probe}))
+		}
+	}
+	tried, members := len(failed), len(names)
+	sort.Strings(failed)
+	switch {
+	case members > 0 && tried == members:
+		return phaseUnreachable, strings.Join(failed, "\n")
+	case len(failed) > 0:
+		return phaseChecking, tr("home.checking") + "\n" + strings.Join(failed, "\n")
+	}
+	return phaseChecking, tr("home.checking")
+}
+
+// showDetails opens a dialog with text whole: wrapped, selectable, with a
+// button that copies it.
+func showDetails(win fyne.Window, title, text string) {
+	l := widget.NewLabel(text)
+	l.Wrapping = fyne.TextWrapWord
+	l.Selectable = true
+	scroll := container.NewVScroll(l)
+	scroll.SetMinSize(fyne.NewSize(480, 160))
+	d := dialog.NewCustom(title, tr("dialog.close"), scroll, win)
+	copyBtn := widget.NewButtonWithIcon(tr("logs.copy"), theme.ContentCopyIcon(), func() {
+		fyne.CurrentApp().Clipboard().SetContent(text)
+	})
+	d.SetButtons([]fyne.CanvasObject{copyBtn, widget.NewButton(tr("dialog.close"), d.Hide)})
+	d.Show()
+}
+
 // errorTint is the error box's background: the theme's error colour,
 // faint. (It is set again when the views are built for a new theme.)
 func errorTint() color.Color { return errorTintOf(theme.Color(theme.ColorNameError)) }
@@ -377,10 +569,16 @@ func setText(l *widget.Label, s string) {
 }
 
 // member names what carries traffic now and why: the failover group's
-// current member and its last switch, or the single server.
-func (h *homeView) member(rt route, st api.Status) (string, string) {
-	groups := h.u.groups()
+// current member and its last switch, or the single server. Right after
+// connecting the status may not name the member yet while the group
+// does: the group's word is taken then.
+func (h *homeView) member(rt route, st api.Status, groups []core.GroupState) (string, string) {
 	name := st.Member
+	for _, g := range groups {
+		if name == "" {
+			name = g.Current
+		}
+	}
 	if name == "" {
 		name = st.Outbound
 		if len(groups) > 0 {
@@ -396,7 +594,7 @@ func (h *homeView) member(rt route, st api.Status) (string, string) {
 	for _, g := range groups {
 		for _, m := range g.Members {
 			if m.Name == g.Current && m.RTT > 0 {
-				label += ", " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
+				label = tr("home.memberRTT", M{"Member": label, "RTT": tr("unit.ms", M{"N": m.RTT.Milliseconds()})})
 			}
 		}
 	}

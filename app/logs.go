@@ -32,6 +32,7 @@ type logsView struct {
 	level   *widget.Select
 	follow  *widget.Check
 	copyBtn *widget.Button
+	empty   *widget.Label // the list's empty state
 
 	all   []core.LogRecord
 	shown []core.LogRecord
@@ -73,11 +74,20 @@ func newLogsView(u *UI) *logsView {
 		v.u.fa.Clipboard().SetContent(v.Text())
 	})
 	clear := widget.NewButtonWithIcon(tr("logs.clear"), theme.ContentClearIcon(), func() {
-		v.all, v.shown = nil, nil
-		v.list.Refresh()
+		v.all = nil
+		v.filter()
 	})
+	// A line is cut at the window's edge; selecting it opens it whole.
+	v.list.OnSelected = func(i widget.ListItemID) {
+		if i < len(v.shown) {
+			showDetails(v.u.win, tr("logs.lineTitle"), logLine(v.shown[i]))
+		}
+		v.list.UnselectAll()
+	}
+	v.empty = widget.NewLabel(tr("logs.empty"))
+	v.empty.Alignment = fyne.TextAlignCenter
 	bar := container.NewHBox(widget.NewLabel(tr("logs.level")), v.level, v.follow, v.copyBtn, clear)
-	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, v.list))
+	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, container.NewStack(v.list, container.NewVBox(v.empty))))
 	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
 	recs, _ := u.b.Logs(ctx)
 	cancel()
@@ -111,6 +121,10 @@ func (v *logsView) filter() {
 		if r.Level >= v.min {
 			v.shown = append(v.shown, r)
 		}
+	}
+	if v.empty != nil && (len(v.shown) == 0) != v.empty.Visible() {
+		v.empty.Hidden = len(v.shown) > 0
+		v.empty.Refresh()
 	}
 	v.list.Refresh()
 	if v.follow != nil && v.follow.Checked && len(v.shown) > 0 {

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,7 @@ type profilesView struct {
 	subList  *widget.List
 	search   *widget.Entry
 	nodeList *widget.List
+	noNodes  *widget.Label // the list's empty state
 	testAll  *widget.Button
 
 	p       *profile.Profile
@@ -132,16 +135,19 @@ func newProfilesView(u *UI) *profilesView {
 			}
 			name.SetText(label)
 			if n.Unsupported != "" {
+				// Greyed: the reason may be cut here, so the button
+				// beside it opens it whole.
 				name.Importance = widget.LowImportance
 				detail.Importance = widget.LowImportance
+				name.SetText(tr("profiles.unusable", M{"Name": label}))
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + n.Unsupported)
-				test.Disable()
+				test.SetIcon(theme.InfoIcon())
 				use.Disable()
 			} else {
 				name.Importance = widget.MediumImportance
 				detail.Importance = widget.MediumImportance
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address())
-				test.Enable()
+				test.SetIcon(theme.MediaPlayIcon())
 				use.Enable()
 			}
 			name.Refresh()
@@ -150,6 +156,11 @@ func newProfilesView(u *UI) *profilesView {
 			lat.SetText(v.latency[n.ID])
 			v.mu.Unlock()
 			test.OnTapped = func() { v.test([]*profile.Node{n}) }
+			if n.Unsupported != "" {
+				test.OnTapped = func() {
+					showDetails(v.u.win, n.Name(), tr("profiles.unusableWhy", M{"Why": n.Unsupported, "Node": protocolLabel(&n.Config) + " · " + n.Config.Address()}))
+				}
+			}
 			use.OnTapped = func() { v.use(n.ID) }
 		},
 	)
@@ -157,7 +168,11 @@ func newProfilesView(u *UI) *profilesView {
 	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, paste, file, refreshAll), v.url)
 	left := container.NewBorder(widget.NewLabelWithStyle(tr("profiles.subscriptions"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		container.NewHBox(refreshOne, remove), nil, nil, v.subList)
-	right := container.NewBorder(container.NewBorder(nil, nil, nil, v.testAll, v.search), nil, nil, nil, v.nodeList)
+	v.noNodes = widget.NewLabel("")
+	v.noNodes.Wrapping = fyne.TextWrapWord
+	v.noNodes.Alignment = fyne.TextAlignCenter
+	right := container.NewBorder(container.NewBorder(nil, nil, nil, v.testAll, v.search), nil, nil, nil,
+		container.NewStack(v.nodeList, container.NewVBox(v.noNodes)))
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.34
 	v.obj = container.NewPadded(container.NewBorder(container.NewVBox(addRow, v.status), nil, nil, nil, split))
@@ -254,6 +269,16 @@ func (v *profilesView) filter() {
 		}
 		v.shown = append(v.shown, n)
 	}
+	switch {
+	case len(v.shown) > 0:
+		v.noNodes.Hide()
+	case len(v.p.Nodes) == 0:
+		v.noNodes.SetText(tr("profiles.noNodes"))
+		v.noNodes.Show()
+	default:
+		v.noNodes.SetText(tr("profiles.noMatch"))
+		v.noNodes.Show()
+	}
 	v.nodeList.Refresh()
 }
 
@@ -301,24 +326,61 @@ func (v *profilesView) addFromClipboard() {
 	v.addText(s, tr("profiles.fromClipboard"))
 }
 
+// addFromFile asks for a file to import: a path can be typed or pasted,
+// or picked with Browse (Fyne's file dialog, which takes no typed path).
 func (v *profilesView) addFromFile() {
-	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
-			return
+	path := widget.NewEntry()
+	path.SetPlaceHolder(tr("profiles.filePath"))
+	var d dialog.Dialog
+	browse := widget.NewButtonWithIcon(tr("profiles.browse"), theme.FolderOpenIcon(), func() {
+		fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil {
+				v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
+				return
+			}
+			if r == nil {
+				return
+			}
+			r.Close()
+			path.SetText(r.URI().Path())
+		}, v.u.win)
+		fd.Resize(fyne.NewSize(700, 480))
+		fd.Show()
+	})
+	form := container.NewBorder(nil, nil, nil, browse, path)
+	d = dialog.NewCustomConfirm(tr("profiles.fileTitle"), tr("profiles.import"), tr("dialog.cancel"), form, func(ok bool) {
+		if ok {
+			v.importFile(strings.TrimSpace(path.Text))
 		}
-		if r == nil {
-			return
-		}
-		defer r.Close()
-		b, err := io.ReadAll(io.LimitReader(r, subscription.MaxBodySize+1))
-		if err != nil {
-			v.say(tr("profiles.fileReadFailed", M{"Err": err.Error()}), true)
-			return
-		}
-		v.addBody(b, r.URI().Name())
 	}, v.u.win)
+	path.OnSubmitted = func(string) { d.Hide(); v.importFile(strings.TrimSpace(path.Text)) }
+	d.Resize(fyne.NewSize(560, 160))
 	d.Show()
+	v.u.win.Canvas().Focus(path)
+}
+
+// importFile imports the nodes of the file at path.
+func (v *profilesView) importFile(path string) {
+	if path == "" {
+		return
+	}
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, path[2:])
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, subscription.MaxBodySize+1))
+	if err != nil {
+		v.say(tr("profiles.fileReadFailed", M{"Err": err.Error()}), true)
+		return
+	}
+	v.addBody(b, filepath.Base(path))
 }
 
 // addText adds s: a subscription URL, or share links / a subscription body.

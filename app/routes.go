@@ -70,6 +70,7 @@ type routesView struct {
 	note       *widget.Label
 	preset     *widget.Select
 	ruleList   *widget.List
+	noRules    *widget.Label // the rule list's empty state
 
 	p        *profile.Profile
 	selGroup int
@@ -238,9 +239,12 @@ func newRoutesView(u *UI) *routesView {
 		container.NewGridWithColumns(2, kind, target),
 		container.NewBorder(nil, nil, nil, addRule, values),
 	)
+	v.noRules = widget.NewLabel(tr("routes.noRules"))
+	v.noRules.Wrapping = fyne.TextWrapWord
+	v.noRules.TextStyle.Italic = true
 	rulesPane := container.NewBorder(
 		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
-		nil, nil, nil, v.ruleList)
+		nil, nil, nil, container.NewStack(v.ruleList, container.NewVBox(v.noRules)))
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
 	all := container.NewVSplit(top, bottom)
@@ -269,6 +273,8 @@ func (v *routesView) setProfile(p *profile.Profile) {
 	}
 	v.groupList.Refresh()
 	v.memberList.Refresh()
+	v.noRules.Hidden = len(p.Routes.Rules) > 0
+	v.noRules.Refresh()
 	v.ruleList.Refresh()
 }
 
