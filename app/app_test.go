@@ -198,6 +198,21 @@ func TestCoreErrorAppearsOnHome(t *testing.T) {
 	if home.toggle.Text != "Connect" || home.toggle.Disabled() {
 		t.Errorf("switch is %q (disabled %v) after a failed start; want an enabled Connect", home.toggle.Text, home.toggle.Disabled())
 	}
+	// Plain words on Home; the core's Go error chain behind Details.
+	raw := h.ctrl.Status().Err
+	if raw == "" {
+		t.Fatal("the core gave no error")
+	}
+	if e := home.Error(); strings.Contains(e, raw) || strings.Contains(e, "bind") {
+		t.Errorf("Home shows the raw error: %q", e)
+	}
+	if !home.errMore.Visible() {
+		t.Fatal("no Details button")
+	}
+	test.Tap(home.errMore)
+	if got := overlayTexts(h.ui.win); !strings.Contains(got, raw) {
+		t.Errorf("Details shows %q, want the core's %q", got, raw)
+	}
 }
 
 func TestNoServerErrorAppearsOnHome(t *testing.T) {

@@ -2,7 +2,6 @@ package app
 
 import (
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -62,34 +61,6 @@ func TestHomeWithoutServersSaysWhatToDo(t *testing.T) {
 	}
 	if home.empty.Visible() || h.ui.profiles.noNodes.Visible() {
 		t.Error("the empty state stays with a server")
-	}
-}
-
-// TestRawErrorsInDetails: Home says what failed in plain words; the
-// core's Go error chain is behind Details.
-func TestRawErrorsInDetails(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
-	h := newHarness(t, Prefs{Listen: busy.Addr().String()}, addLinks(t, hy2Link))
-	home := h.ui.home
-	test.Tap(home.toggle)
-	h.waitFor("the core to fail", func() bool { return h.ctrl.Status().State == core.Failed && home.Error() != "" })
-	raw := h.ctrl.Status().Err
-	if raw == "" {
-		t.Fatal("the core gave no error")
-	}
-	if e := home.Error(); strings.Contains(e, raw) || strings.Contains(e, "bind") {
-		t.Errorf("Home shows the raw error: %q", e)
-	}
-	if !home.errMore.Visible() {
-		t.Fatal("no Details button")
-	}
-	test.Tap(home.errMore)
-	if got := overlayTexts(h.ui.win); !strings.Contains(got, raw) {
-		t.Errorf("Details shows %q, want the core's %q", got, raw)
 	}
 }
 
