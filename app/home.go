@@ -511,10 +511,9 @@ func (h *homeView) phaseOf(st api.Status, groups []core.GroupState) (phase, stri
 		case m.Health == group.Healthy || (probed && probe == ""):
 			return phaseConnected, ""
 		case inGroup && (m.Health == group.Failing || m.Health == group.Recovering):
-			why := m.LastError
-			if why == "" {
-				why = probe
-			}
+			// The group's LastError is the core's chain (Routes shows it
+			// whole): Home says it in words, the probe's when it has one.
+			why := probe
 			if why == "" {
 				why = tr("home.probeNoAnswer")
 			}

@@ -128,6 +128,20 @@ func newRoutesView(u *UI) *routesView {
 			btns.Objects[1].(*widget.Button).OnTapped = func() { v.move(i, +1) }
 		},
 	)
+	// A member's health and a switch's reason may be cut in their rows:
+	// selecting one opens it whole.
+	v.memberList.OnSelected = func(i widget.ListItemID) {
+		if ids := v.members(); i < len(ids) {
+			name := ids[i]
+			if n := v.p.Node(name); n != nil {
+				name = n.Name()
+			} else if g := v.p.Group(name); g != nil {
+				name = g.Name
+			}
+			showDetails(v.u.win, name, v.healthOf(name))
+		}
+		v.memberList.UnselectAll()
+	}
 	v.switchLog = widget.NewList(
 		func() int { return len(v.switches) },
 		func() fyne.CanvasObject {
@@ -147,6 +161,13 @@ func newRoutesView(u *UI) *routesView {
 			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, e.Reason))
 		},
 	)
+	v.switchLog.OnSelected = func(i widget.ListItemID) {
+		if i < len(v.switches) {
+			e := v.switches[len(v.switches)-1-i]
+			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+e.Reason)
+		}
+		v.switchLog.UnselectAll()
+	}
 	v.note = widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.TextStyle.Italic = true
