@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 )
 
 // capture draws tab i of h's window at 800x600.
@@ -145,5 +146,31 @@ func TestTextContrast(t *testing.T) {
 		check("download legend", c(colorDown), over(c(theme.ColorNameInputBackground), bg), 4.5)
 		// Controls: an unchecked box's and an entry's outline.
 		check("input border on background", c(theme.ColorNameInputBorder), bg, 3)
+	}
+}
+
+// TestUncheckedBoxVisible draws an unchecked box in each theme and checks
+// that its outline, as drawn, stands out 3:1 from the background.
+func TestUncheckedBoxVisible(t *testing.T) {
+	for _, pref := range []string{ThemeLight, ThemeDark} {
+		a := test.NewTempApp(t)
+		a.Settings().SetTheme(themeFor(pref))
+		c := widget.NewCheck("", nil)
+		w := test.NewTempWindow(t, c)
+		w.Resize(fyne.NewSize(60, 60))
+		img := w.Canvas().Capture()
+		bg := themeFor(pref).Color(theme.ColorNameBackground, theme.VariantLight)
+		best := 0.0
+		r := img.Bounds()
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				best = math.Max(best, contrast(img.At(x, y), bg))
+			}
+		}
+		if best < 3 {
+			t.Errorf("%s: the unchecked box's outline is at most %.2f:1 from the background, under 3:1", pref, best)
+		} else {
+			t.Logf("%s: unchecked box outline %.2f:1", pref, best)
+		}
 	}
 }
