@@ -576,6 +576,9 @@ func TestIdleRSSByLanguage(t *testing.T) {
 				fitWindow(t, display, id, 1024, 768)
 				time.Sleep(15 * time.Second)
 				rss = append(rss, float64(rssKiB(t, gui.Pid()))/1024)
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", gui.Pid())); err == nil {
+					t.Logf("%s smaps_rollup:\n%s", l.code, b) // what the RSS is: anonymous (Go heap, GL buffers) or files (libraries)
+				}
 				screenshot(t, display, "gui-rss-"+l.code)
 				gui.Stop()
 			})
