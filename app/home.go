@@ -436,6 +436,9 @@ func (h *homeView) check(st api.Status) {
 	}
 	h.checkedRun, h.probed, h.probing = st.Since, nil, true
 	ids, run := st.Route.IDs, st.Since
+	if len(ids) > maxCheck {
+		ids = ids[:maxCheck] // the first in failover order carry the traffic
+	}
 	var res []api.ProbeResult
 	var err error
 	h.u.background(func(ctx context.Context) {
@@ -468,6 +471,9 @@ func (h *homeView) check(st api.Status) {
 		h.u.refresh()
 	})
 }
+
+// maxCheck bounds the servers probed when a run starts.
+const maxCheck = 8
 
 // explainProbe says in plain words why a probe through a server failed.
 func explainProbe(e *api.Error) string {
