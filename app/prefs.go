@@ -80,6 +80,9 @@ func savePrefs(dir string, p Prefs) error {
 		return fmt.Errorf("saving window preferences: %w", err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
+	if werr == nil {
+		werr = tmp.Sync()
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
