@@ -24,6 +24,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
@@ -121,6 +122,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.log.Warn("app: window preferences", "err", err)
 	}
 	u.prefs = prefs
+	if err := setLanguage(languageFor(prefs.Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
 	u.applyTheme()
 	u.ctx, u.cancel = context.WithCancel(context.Background())
 	if o.SystemProxy == nil {
@@ -136,25 +140,11 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	// between the two; the stream's first notice is the state now.
 	notices := u.watch()
 
-	u.home = newHomeView(u)
-	u.profiles = newProfilesView(u)
-	u.routes = newRoutesView(u)
-	u.connections = newConnectionsView(u)
-	u.logs = newLogsView(u)
-	u.settings = newSettingsView(u)
-	u.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Home", theme.HomeIcon(), u.home.obj),
-		container.NewTabItemWithIcon("Profiles", theme.StorageIcon(), u.profiles.obj),
-		container.NewTabItemWithIcon("Routes", theme.MenuIcon(), u.routes.obj),
-		container.NewTabItemWithIcon("Connections", theme.ComputerIcon(), u.connections.obj),
-		container.NewTabItemWithIcon("Logs", theme.DocumentIcon(), u.logs.obj),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.obj),
-	)
-	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
-	u.win.SetContent(u.tabs)
+	u.buildViews()
 	u.win.Resize(fyne.NewSize(900, 640))
 
 	u.reloadProfile()
+	u.watchTheme()
 	u.tray = setupTray(u)
 	u.win.SetCloseIntercept(func() {
 		if u.tray != nil {
@@ -170,6 +160,96 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.Connect()
 	}
 	return u, nil
+}
+
+// buildViews makes the tabs in the window's language and shows them.
+func (u *UI) buildViews() {
+	u.home = newHomeView(u)
+	u.profiles = newProfilesView(u)
+	u.routes = newRoutesView(u)
+	u.connections = newConnectionsView(u)
+	u.logs = newLogsView(u)
+	u.settings = newSettingsView(u)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon(tr("tab.home"), theme.HomeIcon(), u.home.obj),
+		container.NewTabItemWithIcon(tr("tab.profiles"), theme.StorageIcon(), u.profiles.obj),
+		container.NewTabItemWithIcon(tr("tab.routes"), theme.MenuIcon(), u.routes.obj),
+		container.NewTabItemWithIcon(tr("tab.connections"), theme.ComputerIcon(), u.connections.obj),
+		container.NewTabItemWithIcon(tr("tab.logs"), theme.DocumentIcon(), u.logs.obj),
+		container.NewTabItemWithIcon(tr("tab.settings"), theme.SettingsIcon(), u.settings.obj),
+	)
+	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
+	// The window cannot be made smaller than this (Fyne holds a window to
+	// its content's minimum): below it, views would overlap.
+	u.win.SetContent(container.New(minSize{MinWindow}, u.tabs))
+}
+
+// relabel switches to the language the preferences name: every view is
+// built again (a widget keeps the words it was given).
+func (u *UI) relabel() {
+	if err := setLanguage(languageFor(u.Prefs().Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
+	u.rebuild()
+}
+
+// rebuild makes every view again, on the same tab, with the profile and
+// the live state shown again.
+func (u *UI) rebuild() {
+	tab := 0
+	if u.tabs != nil {
+		tab = u.tabs.SelectedIndex()
+	}
+	// What Settings just said (a theme is changed by saving Settings).
+	said, bad := u.settings.status.Text, u.settings.status.Importance == widget.DangerImportance
+	u.buildViews()
+	if said != "" {
+		u.settings.say(said, bad)
+	}
+	u.tabs.SelectIndex(tab)
+	u.reloadProfile()
+	if u.tray != nil {
+		u.tray.relabel()
+	}
+	u.refresh()
+}
+
+// MinWindow is the window's minimum size: it fits an 800x600 screen with
+// a title bar.
+var MinWindow = fyne.NewSize(720, 520)
+
+// minSize lays its objects over its whole size, and asks for at least min.
+type minSize struct{ min fyne.Size }
+
+func (l minSize) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+}
+
+func (l minSize) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	m := l.min
+	for _, o := range objs {
+		m = m.Max(o.MinSize())
+	}
+	return m
+}
+
+// showProfiles opens Profiles with the cursor in its link entry.
+func (u *UI) showProfiles() {
+	u.tabs.SelectIndex(1)
+	u.win.Canvas().Focus(u.profiles.url)
+}
+
+// node returns the profile's node id, or nil.
+func (u *UI) node(id string) *profile.Node {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.prof == nil {
+		return nil
+	}
+	return u.prof.Node(id)
 }
 
 // Window returns the main window.
@@ -326,7 +406,7 @@ func (u *UI) watch() <-chan api.Notice {
 						return
 					}
 				}
-				err = &api.Error{Code: api.CodeUnavailable, Message: "the Skiff service went away"}
+				err = &api.Error{Code: api.CodeUnavailable, Message: tr("error.serviceGone")}
 			}
 			if u.ctx.Err() != nil {
 				return
@@ -479,7 +559,7 @@ func (u *UI) reloadProfile() {
 	defer cancel()
 	p, _, err := u.b.Profile(ctx)
 	if err != nil {
-		u.home.showError("Your profile could not be read: " + err.Error())
+		u.home.showError(tr("error.readProfile", M{"Err": err.Error()}))
 		p = profile.New()
 	}
 	u.mu.Lock()

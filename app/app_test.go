@@ -61,6 +61,9 @@ func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harn
 			t.Fatal(err)
 		}
 	}
+	if prefs.Language == "" {
+		prefs.Language = "en" // the tests read English words, whatever the machine's locale
+	}
 	if err := savePrefs(dir, prefs); err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +159,11 @@ func TestSwitchStartsAndStopsTheCore(t *testing.T) {
 	if !strings.Contains(home.listen.Text, st.Listen) {
 		t.Errorf("Home does not show the proxy address %s: %q", st.Listen, home.listen.Text)
 	}
-	if !strings.Contains(home.route.Text, "Hy2 Home") {
-		t.Errorf("Home does not show the server in use: %q", home.route.Text)
+	// Nothing serves Hy2 Home's address: the run's probe fails, and Home
+	// says so instead of Connected.
+	h.waitFor("Home to say no server answers", func() bool { return home.state.Text == "No server reachable" })
+	if !strings.Contains(home.reason.Text, "Hy2 Home") {
+		t.Errorf("Home does not say which server failed: %q", home.reason.Text)
 	}
 	if e := home.Error(); e != "" {
 		t.Errorf("Home shows an error while connected: %q", e)
@@ -191,6 +197,21 @@ func TestCoreErrorAppearsOnHome(t *testing.T) {
 	}
 	if home.toggle.Text != "Connect" || home.toggle.Disabled() {
 		t.Errorf("switch is %q (disabled %v) after a failed start; want an enabled Connect", home.toggle.Text, home.toggle.Disabled())
+	}
+	// Plain words on Home; the core's Go error chain behind Details.
+	raw := h.ctrl.Status().Err
+	if raw == "" {
+		t.Fatal("the core gave no error")
+	}
+	if e := home.Error(); strings.Contains(e, raw) || strings.Contains(e, "bind") {
+		t.Errorf("Home shows the raw error: %q", e)
+	}
+	if !home.errMore.Visible() {
+		t.Fatal("no Details button")
+	}
+	test.Tap(home.errMore)
+	if got := overlayTexts(h.ui.win); !strings.Contains(got, raw) {
+		t.Errorf("Details shows %q, want the core's %q", got, raw)
 	}
 }
 
@@ -229,7 +250,7 @@ func TestSubscriptionAddedThroughTheView(t *testing.T) {
 		t.Fatalf("%d subscriptions, want 1", len(v.p.Subscriptions))
 	}
 	_, detail, bad := v.describeSource(v.p.Subscriptions[0].ID)
-	if bad || !strings.Contains(detail, "left of 10.0 GiB") || !strings.Contains(detail, "expires 2100-01-01") {
+	if bad || !strings.Contains(detail, "left of 10.0 GiB") || !strings.Contains(detail, "expires Jan 1, 2100") {
 		t.Errorf("subscription detail %q (bad %v) lacks traffic or expiry", detail, bad)
 	}
 	if strings.Contains(detail, "token") {
@@ -271,7 +292,7 @@ func TestLogsViewShowsCoreLogs(t *testing.T) {
 	if got := h.ui.fa.Clipboard().Content(); !strings.Contains(got, "something to see") {
 		t.Errorf("Copy put %q on the clipboard", got)
 	}
-	h.ui.logs.level.SetSelected("Error")
+	h.ui.logs.level.SetSelectedIndex(3)
 	if strings.Contains(h.ui.logs.Text(), "something to see") {
 		t.Errorf("level filter Error still shows a warning")
 	}
@@ -325,11 +346,16 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 	if sw.From != "Hy2 Home" {
 		t.Errorf("switch from %q, want Hy2 Home", sw.From)
 	}
+	// Both servers are dead: Home says no server answers, and which
+	// failed how, not Connected.
 	h.ui.tabs.SelectIndex(0)
-	h.waitFor("the last switch's reason on Home", func() bool {
-		all := h.ui.Switches()
-		return strings.Contains(h.ui.home.reason.Text, all[len(all)-1].Reason)
+	h.waitFor("Home to name the failed servers", func() bool {
+		home := h.ui.home
+		return home.state.Text == "No server reachable" && strings.Contains(home.reason.Text, "Hy2 Home") && strings.Contains(home.reason.Text, "Hy2 Second")
 	})
+	if r := h.ui.home.reason.Text; strings.Contains(r, "healthy") {
+		t.Errorf("Home calls a dead server healthy: %q", r)
+	}
 }
 
 func TestWindowFitsSmallScreens(t *testing.T) {
@@ -508,7 +534,7 @@ func TestRoutesReorderAndRules(t *testing.T) {
 		t.Errorf("after moving down the group starts with %q", first())
 	}
 
-	v.preset.SetSelected(presetBypass)
+	v.preset.SetSelectedIndex(presetBypass)
 	p, _ = h.store.Load()
 	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
 		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
@@ -533,7 +559,7 @@ func TestSettingsSave(t *testing.T) {
 	v.listen.SetText("127.0.0.1:1181")
 	v.mtu.SetText("1400")
 	v.probe.SetText("http://127.0.0.1/generate_204")
-	v.refresh.SetSelected("6h")
+	v.refresh.SetSelectedIndex(1)
 	v.startConn.SetChecked(true)
 	v.save()
 	if !strings.HasPrefix(v.status.Text, "Saved") {

@@ -55,7 +55,7 @@ func tunAvailable() (bool, string) {
 	case "linux", "darwin", "windows":
 		return true, ""
 	}
-	return false, "System-wide VPN (TUN) is not available on " + runtime.GOOS + ": use the local proxy (point your apps or the system proxy at the address in Settings)."
+	return false, tr("tun.unavailable", M{"OS": runtime.GOOS})
 }
 
 // privilegeHint says what TUN mode needs, or "" when this window can turn
@@ -64,14 +64,13 @@ func privilegeHint(service bool) string {
 	if service || (runtime.GOOS != "windows" && os.Geteuid() == 0) {
 		return ""
 	}
-	return "System-wide VPN needs the Skiff service, which runs with the rights TUN needs. Install it once with  " +
-		serviceInstallCommand() + "  and open Skiff again."
+	return tr("tun.needsService", M{"Command": serviceInstallCommand()})
 }
 
 // serviceInstallCommand is the exact command that installs the service.
 func serviceInstallCommand() string {
 	if runtime.GOOS == "windows" {
-		return "skiff service install  (in an administrator terminal)"
+		return tr("tun.installWindows")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -81,33 +80,40 @@ func serviceInstallCommand() string {
 }
 
 // explain turns an error from the core into plain words with what the user
-// can do about it, by its code; the core's own words follow in brackets.
+// can do about it, by its code. The core's own words (a Go error chain)
+// are not among them: details gives them, for a details view.
 func explain(e *api.Error, service bool) string {
 	if e == nil {
 		return ""
 	}
-	msg := e.Message
-	with := func(s string) string { return s + "\n(" + msg + ")" }
 	switch e.Code {
 	case api.CodePortInUse:
-		return with("Another program already uses the local proxy port. Change the port in Settings (Local proxy address), or close that program.")
+		return tr("explain.portInUse")
 	case api.CodeNoServer:
-		return with("There is no server to connect through yet. Add a subscription or paste a link on Profiles, or pick another server on Profiles or Routes.")
+		return tr("explain.noServer")
 	case api.CodeTUNPermission:
 		if h := privilegeHint(service); h != "" {
-			return with(h)
+			return h
 		}
-		return with("The Skiff service lacks the rights for the system-wide VPN.")
+		return tr("explain.serviceLacksRights")
 	case api.CodeServerAuth:
-		return with("The server rejected the password. Refresh the subscription on Profiles; if it keeps failing, check with your provider that your plan is active.")
+		return tr("explain.serverAuth")
 	case api.CodeSubscriptionFetch:
-		return with("The subscription could not be fetched. Check your internet connection; the provider may be down or the link out of date.")
+		return tr("explain.subscriptionFetch")
 	case api.CodeForbidden:
-		return with("You may not operate the Skiff service: ask an administrator to add you to group skiff.")
+		return tr("explain.forbidden")
 	case api.CodeUnavailable:
-		return with("The Skiff service cannot be reached; it may be restarting.")
+		return tr("explain.unavailable")
 	case api.CodeRunning:
 		return ""
 	}
-	return msg
+	return tr("explain.unknown")
+}
+
+// details returns the core's own words for e, or "".
+func details(e *api.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Message
 }

@@ -39,9 +39,10 @@ type Prefs struct {
 	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
 	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
 	StartConnected bool   `json:"startConnected,omitempty"`
-	IPv6           bool   `json:"ipv6,omitempty"`    // TUN: route IPv6 too
-	DNSMode        string `json:"dnsMode,omitempty"` // TUN: "fake-ip" or "real-ip"; empty: fake-ip
-	Theme          string `json:"theme,omitempty"`   // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	IPv6           bool   `json:"ipv6,omitempty"`     // TUN: route IPv6 too
+	DNSMode        string `json:"dnsMode,omitempty"`  // TUN: "fake-ip" or "real-ip"; empty: fake-ip
+	Theme          string `json:"theme,omitempty"`    // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	Language       string `json:"language,omitempty"` // an i18n.Languages code; empty: the system's
 }
 
 // listen returns the local proxy address to use.
@@ -82,6 +83,9 @@ func savePrefs(dir string, p Prefs) error {
 		return fmt.Errorf("saving window preferences: %w", err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
+	if werr == nil {
+		werr = tmp.Sync()
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

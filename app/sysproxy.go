@@ -111,27 +111,32 @@ func (k *sysKeeper) describe() (string, bool) {
 	defer k.mu.Unlock()
 	switch {
 	case k.err != nil:
-		return "System proxy: " + k.err.Error(), true
+		return tr("sysproxy.failed", M{"Err": k.err.Error()}), true
 	case k.on != "":
 		var where []string
 		for _, n := range k.names {
-			if w := storeNames[n]; w != "" {
-				n = w
-			}
-			where = append(where, n)
+			where = append(where, storeName(n))
 		}
-		return "System proxy set to " + k.on + ": " + strings.Join(where, ", "), false
+		return tr("sysproxy.set", M{"Addr": k.on, "Where": strings.Join(where, ", ")}), false
 	}
 	return "", false
 }
 
-// storeNames are sysproxy's stores as Home names them.
-var storeNames = map[string]string{
-	"gnome":        "GNOME settings",
-	"kde":          "KDE settings",
-	"shell":        "new terminals (through " + sysproxy.EnvName + ")",
-	"wininet":      "Windows settings",
-	"networksetup": "macOS network services",
+// storeName is one of sysproxy's stores as Home names it.
+func storeName(n string) string {
+	switch n {
+	case "gnome":
+		return tr("sysproxy.store.gnome")
+	case "kde":
+		return tr("sysproxy.store.kde")
+	case "shell":
+		return tr("sysproxy.store.shell", M{"File": sysproxy.EnvName})
+	case "wininet":
+		return tr("sysproxy.store.wininet")
+	case "networksetup":
+		return tr("sysproxy.store.networksetup")
+	}
+	return n
 }
 
 // stop ends the keeper and puts the settings back; the process is ending.

@@ -26,8 +26,8 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", home)
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
 	h := newHarness(t, Prefs{Mode: ModeSystemProxy, Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
-	if got := h.ui.home.mode.Selected; got != modeSystemLabel {
-		t.Fatalf("mode shown %q, want %q", got, modeSystemLabel)
+	if got, want := h.ui.home.mode.Selected, modeLabels()[modeIndex(ModeSystemProxy)]; got != want {
+		t.Fatalf("mode shown %q, want %q", got, want)
 	}
 	snippet := filepath.Join(h.ui.prefsDir, sysproxy.EnvName)
 	test.Tap(h.ui.home.toggle)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -175,16 +174,18 @@ func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		json.NewEncoder(stdout).Encode(cs)
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNET\tDESTINATION\tOUTBOUND\tUP\tDOWN")
+	rows := [][]string{{"ID", "NET", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
 	for _, ci := range cs {
 		dst := ci.Destination
 		if ci.Host != "" {
 			dst = ci.Host
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", ci.ID, ci.Network, dst, ci.Outbound, ci.Up, ci.Down)
+		rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(dst), tabSafe(ci.Outbound),
+			strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})
 	}
-	tw.Flush()
+	if writeTable(stdout, rows) != nil {
+		return 1
+	}
 	return 0
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
@@ -119,11 +118,10 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no nodes yet: add some with `skiff import URL|FILE|-`")
+		fmt.Fprintln(stdout, words().T("cli.noNodes", nil))
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tNAME\tPROTOCOL\tADDRESS\tTRANSPORT\tTLS\tSTATUS\tID")
+	rows := [][]string{{"", "NAME", "PROTOCOL", "ADDRESS", "TRANSPORT", "TLS", "STATUS", "ID"}}
 	for _, j := range list {
 		mark := ""
 		if j.Selected {
@@ -133,10 +131,10 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !j.Supported {
 			status = "unsupported: " + j.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, tabSafe(j.Name), j.Protocol,
-			(&node.Node{Server: j.Server, Port: j.Port}).Address(), transportText(j.Transport), tlsText(j), status, j.ID)
+		rows = append(rows, []string{mark, tabSafe(j.Name), j.Protocol,
+			(&node.Node{Server: j.Server, Port: j.Port}).Address(), transportText(j.Transport), tlsText(j), status, j.ID})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(stdout, rows); err != nil {
 		return 1
 	}
 	return 0

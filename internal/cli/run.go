@@ -82,8 +82,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		level     string
 		configDir string
 	)
-	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
-	fs.Var(&saved, "node", "a saved node's or group's name or ID (see `skiff nodes`): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
+	fs.Var(&ls, "link", "a server's share `LINK` (hysteria2://, vless://, …); repeat for failover order")
+	fs.Var(&saved, "node", "the `NAME` or ID of a saved node or group (skiff nodes lists them): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
 	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
 	fs.BoolVar(&rf.systemProxy, "system-proxy", false, "point this desktop session's proxy settings (GNOME, KDE, new shells; Windows, macOS) at the local proxy until the run ends")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
