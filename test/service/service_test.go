@@ -193,7 +193,7 @@ func newLab(t *testing.T) *lab {
 	if err := os.MkdirAll(l.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	src, err := harness.SkiffCoreBinary()
+	src, err := harness.SkiffBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,9 @@ func (l *lab) as(user string, args ...string) (string, int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "setpriv", argv...)
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}
+	// The locale of a minimal system, under which Fyne, were it linked,
+	// would print "Fyne error: Error parsing user locale C".
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"}
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {
@@ -385,6 +387,23 @@ func TestService(t *testing.T) {
 			t.Errorf("socket mode %o owner %d:%d", st.Mode&0o777, st.Uid, st.Gid)
 		}
 		l.checkNoTCP(t, svc, "")
+	})
+
+	t.Run("no Fyne", func(t *testing.T) {
+		// The service and the CLI are skiff, built without cgo: Fyne is
+		// neither linked nor initialised in them (the window is
+		// skiff-window).
+		mods := run(t, "go", "version", "-m", l.skiff)
+		if strings.Contains(mods, "fyne.io") || !strings.Contains(mods, "CGO_ENABLED=0") {
+			t.Errorf("skiff links Fyne or cgo:\n%s", mods)
+		}
+		out := l.asOK(t, l.member, "status")
+		if !strings.Contains(out, "state: ") || strings.Contains(out, "Fyne") {
+			t.Errorf("skiff status under LANG=C.UTF-8:\n%s", out)
+		}
+		if strings.Contains(svc.Output(), "Fyne") {
+			t.Errorf("the service's output mentions Fyne:\n%s", svc.Output())
+		}
 	})
 
 	t.Run("outsider refused", func(t *testing.T) {

@@ -45,7 +45,7 @@ func main() {
 var heapProfile string
 
 func run(o measure.Settings) error {
-	skiffBin, err := harness.SkiffCoreBinary()
+	skiffBin, err := harness.SkiffBinary()
 	if err != nil {
 		return err
 	}
