@@ -92,7 +92,8 @@ func hold() {
 	buf := make([]byte, 5)
 	for i := 0; ; i++ {
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Write([]byte("ping\n")); err == nil {
+		_, err := c.Write([]byte("ping\n"))
+		if err == nil {
 			_, err = io.ReadFull(c, buf)
 		}
 		if err != nil {
@@ -533,16 +534,16 @@ func TestService(t *testing.T) {
 		if slices.ContainsFunc(conns, func(c conn) bool { return c.ID == id }) {
 			t.Errorf("connection %d still listed after close", id)
 		}
-		// Open issue, outside the service: here the app's side of the TUN
-		// flow does not see the close (the holder keeps getting its echo
-		// for seconds after the engine logged "stream closed"); the
-		// engine's table and the upstream do. Logged, not asserted, until
-		// the TUN/netstack side is fixed.
+		// The close reaches the app: its side of the TUN flow ends (the
+		// netstack sends FIN, and RST to what the app sends after it).
 		select {
 		case s := <-lines:
+			if !strings.HasPrefix(s, "closed:") {
+				t.Errorf("held connection after close: %q", s)
+			}
 			t.Logf("held connection after close: %q", s)
 		case <-time.After(3 * time.Second):
-			t.Log("the app's side of the closed flow saw no close within 3 s")
+			t.Error("the app's side of the closed flow saw no close within 3 s")
 		}
 		if _, code := l.as(l.member, "close", strconv.FormatUint(id, 10)); code == 0 {
 			t.Error("closing a closed connection succeeded")
