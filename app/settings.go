@@ -30,6 +30,7 @@ type settingsView struct {
 	obj fyne.CanvasObject
 
 	startLogin, startConn *widget.Check
+	resume                *widget.Check // the profile's ConnectAtStart
 	listen                *widget.Entry
 	strict, ipv6          *widget.Check
 	killSwitch            *widget.Check
@@ -44,6 +45,7 @@ func newSettingsView(u *UI) *settingsView {
 	v := &settingsView{u: u}
 	v.startLogin = widget.NewCheck("Start Skiff when I log in", nil)
 	v.startConn = widget.NewCheck("Connect when Skiff starts", nil)
+	v.resume = widget.NewCheck("Reconnect when the computer starts, if connected when it stopped (the service)", nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
 	v.strict = widget.NewCheck("Strict route (no traffic around the tunnel)", nil)
@@ -70,7 +72,7 @@ func newSettingsView(u *UI) *settingsView {
 		tunNote.Hide()
 	}
 	form := widget.NewForm(
-		widget.NewFormItem("Startup", container.NewVBox(v.startLogin, v.startConn)),
+		widget.NewFormItem("Startup", container.NewVBox(v.startLogin, v.startConn, v.resume)),
 		widget.NewFormItem("Local proxy address", v.listen),
 		widget.NewFormItem("TUN", container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
 		widget.NewFormItem("TUN MTU", v.mtu),
@@ -107,6 +109,7 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	s := p.Settings
 	v.strict.SetChecked(s.TUN.Strict())
 	v.killSwitch.SetChecked(s.TUN.KillSwitch)
+	v.resume.SetChecked(s.ConnectAtStart)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -174,6 +177,7 @@ func (v *settingsView) save() {
 		strict := v.strict.Checked
 		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
+		pr.Settings.ConnectAtStart = v.resume.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.RefreshInterval = profile.Duration(iv)

@@ -647,6 +647,52 @@ func TestService(t *testing.T) {
 		}
 	})
 
+	t.Run("connect at start", func(t *testing.T) {
+		// The user asks to be reconnected at start; the service stops (a
+		// reboot: routes restored), starts again and reconnects on its own.
+		// (The previous subtest's service ended with it.)
+		svc = l.startService(t)
+		l.asOK(t, l.member, "connect", "--tun", "--at-start")
+		if body, err := l.curl(); err != nil || !strings.Contains(body, "service-lab-http") {
+			t.Fatalf("traffic: %v %s", err, body)
+		}
+		svc.Stop()
+		if after := l.routing(t); after != before {
+			t.Errorf("routing after the service stopped differs:\n--- before\n%s\n--- after\n%s", before, after)
+		}
+		resumed := func(what string) {
+			t.Helper()
+			svc = l.startService(t)
+			var st status
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if st = l.status(t); st.State == "running" && st.TUN != "" {
+					break
+				}
+			}
+			if st.State != "running" || st.TUN == "" {
+				t.Fatalf("after %s the service did not reconnect: %+v\n%s", what, st, svc.Output())
+			}
+			if body, err := l.curl(); err != nil || !strings.Contains(body, "service-lab-http") {
+				t.Errorf("traffic after %s: %v %s", what, err, body)
+			}
+		}
+		resumed("a stop and start")
+		// A crash: routes restored first, then connected again.
+		svc.Kill()
+		resumed("kill -9 and a start")
+		// The user's disconnect is remembered: the next start stays off.
+		l.asOK(t, l.member, "disconnect")
+		svc.Stop()
+		svc = l.startService(t)
+		time.Sleep(time.Second)
+		if st := l.status(t); st.State != "stopped" {
+			t.Errorf("after a disconnect and a restart: %+v", st)
+		}
+		if after := l.routing(t); after != before {
+			t.Errorf("routing after disconnect and restart differs:\n--- before\n%s\n--- after\n%s", before, after)
+		}
+	})
+
 	svc.Stop()
 	if st := svc.ExitStatus(); st != "exit status 0" {
 		t.Errorf("service ended with %s\n%s", st, svc.Output())
