@@ -22,6 +22,7 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/atomicfile"
@@ -557,7 +558,7 @@ func result(res *subscription.Result) *ImportResult {
 	out.Format = string(res.Format)
 	out.Nodes = len(res.Nodes)
 	for _, n := range res.Nodes {
-		if ok, why := subscription.Supported(n); !ok {
+		if ok, why := protocol.Supported(n); !ok {
 			out.Unsupported = append(out.Unsupported, n.Name+": "+why)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
 )
 
@@ -139,7 +140,7 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+n.Unsupported)
 			continue
 		}
-		if ok, why := core.Supported(&n.Config); !ok {
+		if ok, why := protocol.Supported(&n.Config); !ok {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+why)
 			continue
 		}
