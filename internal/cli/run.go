@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"time"
 
@@ -186,8 +184,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ignoreSIGPIPE()
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := stopContext()
 	defer stop()
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
