@@ -131,9 +131,13 @@ func (h *homeView) onKillSwitchOff() {
 		h.showError("Could not save the profile: " + err.Error())
 		return
 	}
-	if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
-		h.showError("The kill switch could not be turned off: " + err.Error())
-		return
+	// The service applies the saved setting itself (as root); the core in
+	// this process needs it done here.
+	if !h.u.service {
+		if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
+			h.showError("The kill switch could not be turned off: " + err.Error())
+			return
+		}
 	}
 	h.ksBox.Hide()
 }

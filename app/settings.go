@@ -186,11 +186,15 @@ func (v *settingsView) save() {
 		v.say("Could not save the profile: "+err.Error(), true)
 		return
 	}
-	// The kill switch takes effect at once, either way.
-	tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
-	if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
-		v.say("Saved, but the kill switch could not be changed now (it needs the rights TUN mode needs): "+err.Error(), true)
-		return
+	// The kill switch takes effect at once, either way: the service applies
+	// the saved setting itself (as root); the core in this process needs
+	// it done here.
+	if !v.u.service {
+		tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
+		if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
+			v.say("Saved, but the kill switch could not be changed now (it needs the rights TUN mode needs): "+err.Error(), true)
+			return
+		}
 	}
 	v.say("Saved. The proxy address and TUN options apply the next time you connect.", false)
 }
