@@ -273,7 +273,7 @@ func (u *UI) setPrefs(p Prefs) error {
 
 // Close stops the window's goroutines. It leaves the core as it is: with
 // the service, closing the window keeps the VPN up; the in-process core is
-// stopped by its owner (skiff gui) when the process ends.
+// stopped by its owner (skiff-window's main) when the process ends.
 func (u *UI) Close() {
 	u.cancel()
 	u.wg.Wait()

@@ -2,6 +2,7 @@ package app
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -72,11 +73,13 @@ func serviceInstallCommand() string {
 	if runtime.GOOS == "windows" {
 		return tr("tun.installWindows")
 	}
+	// The service is the skiff program, installed next to this window
+	// program (skiff-window).
 	exe, err := os.Executable()
 	if err != nil {
-		exe = "skiff"
+		return "sudo skiff service install"
 	}
-	return "sudo " + exe + " service install"
+	return "sudo " + filepath.Join(filepath.Dir(exe), "skiff") + " service install"
 }
 
 // explain turns an error from the core into plain words with what the user

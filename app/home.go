@@ -186,9 +186,13 @@ func (h *homeView) onKillSwitchOff() {
 		h.showError(tr("error.saveProfile", M{"Err": err.Error()}))
 		return
 	}
-	if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
-		h.showError(tr("error.killSwitchOff", M{"Err": err.Error()}))
-		return
+	// The service applies the saved setting itself (as root); the core in
+	// this process needs it done here.
+	if !h.u.service {
+		if err := core.ApplyKillSwitch(&core.TUNConfig{}, "", nil, h.u.log); err != nil {
+			h.showError(tr("error.killSwitchOff", M{"Err": err.Error()}))
+			return
+		}
 	}
 	h.ksBox.Hide()
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/i18n"
 )
 

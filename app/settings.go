@@ -38,6 +38,7 @@ type settingsView struct {
 	obj fyne.CanvasObject
 
 	startLogin, startConn *widget.Check
+	resume                *widget.Check // the profile's ConnectAtStart
 	listen                *widget.Entry
 	strict, ipv6          *widget.Check
 	killSwitch            *widget.Check
@@ -80,6 +81,7 @@ func newSettingsView(u *UI) *settingsView {
 	v := &settingsView{u: u}
 	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
 	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
+	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
 	v.strict = widget.NewCheck(tr("settings.strictRoute"), nil)
@@ -107,7 +109,7 @@ func newSettingsView(u *UI) *settingsView {
 		tunNote.Hide()
 	}
 	form := widget.NewForm(
-		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn)),
+		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
 		widget.NewFormItem(tr("settings.listen"), v.listen),
 		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
 		widget.NewFormItem(tr("settings.mtu"), v.mtu),
@@ -147,6 +149,7 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	s := p.Settings
 	v.strict.SetChecked(s.TUN.Strict())
 	v.killSwitch.SetChecked(s.TUN.KillSwitch)
+	v.resume.SetChecked(s.ConnectAtStart)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -225,6 +228,7 @@ func (v *settingsView) save() {
 		strict := v.strict.Checked
 		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
+		pr.Settings.ConnectAtStart = v.resume.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.RefreshInterval = profile.Duration(iv)
@@ -233,11 +237,15 @@ func (v *settingsView) save() {
 		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		return
 	}
-	// The kill switch takes effect at once, either way.
-	tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
-	if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
-		v.say(tr("settings.killSwitchFailed", M{"Err": err.Error()}), true)
-		return
+	// The kill switch takes effect at once, either way: the service applies
+	// the saved setting itself (as root); the core in this process needs
+	// it done here.
+	if !v.u.service {
+		tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
+		if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
+			v.say(tr("settings.killSwitchFailed", M{"Err": err.Error()}), true)
+			return
+		}
 	}
 	if p.Language != old.Language {
 		v.u.relabel() // the views are built again in the new language

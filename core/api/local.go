@@ -1,15 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,8 +22,10 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
 // Local is the Backend that runs the core in this process: the service's,
@@ -116,19 +122,86 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		l.mu.Unlock()
 		return nil, Wrap(err)
 	}
+	// What was asked is kept for Resume; a failure to write it costs only
+	// the reconnection at the next start.
+	if err := l.remember(&r); err != nil {
+		l.log.Warn("api: remembering the connection for the next start", "err", err)
+	}
 	return rt, nil
 }
 
-// Disconnect implements Backend.
+// Disconnect implements Backend. The user's disconnect is remembered: the
+// next start does not reconnect (Resume).
 func (l *Local) Disconnect(context.Context) error {
 	err := l.ctrl.Stop()
 	l.mu.Lock()
 	l.route = nil
 	l.mu.Unlock()
+	if rerr := l.remember(nil); rerr != nil {
+		l.log.Warn("api: forgetting the connection", "err", rerr)
+	}
 	if err != nil {
 		return Wrap(err)
 	}
 	return nil
+}
+
+// ConnectionFile is the file beside the profile that holds the last
+// Connect request while connected; an explicit Disconnect removes it. A
+// stop of the process (the service stopping, a crash, a reboot) leaves it,
+// so that Resume can connect again.
+const ConnectionFile = "connection.json"
+
+// remember writes r as the connection to restore, or removes the record
+// when r is nil.
+func (l *Local) remember(r *plan.Request) error {
+	path := filepath.Join(l.store.Dir(), ConnectionFile)
+	if r == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b, 0o600)
+}
+
+// Resume connects as the last Connect did when the profile asks for it
+// (Settings.ConnectAtStart) and the user had not disconnected since; the
+// service calls it when it starts. It returns nil, nil when there is
+// nothing to restore. A record that does not decode or validate is
+// removed and reported.
+func (l *Local) Resume(ctx context.Context) (*Route, error) {
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if !p.Settings.ConnectAtStart {
+		return nil, nil
+	}
+	path := filepath.Join(l.store.Dir(), ConnectionFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("api: resume: %w", err)
+	}
+	var r plan.Request
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&r)
+	if err == nil {
+		err = r.Validate()
+	}
+	if err != nil {
+		l.remember(nil)
+		return nil, fmt.Errorf("api: resume: %s: %w", path, err)
+	}
+	return l.Connect(ctx, r)
 }
 
 // Status implements Backend.
@@ -512,7 +585,7 @@ func result(res *subscription.Result) *ImportResult {
 	out.Format = string(res.Format)
 	out.Nodes = len(res.Nodes)
 	for _, n := range res.Nodes {
-		if ok, why := subscription.Supported(n); !ok {
+		if ok, why := protocol.Supported(n); !ok {
 			out.Unsupported = append(out.Unsupported, n.Name+": "+why)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
-	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
 )
 
@@ -168,7 +168,7 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+n.Unsupported)
 			continue
 		}
-		if ok, why := core.Supported(&n.Config); !ok {
+		if ok, why := protocol.Supported(&n.Config); !ok {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+why)
 			continue
 		}
@@ -326,20 +326,6 @@ func Rules(in []profile.Rule) ([]rule.Rule, error) {
 	return out, nil
 }
 
-// ProtocolRank orders protocols for default failover: Hysteria2 first, then
-// VLESS over WebSocket with TLS, then the rest.
-func ProtocolRank(n *node.Node) int {
-	switch {
-	case n.Protocol == node.Hysteria2:
-		return 0
-	case n.Protocol == node.VLESS && n.Transport != nil && n.Transport.Type == node.TransportWS && n.TLS != nil:
-		return 1
-	case n.Protocol == node.VLESS:
-		return 2
-	}
-	return 3
-}
-
 // SortedByPreference returns the usable nodes, best protocol first, keeping
 // the provider's order otherwise.
 func SortedByPreference(nodes []*profile.Node) []*profile.Node {
@@ -349,6 +335,6 @@ func SortedByPreference(nodes []*profile.Node) []*profile.Node {
 			out = append(out, n)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return ProtocolRank(&out[i].Config) < ProtocolRank(&out[j].Config) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Config.FailoverRank() < out[j].Config.FailoverRank() })
 	return out
 }

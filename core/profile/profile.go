@@ -244,6 +244,10 @@ type Settings struct {
 	ProbeURL        string   `json:"probeURL,omitempty"`        // health-check URL; empty: the engine's default
 	TUN             TUN      `json:"tun"`
 	LogLevel        string   `json:"logLevel,omitempty"`
+	// ConnectAtStart: when the service starts (at boot, or restarted after
+	// a crash) it connects again as it was connected when it stopped,
+	// unless the user had disconnected (core/api Local.Resume).
+	ConnectAtStart bool `json:"connectAtStart,omitempty"`
 }
 
 // TUN is the TUN mode's settings; core/plan applies them over the core's

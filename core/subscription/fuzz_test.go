@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // checkResult holds for every parser: nodes are valid, warnings have
@@ -22,7 +23,7 @@ func checkResult(t *testing.T, res *Result, err error) {
 		if verr := n.Validate(); verr != nil {
 			t.Fatalf("invalid node accepted: %v", verr)
 		}
-		Supported(n)
+		protocol.Supported(n)
 		profile.NodeID("s", n)
 	}
 	for _, w := range res.Warnings {

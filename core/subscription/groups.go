@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -16,7 +15,7 @@ import (
 //     that the provider's rules can name them;
 //   - "Fastest": an url-test group over every usable node of the source;
 //   - one failover group per server (same host) offered over several
-//     protocols, in plan.ProtocolRank's order: Hysteria2 first, then
+//     protocols, in node.Node.FailoverRank's order: Hysteria2 first, then
 //     VLESS+WS+TLS, then the other protocols.
 //
 // A refresh makes them again from the new nodes (their IDs are stable:
@@ -72,7 +71,7 @@ func AutoGroups(p *profile.Profile, source string) []*profile.Group {
 			continue
 		}
 		sort.SliceStable(h.nodes, func(i, j int) bool {
-			return plan.ProtocolRank(&h.nodes[i].Config) < plan.ProtocolRank(&h.nodes[j].Config)
+			return h.nodes[i].Config.FailoverRank() < h.nodes[j].Config.FailoverRank()
 		})
 		g := autoGroup(source, h.name, profile.GroupFailover)
 		for _, n := range h.nodes {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // Refresh defaults.
@@ -122,7 +123,7 @@ func makeNodes(source string, nodes []*node.Node, old map[string]*profile.Node, 
 			continue
 		}
 		pn := &profile.Node{ID: id, Subscription: source, Config: *n}
-		if _, reason := Supported(n); reason != "" {
+		if _, reason := protocol.Supported(n); reason != "" {
 			pn.Unsupported = reason
 		}
 		if o := old[id]; o != nil {

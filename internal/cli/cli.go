@@ -24,7 +24,6 @@ type command struct {
 // commands lists the subcommands; each file adds its own line.
 var commands = map[string]command{
 	"help":    {"show this help", nil},
-	"gui":     {"open the window (the default without a command)", runGUI},
 	"import":  {"add a subscription URL, a file of links/Clash/sing-box/SIP008, or - for stdin", runImport},
 	"nodes":   {"list saved nodes (--json for scripts)", runNodes},
 	"cleanup": {"restore routes and rules left by a TUN run that did not stop; remove the kill switch", runCleanup},
@@ -36,11 +35,7 @@ var commands = map[string]command{
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	crashwatch.MaybeMonitor() // a copy of skiff that restores routes after a crash
 	if len(args) == 0 {
-		if c, ok := commands["gui"]; ok {
-			return c.run(nil, stdin, stdout, stderr)
-		}
-		usage(stderr)
-		return 2
+		return runWindow(nil, stdin, stdout, stderr)
 	}
 	name := args[0]
 	if name == "--version" || name == "-version" {

@@ -12,7 +12,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/internal/service"
 )
 
@@ -55,7 +55,7 @@ type tlsJSON struct {
 
 func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 	c := &n.Config
-	ok, why := subscription.Supported(c)
+	ok, why := protocol.Supported(c)
 	j := nodeJSON{
 		ID: n.ID, Name: n.Name(), Protocol: c.Protocol, Server: c.Server, Port: c.Port,
 		Supported: ok, Reason: why, Selected: p.Selected == n.ID, Subscription: n.Subscription,
@@ -205,7 +205,7 @@ func lookupNodeIn(dir, name string) (*node.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--node: %w", err)
 	}
-	if ok, why := subscription.Supported(&n.Config); !ok {
+	if ok, why := protocol.Supported(&n.Config); !ok {
 		return nil, fmt.Errorf("--node %q: %s", name, why)
 	}
 	cfg := n.Config

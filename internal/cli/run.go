@@ -12,7 +12,6 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -212,8 +211,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ignoreSIGPIPE()
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := stopContext()
 	defer stop()
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})

@@ -298,6 +298,7 @@ func clickConnect(t *testing.T, display, id, listen string) {
 
 func TestWindowUnderXvfb(t *testing.T) {
 	paths := needTools(t)
+	harness.NeedWindow(t) // `skiff` without a command starts the skiff-window beside it
 	bin := harness.NeedSkiff(t)
 	srv := hy2Server(t)
 	origin := bigOrigin(t)

@@ -97,6 +97,7 @@ func clickItem(t *testing.T, conn *dbus.Conn, dest, label string) {
 
 func TestTrayWithAHost(t *testing.T) {
 	paths := needTools(t)
+	harness.NeedWindow(t) // `skiff` without a command starts the skiff-window beside it
 	bin := harness.NeedSkiff(t)
 	bus := startSessionBus(t)
 	conn, err := dbus.Connect(bus)

@@ -1,6 +1,13 @@
-//go:build cgo
-
-package cli
+// Command skiff-window is Skiff's desktop window (Fyne, so it needs cgo).
+// It is a program of its own so that skiff — the CLI, `skiff run` and the
+// privileged `skiff service` — stays cgo-free and never links or
+// initialises Fyne; `skiff` without a command starts this program, found
+// next to its own executable (internal/cli/window.go).
+//
+// The window is a client of the service when one runs (the VPN then
+// outlives it); without one it runs the core in its own process, for the
+// local proxy.
+package main
 
 import (
 	"context"
@@ -19,15 +26,28 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/crashwatch"
 	"github.com/skiffvpn/skiff/internal/procs"
 	"github.com/skiffvpn/skiff/internal/service"
+	"github.com/skiffvpn/skiff/internal/version"
 )
 
-// runGUI implements `skiff gui` (and skiff without arguments): the window,
-// as a client of the service when one runs, else with the core in the same
-// process (and the subscriptions refreshed in the background).
-func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
-	fs := flag.NewFlagSet("gui", flag.ContinueOnError)
+func main() {
+	// A TUN run in this process (as root, without the service) starts a
+	// copy of this executable as its crash monitor.
+	crashwatch.MaybeMonitor()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run opens the window: as a client of the service when one runs, else
+// with the core in the same process (and the subscriptions refreshed in
+// the background).
+func run(args []string, stdout, stderr io.Writer) (code int) {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version" || args[0] == "version") {
+		fmt.Fprintln(stdout, "skiff-window", version.Get())
+		return 0
+	}
+	fs := flag.NewFlagSet("skiff-window", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
@@ -37,18 +57,18 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	}
 	var lv slog.LevelVar
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		fmt.Fprintf(stderr, "skiff gui: --log-level: %v\n", err)
+		fmt.Fprintf(stderr, "skiff-window: --log-level: %v\n", err)
 		return 2
 	}
 	if runtime.GOOS == "linux" && os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
-		fmt.Fprintln(stderr, "skiff: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are empty); use `skiff run` for the core without a window")
+		fmt.Fprintln(stderr, "skiff-window: no display to open the window on (DISPLAY and WAYLAND_DISPLAY are empty); use `skiff run` for the core without a window")
 		return 1
 	}
 	// GLFW panics when the display cannot be opened after all: say so
 	// instead of a stack trace.
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "skiff: the window could not be opened: %v; use `skiff run` for the core without a window\n", r)
+			fmt.Fprintf(stderr, "skiff-window: the window could not be opened: %v; use `skiff run` for the core without a window\n", r)
 			code = 1
 		}
 	}()
@@ -60,7 +80,7 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 		err = os.MkdirAll(prefsDir, 0o700)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+		fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 		return 1
 	}
 	// The service when it runs (the VPN then outlives the window), else
@@ -76,24 +96,24 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 		case err == nil:
 			opts.Backend, opts.Service = c, true
 			defer c.Close()
-			fmt.Fprintf(stderr, "skiff: a client of the service at %s\n", *socket)
+			fmt.Fprintf(stderr, "skiff-window: a client of the service at %s\n", *socket)
 		default:
-			fmt.Fprintf(stderr, "skiff: %v; the core runs in this window (local proxy only)\n", err)
+			fmt.Fprintf(stderr, "skiff-window: %v; the core runs in this window (local proxy only)\n", err)
 		}
 	}
 	if opts.Backend == nil {
 		store, err := profile.Open(*dir)
 		if err != nil {
-			fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+			fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 			return 1
 		}
 		if _, err := store.Load(); err != nil {
 			var cerr *profile.CorruptError
 			if !errors.As(err, &cerr) {
-				fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+				fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 				return 1
 			}
-			fmt.Fprintf(stderr, "skiff gui: warning: %v\n", err)
+			fmt.Fprintf(stderr, "skiff-window: warning: %v\n", err)
 		}
 		ctrl := core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
 		local = api.NewLocal(ctrl, store, nil)
@@ -107,7 +127,7 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	fa := fyneapp.NewWithID(app.ID)
 	ui, err := app.New(fa, opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "skiff gui: %v\n", err)
+		fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 		return 1
 	}
 	if local != nil {
