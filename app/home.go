@@ -49,12 +49,12 @@ type homeView struct {
 	memWindow *widget.Label
 	conns     *widget.Label
 
-	running    bool
-	userErr    string     // an error the window found before the core was asked
-	shown      api.Status // the status last drawn
-	drawn      bool       // whether shown was drawn at all
-	lastSample time.Time  // the newest sample the graph shows
-	memAt      time.Time  // when the memory figures were last shown
+	running bool
+	userErr string     // an error the window found before the core was asked
+	shown   api.Status // the status last drawn
+	drawn   bool       // whether shown was drawn at all
+	memAt   time.Time  // when the memory figures were last shown
+	ksStale bool       // the kill switch's state is to be read again
 }
 
 func newHomeView(u *UI) *homeView {
@@ -240,6 +240,7 @@ func (h *homeView) FlowNote() string {
 
 // setProfile shows subscription problems that need the user.
 func (h *homeView) setProfile(p *profile.Profile) {
+	h.ksStale = true
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
@@ -271,6 +272,7 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 			h.flowNote.Hide() // failures of an earlier run
 		}
 	}
+	stateChanged := st.State != h.shown.State || !h.drawn
 	h.shown, h.drawn = st, true
 	switch {
 	case st.State == core.Failed && st.Error != nil:
@@ -281,9 +283,14 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		h.setError("")
 	}
 
-	if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
-		h.ksBox.Hidden = !blocked
-		h.ksBox.Refresh()
+	// The kill switch changes with the state or the profile: read its
+	// state (a file) then, not on every update.
+	if stateChanged || h.ksStale {
+		h.ksStale = false
+		if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
+			h.ksBox.Hidden = !blocked
+			h.ksBox.Refresh()
+		}
 	}
 
 	rt := h.u.currentRoute()
@@ -296,11 +303,9 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		setText(h.route, "Route: not connected")
 		h.reason.Hide()
 	}
-	if n := len(s.Series); n != h.graph.Samples() || (n > 0 && !s.Series[n-1].Time.Equal(h.lastSample)) {
+	// A new second of the same rates (an idle minute) draws nothing.
+	if !h.graph.Shows(s.Series) {
 		h.graph.SetSamples(s.Series)
-		if n > 0 {
-			h.lastSample = s.Series[n-1].Time
-		}
 	}
 	setText(h.rates, fmt.Sprintf("Now  ↑ %s   ↓ %s", rateString(s.Rate.Up), rateString(s.Rate.Down)))
 	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))

@@ -39,7 +39,7 @@ func setupTray(u *UI) *tray {
 	})
 	t.current = fyne.NewMenuItem("Not connected", nil)
 	t.current.Disabled = true
-	open := fyne.NewMenuItem("Open Skiff", func() { u.win.Show(); u.win.RequestFocus() })
+	open := fyne.NewMenuItem("Open Skiff", u.showWindow)
 	quit := fyne.NewMenuItem("Quit", u.Quit)
 	quit.IsQuit = true
 	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), open, quit)

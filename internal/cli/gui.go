@@ -66,7 +66,10 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 	// The service when it runs (the VPN then outlives the window), else
 	// the core in this process.
 	opts := app.Options{PrefsDir: prefsDir}
-	var local *api.Local
+	var (
+		local *api.Local
+		ctrl  *core.Controller
+	)
 	if *dir == "" {
 		c := service.NewClient(*socket)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -95,7 +98,7 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 			}
 			fmt.Fprintf(stderr, "skiff gui: warning: %v\n", err)
 		}
-		ctrl := core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
+		ctrl = core.NewController(core.Options{LogOutput: stderr, LogLevel: &lv})
 		local = api.NewLocal(ctrl, store, nil)
 		opts.Backend, opts.Logger = local, ctrl.Logger()
 	}
@@ -116,10 +119,22 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 		local.Start(ui.Context())
 		defer local.Close()
 	}
-	// One P while one is enough (package procs says why).
-	stopProcs := procs.Start(ui.Context(), procs.DefaultPolicy(), log)
+	// One P while one is enough (package procs says why), while the core
+	// in this process runs; a service's client moves no traffic, and a
+	// disconnected window samples nothing.
+	governed := make(chan struct{})
+	if ctrl != nil {
+		events, stop := ctrl.Subscribe(16)
+		defer stop()
+		go func() {
+			defer close(governed)
+			procs.Follow(ui.Context(), procs.DefaultPolicy(), log, events, func() bool { return ctrl.Status().State == core.Running })
+		}()
+	} else {
+		close(governed)
+	}
 	ui.Window().ShowAndRun()
-	stopProcs()
 	ui.Close()
+	<-governed
 	return 0
 }

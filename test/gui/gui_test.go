@@ -220,6 +220,23 @@ func screenshot(t *testing.T, display, name string) string {
 	return path
 }
 
+// clickConnect clicks the connect switch until the local proxy on listen
+// answers: on a loaded machine the first click can come before the window
+// handles input.
+func clickConnect(t *testing.T, display, id, listen string) {
+	t.Helper()
+	for try := 1; !socksOK(listen); try++ {
+		if try > 3 {
+			t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
+		}
+		click(t, display, id, 100, 75)
+		deadline := time.Now().Add(10 * time.Second)
+		for !socksOK(listen) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
 // socksOK reports whether addr answers a SOCKS5 greeting.
 func socksOK(addr string) bool {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
@@ -287,19 +304,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 				fitWindow(t, display, id, size[0], size[1])
 				screenshot(t, display, "gui-"+name+"-home-off")
 
-				// Click the connect switch. On a loaded machine the first
-				// click can come before the window handles input: click
-				// again while the proxy is not up.
-				for try := 1; !socksOK(listen); try++ {
-					if try > 3 {
-						t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
-					}
-					click(t, display, id, 100, 75)
-					deadline := time.Now().Add(10 * time.Second)
-					for !socksOK(listen) && time.Now().Before(deadline) {
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
+				clickConnect(t, display, id, listen)
 				if n := fetchThrough(t, listen, origin); n < 1<<20 {
 					t.Fatalf("fetched %d bytes through the window's core, want at least 1 MiB", n)
 				}
