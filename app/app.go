@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -50,6 +51,12 @@ const tick = time.Second
 
 // logFlush is how long log records wait to be shown in one batch.
 const logFlush = 250 * time.Millisecond
+
+// trimAfter is when, after the window opened, the memory its start took
+// (fonts parsed, every tab laid out once) is handed back to the OS; it is
+// handed back again whenever the window is hidden to the tray. The Go
+// runtime would keep it for reuse, and return it only over minutes.
+const trimAfter = 10 * time.Second
 
 // Icons as Fyne resources.
 var (
@@ -357,6 +364,7 @@ func (u *UI) loop(notices <-chan api.Notice) {
 		tickC   <-chan time.Time
 		flushC  <-chan time.Time // armed by the first pending log record
 		pending []core.LogRecord
+		trimC   = time.After(trimAfter)
 	)
 	defer func() {
 		if ticker != nil {
@@ -414,6 +422,16 @@ func (u *UI) loop(notices <-chan api.Notice) {
 			}
 		case <-u.viewed:
 			sampleNow = true
+			u.mu.Lock()
+			hidden := !u.shown
+			u.mu.Unlock()
+			if hidden {
+				debug.FreeOSMemory()
+			}
+		case <-trimC:
+			trimC = nil
+			debug.FreeOSMemory()
+			continue
 		case <-tickC:
 			sampleNow = true
 		case <-flushC:

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	fyneapp "fyne.io/fyne/v2/app"
@@ -22,6 +23,9 @@ import (
 	"github.com/skiffvpn/skiff/internal/procs"
 	"github.com/skiffvpn/skiff/internal/service"
 )
+
+// windowGOGC is the window's GOGC when the core runs in the service.
+const windowGOGC = 25
 
 // runGUI implements `skiff gui` (and skiff without arguments): the window,
 // as a client of the service when one runs, else with the core in the same
@@ -78,6 +82,12 @@ func runGUI(args []string, _ io.Reader, _, stderr io.Writer) (code int) {
 		switch {
 		case err == nil:
 			opts.Backend, opts.Service = c, true
+			// The window alone allocates little (a few KiB a second
+			// while it shows live figures): a tighter heap goal costs it
+			// next to nothing and holds some 6-9 MiB less.
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(windowGOGC)
+			}
 			defer c.Close()
 			fmt.Fprintf(stderr, "skiff: a client of the service at %s\n", *socket)
 		default:

@@ -99,8 +99,12 @@ func TestMeasureWindow(t *testing.T) {
 	if n := fetchThrough(t, listen, origin); n < 1<<20 {
 		t.Fatalf("fetched %d bytes through the proxy, want at least 1 MiB", n)
 	}
+	fetched := time.Now()
 	screenshot(t, display, "measure-home-on")
-	m.measure("connected, idle on Home", gui)
+	m.measure("connected, on Home, the graph still moving (under 60 s after traffic)", gui)
+	// Idle: a minute after the last byte the graph's minute is all zeros.
+	time.Sleep(time.Until(fetched.Add(62 * time.Second)))
+	m.measure("connected, idle on Home (a minute after traffic)", gui)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int64)
