@@ -7,11 +7,15 @@
 // It drives the core only through api.Backend — the service's API client,
 // or the core in this process when no service is installed — and does not
 // know which it has; it has no protocol code and builds no outbound. Live
-// state (status, traffic, events, logs, profile changes) arrives on one
-// Watch stream. Updates from the core are collected off the UI thread
-// and applied with fyne.Do at most a few times a second; long lists are
-// virtualised (widget.List, widget.Table) so thousands of nodes and
-// connections stay cheap.
+// state (status, events, logs, profile changes) arrives on one Watch
+// stream; the live figures (traffic, memory, groups, connections) are
+// asked for once a second, and only while the core runs, the window is
+// shown and the tab in front shows them: a window left disconnected, or
+// hidden to the tray, has no timer of its own (Fyne's event loop is all
+// that wakes it), and redraws only what changed. Updates are collected off
+// the UI thread and applied with fyne.Do; long lists are virtualised
+// (widget.List, widget.Table) so thousands of nodes and connections stay
+// cheap.
 package app
 
 import (
