@@ -19,6 +19,9 @@ func bytesString(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
+// mibString formats n bytes in whole MiB, rounded: "35 MiB".
+func mibString(n uint64) string { return fmt.Sprintf("%d MiB", (n+1<<19)>>20) }
+
 // rateString formats a rate in bytes per second.
 func rateString(n int64) string { return bytesString(n) + "/s" }
 

@@ -311,13 +311,14 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	setText(h.totals, fmt.Sprintf("This session  ↑ %s   ↓ %s", bytesString(s.Up), bytesString(s.Down)))
 	// With the service the figures are the service's; with the core in
 	// this process, the core's and the window's together. Memory moves
-	// all the time: show it every few seconds.
+	// by a few KiB all the time, and every change repaints the window:
+	// look every few seconds, in whole MiB.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
-		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", bytesString(int64(s.Memory.Heap)), bytesString(int64(s.Memory.RSS))))
+		setText(h.memCore, fmt.Sprintf("Memory: Go heap %s · RSS %s", mibString(s.Memory.Heap), mibString(s.Memory.RSS)))
 		if h.u.service {
 			w := stats.ReadMemory()
-			setText(h.memWindow, fmt.Sprintf("(the service; this window: RSS %s)", bytesString(int64(w.RSS))))
+			setText(h.memWindow, fmt.Sprintf("(the service; this window: RSS %s)", mibString(w.RSS)))
 		} else {
 			setText(h.memWindow, "(core and window share one process)")
 		}
