@@ -424,16 +424,27 @@ func startTrayHost(t *testing.T) string {
 	return bus
 }
 
-// buildHelper builds one of testdata's helper programs from the
-// repository's root (the Fyne floor needs the product's module for Fyne)
-// and returns its path; "OUT" in args is the output file.
+// buildHelper is buildTool for the measurement: it skips t when the
+// build fails.
 func buildHelper(t *testing.T, name string, args ...string) string {
 	t.Helper()
+	out, err := buildTool(name, args...)
+	if err != nil {
+		t.Skip(err)
+	}
+	return out
+}
+
+// buildTool builds one of testdata's helper programs from the
+// repository's root (the Fyne floor needs the product's module for Fyne)
+// into test/bin and returns its path; "OUT" in args is the output file.
+func buildTool(name string, args ...string) (string, error) {
 	bin, err := harness.BinDir()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	out := filepath.Join(bin, name)
+	args = slices.Clone(args)
 	for i, a := range args {
 		if a == "OUT" {
 			args[i] = out
@@ -442,9 +453,9 @@ func buildHelper(t *testing.T, name string, args ...string) string {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = filepath.Dir(filepath.Dir(bin))
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Skipf("building %s: %v\n%s", name, err, b)
+		return "", fmt.Errorf("building %s: %v\n%s", name, err, b)
 	}
-	return out
+	return out, nil
 }
 
 func envInt(t *testing.T, name string, def int) int {
