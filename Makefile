@@ -59,7 +59,7 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps deps-build build test unit e2e cross bench bench-tun fuzz fuzz-smoke run demo clean \
+.PHONY: all deps deps-build build test unit e2e cross bench bench-tun measure-window fuzz fuzz-smoke run demo clean \
 	package package-linux package-windows package-test package-test-fresh
 
 all: build
@@ -177,6 +177,13 @@ cross:
 
 bench: build
 	$(MAKE) -C test bench
+
+# What the idle window costs under Xvfb (CPU, wake-ups, RSS; a bare Fyne
+# window beside it), with the core in a service: test/out/measure-window.txt.
+# Not part of CI. MEASURE_ENV passes SKIFF_MEASURE_BACKEND=local,
+# SKIFF_MEASURE_SECONDS, SKIFF_MEASURE_RUNS or SKIFF_MEASURE_BIN.
+measure-window:
+	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasureWindow$$' -count=1 -v -timeout 30m
 
 # TUN mode: skiff --tun against sing-box's tun (gvisor stack) in network
 # namespaces, plus 500 connections (root).

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,7 @@ import (
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
@@ -51,6 +53,12 @@ type harness struct {
 // newHarness builds a UI over a fresh profile that setup may fill.
 func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harness {
 	t.Helper()
+	return newHarnessWith(t, prefs, setup, nil)
+}
+
+// newHarnessWith is newHarness whose backend wrap may wrap.
+func newHarnessWith(t *testing.T, prefs Prefs, setup func(p *profile.Profile), wrap func(api.Backend) api.Backend) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := profile.Open(dir)
 	if err != nil {
@@ -69,7 +77,11 @@ func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harn
 	}
 	h := &harness{t: t, store: store, ctrl: core.NewController(core.Options{LogOutput: io.Discard})}
 	a := test.NewTempApp(t)
-	h.ui, err = newUI(a, Options{Backend: api.NewLocal(h.ctrl, store, nil), PrefsDir: dir}, func(f func()) {
+	var b api.Backend = api.NewLocal(h.ctrl, store, nil)
+	if wrap != nil {
+		b = wrap(b)
+	}
+	h.ui, err = newUI(a, Options{Backend: b, PrefsDir: dir}, func(f func()) {
 		h.mu.Lock()
 		h.queue = append(h.queue, f)
 		h.mu.Unlock()
@@ -585,5 +597,119 @@ func TestRecoveredPanicsShowOnHome(t *testing.T) {
 	home.update(api.Status{State: core.Running}, core.Snapshot{Connections: 2, Panics: 3})
 	if got := home.conns.Text; !strings.Contains(got, "internal errors recovered: 3") {
 		t.Errorf("Home says %q; want the count of recovered panics", got)
+	}
+}
+
+// countingBackend counts the calls that sample the core and records the
+// Watch options asked for.
+type countingBackend struct {
+	api.Backend
+	mu    sync.Mutex
+	stats int
+	watch []api.WatchOptions
+}
+
+func (b *countingBackend) Stats(ctx context.Context) (core.Snapshot, error) {
+	b.mu.Lock()
+	b.stats++
+	b.mu.Unlock()
+	return b.Backend.Stats(ctx)
+}
+
+func (b *countingBackend) Watch(ctx context.Context, o api.WatchOptions) (<-chan api.Notice, error) {
+	b.mu.Lock()
+	b.watch = append(b.watch, o)
+	b.mu.Unlock()
+	return b.Backend.Watch(ctx, o)
+}
+
+func (b *countingBackend) statsCalls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// An idle window samples nothing: no ticker while disconnected, while
+// hidden to the tray, or while a tab without live figures is in front;
+// the ticker runs only while connected with Home, Routes or Connections
+// shown. The Watch stream carries no per-second stats.
+func TestSamplingOnlyWhileShownAndConnected(t *testing.T) {
+	var b *countingBackend
+	h := newHarnessWith(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link), func(inner api.Backend) api.Backend {
+		b = &countingBackend{Backend: inner}
+		return b
+	})
+	u := h.ui
+	h.pump()
+	if u.isTicking() {
+		t.Fatal("the window ticks while disconnected")
+	}
+	b.mu.Lock()
+	for _, o := range b.watch {
+		if o.Stats {
+			t.Errorf("the window watches with %+v: stats once a second for every watcher", o)
+		}
+	}
+	b.mu.Unlock()
+	before := b.statsCalls()
+	u.tabs.SelectIndex(3) // choosing a tab asks once, starts nothing
+	u.tabs.SelectIndex(0)
+	h.waitFor("the tab changes to be seen", func() bool { return b.statsCalls() > before })
+	if u.isTicking() {
+		t.Fatal("the window ticks while disconnected, after a tab change")
+	}
+
+	test.Tap(u.home.toggle)
+	h.waitFor("sampling while connected on Home", func() bool { return u.home.toggle.Text == "Disconnect" && u.isTicking() })
+	u.tabs.SelectIndex(4) // Logs: no live figure
+	h.waitFor("no sampling behind the Logs tab", func() bool { return !u.isTicking() })
+	u.tabs.SelectIndex(2) // Routes shows the groups
+	h.waitFor("sampling for Routes", u.isTicking)
+	u.tabs.SelectIndex(0)
+	u.hideWindow()
+	h.waitFor("no sampling while hidden", func() bool { return !u.isTicking() })
+	u.showWindow()
+	h.waitFor("sampling once shown again", u.isTicking)
+	test.Tap(u.home.toggle)
+	h.waitFor("no sampling once disconnected", func() bool { return u.home.toggle.Text == "Connect" && !u.isTicking() })
+	if n := u.home.graph.Samples(); n != 0 {
+		t.Errorf("the graph keeps %d samples of the ended run", n)
+	}
+}
+
+func TestGraphShows(t *testing.T) {
+	now := time.Now()
+	s := func(rates ...int64) []stats.Sample {
+		var out []stats.Sample
+		for i, r := range rates {
+			out = append(out, stats.Sample{Time: now.Add(time.Duration(i) * time.Second), Up: r, Down: 2 * r})
+		}
+		return out
+	}
+	g := newGraph()
+	g.SetSamples(s(0, 0, 5))
+	later := s(0, 0, 5)
+	for i := range later {
+		later[i].Time = later[i].Time.Add(time.Second)
+	}
+	for _, c := range []struct {
+		name string
+		in   []stats.Sample
+		want bool
+	}{
+		{"same rates", s(0, 0, 5), true},
+		{"same rates a second later", later, true},
+		{"a rate changed", s(0, 1, 5), false},
+		{"one more sample", s(0, 0, 5, 0), false},
+		{"none", nil, false},
+	} {
+		if got := g.Shows(c.in); got != c.want {
+			t.Errorf("%s: Shows = %v, want %v", c.name, got, c.want)
+		}
+	}
+	full := make([]int64, stats.Window+5)
+	g.SetSamples(s(full...))
+	if !g.Shows(s(full...)) {
+		t.Error("a series longer than the window: Shows compares the samples drawn")
 	}
 }

@@ -40,6 +40,23 @@ func (g *Graph) SetSamples(s []stats.Sample) {
 	g.Refresh()
 }
 
+// Shows reports whether the graph draws s as it is: the same rates in the
+// same places (the samples' times do not show).
+func (g *Graph) Shows(s []stats.Sample) bool {
+	if len(s) > stats.Window {
+		s = s[len(s)-stats.Window:]
+	}
+	if len(s) != len(g.samples) {
+		return false
+	}
+	for i := range s {
+		if s[i].Up != g.samples[i].Up || s[i].Down != g.samples[i].Down {
+			return false
+		}
+	}
+	return true
+}
+
 // Samples returns how many samples the graph shows.
 func (g *Graph) Samples() int { return len(g.samples) }
 

@@ -68,13 +68,13 @@ type homeView struct {
 	memWindow *widget.Label
 	conns     *widget.Label
 
-	running    bool
-	userErr    string     // an error the window found before the core was asked
-	shown      api.Status // the status last drawn
-	drawn      bool       // whether shown was drawn at all
-	lastSample time.Time  // the newest sample the graph shows
-	memAt      time.Time  // when the memory figures were last shown
-	phase      phase      // the heading last drawn
+	running bool
+	userErr string     // an error the window found before the core was asked
+	shown   api.Status // the status last drawn
+	drawn   bool       // whether shown was drawn at all
+	memAt   time.Time  // when the memory figures were last shown
+	ksStale bool       // the kill switch's state is to be read again
+	phase   phase      // the heading last drawn
 
 	// The run's check: right after connecting, the core probes the
 	// route's servers, so the window says Connected only once one
@@ -315,6 +315,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 		h.empty.Hidden = !none
 		h.empty.Refresh()
 	}
+	h.ksStale = true
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
@@ -346,6 +347,7 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 			h.flowNote.Hide() // failures of an earlier run
 		}
 	}
+	stateChanged := st.State != h.shown.State || !h.drawn
 	h.shown, h.drawn = st, true
 	switch {
 	case st.State == core.Failed && st.Error != nil:
@@ -366,9 +368,14 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		h.sysNote.Refresh()
 	}
 
-	if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
-		h.ksBox.Hidden = !blocked
-		h.ksBox.Refresh()
+	// The kill switch changes with the state or the profile: read its
+	// state (a file) then, not on every update.
+	if stateChanged || h.ksStale {
+		h.ksStale = false
+		if blocked := st.State != core.Running && core.KillSwitchInForce(); blocked != h.ksBox.Visible() {
+			h.ksBox.Hidden = !blocked
+			h.ksBox.Refresh()
+		}
 	}
 
 	rt := h.u.currentRoute()
@@ -386,23 +393,22 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		setText(h.route, tr("home.routeNone"))
 		h.reason.Hide()
 	}
-	if n := len(s.Series); n != h.graph.Samples() || (n > 0 && !s.Series[n-1].Time.Equal(h.lastSample)) {
+	// A new second of the same rates (an idle minute) draws nothing.
+	if !h.graph.Shows(s.Series) {
 		h.graph.SetSamples(s.Series)
-		if n > 0 {
-			h.lastSample = s.Series[n-1].Time
-		}
 	}
 	setText(h.rates, tr("home.rates", M{"Up": rateString(s.Rate.Up), "Down": rateString(s.Rate.Down)}))
 	setText(h.totals, tr("home.totals", M{"Up": bytesString(s.Up), "Down": bytesString(s.Down)}))
 	// With the service the figures are the service's; with the core in
 	// this process, the core's and the window's together. Memory moves
-	// all the time: show it every few seconds.
+	// by a few KiB all the time, and every change repaints the window:
+	// look every few seconds, in whole MiB.
 	if now := time.Now(); now.Sub(h.memAt) >= 3*time.Second {
 		h.memAt = now
-		setText(h.memCore, tr("home.memory", M{"Heap": bytesString(int64(s.Memory.Heap)), "RSS": bytesString(int64(s.Memory.RSS))}))
+		setText(h.memCore, tr("home.memory", M{"Heap": mibString(s.Memory.Heap), "RSS": mibString(s.Memory.RSS)}))
 		if h.u.service {
 			w := stats.ReadMemory()
-			setText(h.memWindow, tr("home.memoryService", M{"RSS": bytesString(int64(w.RSS))}))
+			setText(h.memWindow, tr("home.memoryService", M{"RSS": mibString(w.RSS)}))
 		} else {
 			setText(h.memWindow, tr("home.memoryShared"))
 		}

@@ -115,6 +115,9 @@ func fmtr() i18n.Fmt { return i18n.NewFmt(language(), func(k string) string { re
 // bytesString formats n bytes with a binary unit: "0 B", "12.3 KiB".
 func bytesString(n int64) string { return fmtr().Bytes(n) }
 
+// mibString formats n bytes in whole MiB, rounded: "35 MiB".
+func mibString(n uint64) string { return fmtr().MiB(n) }
+
 // rateString formats a rate in bytes per second.
 func rateString(n int64) string { return fmtr().Rate(n) }
 

@@ -41,7 +41,7 @@ func setupTray(u *UI) *tray {
 	})
 	t.current = fyne.NewMenuItem(tr("tray.notConnected"), nil)
 	t.current.Disabled = true
-	t.open = fyne.NewMenuItem(tr("tray.open"), func() { u.win.Show(); u.win.RequestFocus() })
+	t.open = fyne.NewMenuItem(tr("tray.open"), u.showWindow)
 	t.quit = fyne.NewMenuItem(tr("tray.quit"), u.Quit)
 	t.quit.IsQuit = true
 	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.open, t.quit)

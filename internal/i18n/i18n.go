@@ -236,6 +236,11 @@ func (f Fmt) Bytes(n int64) string {
 	return f.Decimal(float64(n)/float64(div)) + " " + f.unit(units[exp])
 }
 
+// MiB writes n bytes in whole MiB, rounded ("35 MiB"): a figure that
+// does not change with a few KiB of heap movement, so the window does not
+// repaint for it.
+func (f Fmt) MiB(n uint64) string { return f.Int(int64((n+1<<19)>>20)) + " " + f.unit("unit.MiB") }
+
 // Rate writes a rate of n bytes per second.
 func (f Fmt) Rate(n int64) string { return f.Bytes(n) + f.unit("unit.perSecond") }
 

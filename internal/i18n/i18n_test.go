@@ -271,6 +271,27 @@ func TestSystemLocales(t *testing.T) {
 	}
 }
 
+func TestMiB(t *testing.T) {
+	for _, c := range []struct {
+		code string
+		n    uint64
+		want string
+	}{
+		{"en", 0, "0 MiB"},
+		{"en", 512<<10 - 1, "0 MiB"},
+		{"en", 512 << 10, "1 MiB"},
+		{"en", 35<<20 + 100<<10, "35 MiB"},
+		{"en", 35<<20 + 600<<10, "36 MiB"},
+		{"en", 2000 << 20, "2,000 MiB"},
+		{"ru", 35 << 20, "35 МиБ"},
+	} {
+		l, _ := ByCode(c.code)
+		if got := strings.ReplaceAll(New(l).Fmt().MiB(c.n), "\u00a0", " "); got != c.want {
+			t.Errorf("%s MiB(%d) = %q, want %q", c.code, c.n, got, c.want)
+		}
+	}
+}
+
 func TestFormats(t *testing.T) {
 	for _, c := range []struct {
 		code  string
