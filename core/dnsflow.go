@@ -94,7 +94,9 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 			if dns.IsLocalName(name) {
 				return dns.ModeDirect
 			}
-			switch rt.rules.Match(&flow.Metadata{Destination: flow.Addr{Name: name}}) {
+			// No program asked the name that the rules could know of.
+			m := flow.Metadata{Destination: flow.Addr{Name: name}, Process: flow.ProcessUnknown}
+			switch rt.currentRules().Match(&m) {
 			case TargetDirect:
 				return dns.ModeDirect
 			case TargetBlock:

@@ -22,7 +22,7 @@ import (
 func newTestDNSHandler(t *testing.T, rules []rule.Rule) *dnsHandler {
 	t.Helper()
 	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetDirect, Rules: rules, Dialer: &outbound.SystemDialer{}}
-	rt, err := buildRouting(cfg, nil, nil)
+	rt, err := buildRouting(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestDNSHandlerFakeIPRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetProxy, Dialer: &outbound.SystemDialer{}}
-	rt, err := buildRouting(cfg, nil, nil)
+	rt, err := buildRouting(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

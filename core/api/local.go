@@ -102,6 +102,7 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		}
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
+	pl.Config.RuleSetCache = plan.RuleSetCache(l.store.Dir())
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
 	if r.Mode == plan.ModeTUN {
 		rt.Mode = plan.ModeTUN
@@ -136,7 +137,7 @@ func (l *Local) Status(context.Context) (Status, error) { return l.status(l.ctrl
 
 func (l *Local) status(st core.Status) Status {
 	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason,
-		Listen: st.Listen, TUN: st.TUN, Since: st.Since}
+		Listen: st.Listen, TUN: st.TUN, Since: st.Since, RuleSets: l.ctrl.RuleSets()}
 	if st.State == core.Failed {
 		out.Error = &Error{Code: CodeOf(st.Cause), Message: st.Err}
 	}
@@ -366,6 +367,9 @@ func CheckProfile(p *profile.Profile) error {
 		if len(r.Values) > 1<<16 {
 			return fmt.Errorf("rule %s: too many values", r.Type)
 		}
+	}
+	if err := plan.CheckRoutes(&p.Routes); err != nil {
+		return err
 	}
 	if _, err := plan.Rules(p.Routes.Rules); err != nil {
 		return err

@@ -10,14 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"net/url"
+	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Modes of a run.
@@ -166,16 +170,107 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 		tc.DNS.Mode = r.DNS
 		pl.Config.TUN = &tc
 	}
-	rules, err := Rules(p.Routes.Rules)
-	if err != nil {
+	if err := routes(p, &pl.Config); err != nil {
 		return pl, err
 	}
-	pl.Config.Rules = rules
-	pl.Config.Final = core.TargetProxy
-	if t := p.Routes.Final; t == core.TargetDirect || t == core.TargetBlock {
-		pl.Config.Final = t
-	}
 	return pl, nil
+}
+
+// routes fills cfg's rules, final target and rule sets from the profile.
+func routes(p *profile.Profile, cfg *core.Config) error {
+	if err := CheckRoutes(&p.Routes); err != nil {
+		return err
+	}
+	rules, err := Rules(p.Routes.Rules)
+	if err != nil {
+		return err
+	}
+	cfg.Rules = rules
+	cfg.Final = target(p.Routes.Final)
+	cfg.RuleSets = RuleSets(p.Routes.RuleSets)
+	return nil
+}
+
+// target is the core's target for a profile rule's: direct and block are
+// themselves; a node, a group or the proxy is the run's proxy target (the
+// core has one: the route's servers).
+func target(t string) string {
+	if t == core.TargetDirect || t == core.TargetBlock {
+		return t
+	}
+	return core.TargetProxy
+}
+
+// Limits of a profile's rule sets.
+const (
+	MaxRuleSets        = 64
+	MaxRuleSetData     = 4 << 20 // an imported file; larger lists are downloaded
+	MinRuleSetInterval = time.Minute
+)
+
+// CheckRoutes checks the routes' rule sets (a name, one URL or data, a
+// known format) and that every rule_set rule names one of them.
+func CheckRoutes(r *profile.Routes) error {
+	if len(r.RuleSets) > MaxRuleSets {
+		return fmt.Errorf("rule sets: %d, at most %d", len(r.RuleSets), MaxRuleSets)
+	}
+	names := map[string]bool{}
+	for i, rs := range r.RuleSets {
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("rule set %d (%s): %s", i+1, rs.Name, fmt.Sprintf(format, a...))
+		}
+		switch {
+		case strings.TrimSpace(rs.Name) == "" || len(rs.Name) > 128:
+			return bad("a name of 1 to 128 bytes is needed")
+		case names[rs.Name]:
+			return bad("the name is used twice")
+		case rs.URL != "" && len(rs.Data) > 0:
+			return bad("give a URL or data, not both")
+		case rs.URL == "" && len(rs.Data) == 0:
+			return bad("no URL and no data")
+		case len(rs.Data) > MaxRuleSetData:
+			return bad("%d bytes of data, at most %d: serve it at a URL", len(rs.Data), MaxRuleSetData)
+		case rs.Interval != 0 && time.Duration(rs.Interval) < MinRuleSetInterval:
+			return bad("an interval of %s, at least %s", time.Duration(rs.Interval), MinRuleSetInterval)
+		}
+		if rs.URL != "" {
+			u, err := url.Parse(rs.URL)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || len(rs.URL) > 4096 {
+				return bad("not an http(s) URL")
+			}
+		}
+		if err := ruleset.CheckFormat(rs.Format); err != nil {
+			return bad("%v", err)
+		}
+		names[rs.Name] = true
+	}
+	for i, pr := range r.Rules {
+		if pr.Type != "rule_set" {
+			continue
+		}
+		if len(pr.Values) == 0 {
+			return fmt.Errorf("rule %d (rule_set): names no rule set", i+1)
+		}
+		for _, v := range pr.Values {
+			if !names[v] {
+				return fmt.Errorf("rule %d (rule_set): %q is not one of the rule sets", i+1, v)
+			}
+		}
+	}
+	return nil
+}
+
+// RuleSetCache is where a run keeps the rule sets it downloads, for the
+// profile kept in dir: beside it, so that they survive restarts.
+func RuleSetCache(dir string) string { return filepath.Join(dir, "rulesets") }
+
+// RuleSets turns the profile's rule sets into the core's sources.
+func RuleSets(in []profile.RuleSet) []ruleset.Source {
+	var out []ruleset.Source
+	for _, rs := range in {
+		out = append(out, ruleset.Source{Name: rs.Name, URL: rs.URL, Data: rs.Data, Format: rs.Format, Interval: time.Duration(rs.Interval)})
+	}
+	return out
 }
 
 // TUN is the TUN configuration of the profile's settings over the defaults
@@ -213,10 +308,7 @@ func CheckTUN(s profile.TUN) error {
 func Rules(in []profile.Rule) ([]rule.Rule, error) {
 	out := make([]rule.Rule, 0, len(in))
 	for i, pr := range in {
-		r := rule.Rule{Target: core.TargetProxy}
-		if pr.Target == core.TargetDirect || pr.Target == core.TargetBlock {
-			r.Target = pr.Target
-		}
+		r := rule.Rule{Target: target(pr.Target)}
 		bad := func(err error) error {
 			return fmt.Errorf("rule %d (%s): %w", i+1, pr.Type, err)
 		}
@@ -251,6 +343,10 @@ func Rules(in []profile.Rule) ([]rule.Rule, error) {
 			}
 		case "private":
 			r.Private = true
+		case "rule_set":
+			r.RuleSet = pr.Values
+		case "process":
+			r.Process = pr.Values
 		default:
 			return nil, bad(errors.New("unknown rule type"))
 		}

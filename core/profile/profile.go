@@ -178,17 +178,45 @@ type Group struct {
 	Interval Duration `json:"interval,omitempty"` // probe interval; zero: the engine's default
 }
 
-// Routes is the routing table as data; core/route interprets it.
+// Routes is the routing table as data; core/plan turns it into the core's
+// rules.
 type Routes struct {
 	Rules []Rule `json:"rules,omitempty"`
 	Final string `json:"final,omitempty"` // target for flows no rule matched; empty: the selected node or group
+	// RuleSets are the rule sets that rules of type "rule_set" name.
+	RuleSets []RuleSet `json:"ruleSets,omitempty"`
+	// Preset is the preset (core/preset) the rules were last made from;
+	// the rules themselves are what counts, edited or not.
+	Preset string `json:"preset,omitempty"`
+	// SubscriptionRules says how the rules that subscriptions bring
+	// (Subscription.Rules) combine with the user's: one of the SubRules*
+	// constants; "": SubRulesAfter.
+	SubscriptionRules string `json:"subscriptionRules,omitempty"`
 }
+
+// How a subscription's own rules combine with the user's.
+const (
+	SubRulesAfter = "after" // the user's rules first, then the subscriptions', then the user's final
+	SubRulesFirst = "first" // the subscriptions' rules (and their final) win; the user's follow
+	SubRulesOff   = "off"   // subscriptions' rules are kept but not used
+)
 
 // Rule sends flows that match it to Target.
 type Rule struct {
-	Type   string   `json:"type"`   // "domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "network", "private", …
+	Type   string   `json:"type"`   // "domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "network", "private", "rule_set", "process"
 	Values []string `json:"values"` // what to match; any one matching is enough
 	Target string   `json:"target"` // node or group ID, "direct" or "block"
+}
+
+// RuleSet is a rule set that rules name: downloaded from URL every
+// Interval, or the Data of a file the user imported (the service never
+// reads a path a client names).
+type RuleSet struct {
+	Name     string   `json:"name"`
+	URL      string   `json:"url,omitempty"`
+	Data     []byte   `json:"data,omitempty"`
+	Format   string   `json:"format"`             // as core/ruleset.Parse reads it: "sing-box" (JSON or .srs), "clash-domain", "geoip:cn", …
+	Interval Duration `json:"interval,omitempty"` // zero: a day
 }
 
 // Settings are the user's preferences.
