@@ -23,6 +23,7 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"
@@ -506,17 +507,26 @@ func TestRoutesReorderAndRules(t *testing.T) {
 		t.Errorf("after moving down the group starts with %q", first())
 	}
 
-	v.preset.SetSelected(presetBypass)
+	v.preset.SetSelected(preset.List()[1].Title) // bypass mainland China
 	p, _ = h.store.Load()
-	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
-		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
+	if len(p.Routes.Rules) != 3 || p.Routes.Rules[0].Type != "private" || p.Routes.Rules[1].Type != "rule_set" || len(p.Routes.RuleSets) != 2 {
+		t.Fatalf("bypass preset saved rules %+v, sets %+v", p.Routes.Rules, p.Routes.RuleSets)
+	}
+	if v.ruleList.Length() != 3 {
+		t.Errorf("the rules list shows %d rules, want the preset's 3", v.ruleList.Length())
 	}
 	pl, err := plan.Build(p, plan.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pl.Config.Rules) != 1 || !pl.Config.Rules[0].Private || pl.Config.Rules[0].Target != core.TargetDirect {
-		t.Errorf("the core gets rules %+v", pl.Config.Rules)
+	if len(pl.Config.Rules) != 3 || !pl.Config.Rules[0].Private || pl.Config.Rules[0].Target != core.TargetDirect ||
+		len(pl.Config.Rules[1].RuleSet) != 1 || pl.Config.Final != core.TargetProxy || len(pl.Config.RuleSets) != 2 {
+		t.Errorf("the core gets rules %+v, final %s", pl.Config.Rules, pl.Config.Final)
+	}
+	// An edited preset is custom rules; choosing a preset then asks first.
+	v.removeRule(2)
+	if v.preset.Selected != presetCustom {
+		t.Errorf("after an edit the chooser shows %q, want %q", v.preset.Selected, presetCustom)
 	}
 }
 

@@ -7,18 +7,18 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
-// Rule presets.
+// Rule presets (core/preset lists the others).
 const (
-	presetGlobal   = "Everything through the proxy"
-	presetBypass   = "Bypass LAN and private addresses"
 	presetCustom   = "Custom rules"
 	targetDirect   = "direct"
 	targetBlock    = "block"
@@ -26,7 +26,17 @@ const (
 )
 
 // ruleTypes are the rule kinds the simple editor offers.
-var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private"}
+var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private", "rule_set", "process"}
+
+// presetTitles are the preset chooser's entries: core/preset's, then
+// presetCustom.
+func presetTitles() []string {
+	var out []string
+	for _, p := range preset.List() {
+		out = append(out, p.Title)
+	}
+	return append(out, presetCustom)
+}
 
 // routesView shows the failover groups, their live health and the switch
 // log, and the routing rules.
@@ -146,7 +156,7 @@ func newRoutesView(u *UI) *routesView {
 	})
 
 	// Rules.
-	v.preset = widget.NewSelect([]string{presetGlobal, presetBypass, presetCustom}, v.onPreset)
+	v.preset = widget.NewSelect(presetTitles(), v.onPreset)
 	v.ruleList = widget.NewList(
 		func() int { return len(v.p.Routes.Rules) },
 		func() fyne.CanvasObject {
@@ -219,13 +229,14 @@ func (v *routesView) setProfile(p *profile.Profile) {
 	if v.selGroup < 0 && len(p.Groups) > 0 {
 		v.selGroup = 0
 	}
-	switch {
-	case len(p.Routes.Rules) == 0:
-		v.preset.SetSelectedIndex(0)
-	case len(p.Routes.Rules) == 1 && p.Routes.Rules[0].Type == "private" && p.Routes.Rules[0].Target == targetDirect:
-		v.preset.SetSelectedIndex(1)
-	default:
-		v.preset.SetSelectedIndex(2)
+	v.preset.SetSelectedIndex(len(preset.List())) // custom
+	if len(p.Routes.Rules) == 0 {
+		v.preset.SetSelectedIndex(0) // no rule: everything through the proxy
+	}
+	for i, pr := range preset.List() {
+		if preset.Which(&p.Routes) == pr.Name {
+			v.preset.SetSelectedIndex(i)
+		}
 	}
 	v.groupList.Refresh()
 	v.memberList.Refresh()
@@ -331,28 +342,42 @@ func (v *routesView) makeGroups() {
 	}
 }
 
-func (v *routesView) onPreset(s string) {
-	switch s {
-	case presetGlobal:
-		if len(v.p.Routes.Rules) > 0 && !v.isBypass() {
-			return // custom rules stay until removed one by one
-		}
-		if len(v.p.Routes.Rules) > 0 {
-			v.u.update(func(p *profile.Profile) error { p.Routes.Rules = nil; return nil })
-		}
-	case presetBypass:
-		if !v.isBypass() && len(v.p.Routes.Rules) == 0 {
-			v.u.update(func(p *profile.Profile) error {
-				p.Routes.Rules = []profile.Rule{{Type: "private", Values: []string{}, Target: targetDirect}}
-				return nil
-			})
+// onPreset replaces the rules with the chosen preset's expansion, which
+// the list then shows rule by rule for editing. Rules the user wrote
+// (no preset's expansion) are replaced only after a confirmation.
+func (v *routesView) onPreset(title string) {
+	var name string
+	for _, pr := range preset.List() {
+		if pr.Title == title {
+			name = pr.Name
 		}
 	}
-}
-
-func (v *routesView) isBypass() bool {
-	r := v.p.Routes.Rules
-	return len(r) == 1 && r[0].Type == "private" && r[0].Target == targetDirect
+	current := preset.Which(&v.p.Routes)
+	if name == "" || name == current || (name == preset.Everything && len(v.p.Routes.Rules) == 0) {
+		return
+	}
+	apply := func() {
+		v.u.update(func(p *profile.Profile) error {
+			r, err := preset.Routes(name, p.Routes.SubscriptionRules)
+			if err == nil {
+				p.Routes = r
+			}
+			return err
+		})
+	}
+	if current == "" && len(v.p.Routes.Rules) > 0 && v.u.win != nil {
+		dialog.ShowConfirm("Replace the rules?",
+			fmt.Sprintf("%q replaces your %d rules with its own; you can edit them afterwards.", title, len(v.p.Routes.Rules)),
+			func(ok bool) {
+				if ok {
+					apply()
+				} else {
+					v.setProfile(v.p)
+				}
+			}, v.u.win)
+		return
+	}
+	apply()
 }
 
 func (v *routesView) removeRule(i int) {
