@@ -528,6 +528,22 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	if v.preset.Selected != presetCustom {
 		t.Errorf("after an edit the chooser shows %q, want %q", v.preset.Selected, presetCustom)
 	}
+	// A subscription's own rules follow the user's: used ones plainly,
+	// the ones Skiff cannot express greyed with the reason, none deletable.
+	v.u.update(func(p *profile.Profile) error {
+		p.Subscriptions = append(p.Subscriptions, &profile.Subscription{ID: "sr", URL: "https://provider.example/s", Title: "Provider",
+			Routes: &profile.SubRoutes{Total: 3, Final: "direct",
+				Rules:  []profile.Rule{{Type: "domain_suffix", Values: []string{"google.com"}, Target: "🚀 Proxy"}},
+				Greyed: []profile.Greyed{{Rule: "SRC-PORT,7777,DIRECT", Reason: "conditions on the flow's source"}}}})
+		return nil
+	})
+	if len(v.rows) != 5 || v.rows[2].user != -1 || v.rows[2].greyed || !v.rows[4].greyed || !strings.Contains(v.rows[4].text, "not used: conditions") {
+		t.Errorf("rows %+v", v.rows)
+	}
+	v.subRules.SetSelected(subRulesChoices[2])
+	if p, _ := h.store.Load(); p.Routes.SubscriptionRules != profile.SubRulesOff || !v.rows[2].greyed {
+		t.Errorf("subscription rules off: saved %q, row %+v", p.Routes.SubscriptionRules, v.rows[2])
+	}
 }
 
 func TestSettingsSave(t *testing.T) {

@@ -28,6 +28,52 @@ const (
 // ruleTypes are the rule kinds the simple editor offers.
 var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private", "rule_set", "process"}
 
+// ruleRow is one line of the rules list.
+type ruleRow struct {
+	text   string
+	greyed bool // a subscription's rule Skiff cannot express (the text says why)
+	user   int  // index in the user's rules; -1: a subscription's
+}
+
+// How the subscriptions' own rules combine with the user's.
+var (
+	subRulesChoices = []string{"Subscription rules after mine", "Subscription rules before mine", "Subscription rules not used"}
+	subRulesModes   = map[string]string{
+		subRulesChoices[0]: profile.SubRulesAfter,
+		subRulesChoices[1]: profile.SubRulesFirst,
+		subRulesChoices[2]: profile.SubRulesOff,
+	}
+)
+
+// ruleRows lists p's rules as the rules list shows them.
+func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
+	var rows []ruleRow
+	text := func(r profile.Rule) string {
+		return fmt.Sprintf("%s %s → %s", r.Type, strings.Join(r.Values, ", "), v.targetName(r.Target))
+	}
+	for i, r := range p.Routes.Rules {
+		rows = append(rows, ruleRow{text: text(r), user: i})
+	}
+	for _, sub := range p.Subscriptions {
+		sr := sub.Routes
+		if sr == nil {
+			continue
+		}
+		from := " (" + sub.DisplayName() + ")"
+		off := p.Routes.SubscriptionRules == profile.SubRulesOff
+		for _, r := range sr.Rules {
+			rows = append(rows, ruleRow{text: text(r) + from, greyed: off, user: -1})
+		}
+		if sr.Final != "" {
+			rows = append(rows, ruleRow{text: "final → " + v.targetName(sr.Final) + from, greyed: off, user: -1})
+		}
+		for _, g := range sr.Greyed {
+			rows = append(rows, ruleRow{text: g.Rule + " — not used: " + g.Reason + from, greyed: true, user: -1})
+		}
+	}
+	return rows
+}
+
 // presetTitles are the preset chooser's entries: core/preset's, then
 // presetCustom.
 func presetTitles() []string {
@@ -50,6 +96,8 @@ type routesView struct {
 	note       *widget.Label
 	preset     *widget.Select
 	ruleList   *widget.List
+	subRules   *widget.Select
+	rows       []ruleRow // the user's rules, then the subscriptions' (used and greyed)
 
 	p        *profile.Profile
 	selGroup int
@@ -158,19 +206,38 @@ func newRoutesView(u *UI) *routesView {
 	// Rules.
 	v.preset = widget.NewSelect(presetTitles(), v.onPreset)
 	v.ruleList = widget.NewList(
-		func() int { return len(v.p.Routes.Rules) },
+		func() int { return len(v.rows) },
 		func() fyne.CanvasObject {
 			l := widget.NewLabel("rule")
 			l.Truncation = fyne.TextTruncateEllipsis
 			return container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("", theme.DeleteIcon(), nil), l)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
-			r := v.p.Routes.Rules[i]
+			row := v.rows[i]
 			box := o.(*fyne.Container)
-			box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%s %s → %s", r.Type, strings.Join(r.Values, ", "), v.targetName(r.Target)))
-			box.Objects[1].(*widget.Button).OnTapped = func() { v.removeRule(i) }
+			l := box.Objects[0].(*widget.Label)
+			l.SetText(row.text)
+			l.Importance = widget.MediumImportance
+			if row.greyed {
+				l.Importance = widget.LowImportance
+			}
+			l.Refresh()
+			del := box.Objects[1].(*widget.Button)
+			del.OnTapped = func() { v.removeRule(row.user) }
+			if row.user < 0 {
+				del.Hide()
+			} else {
+				del.Show()
+			}
 		},
 	)
+	v.subRules = widget.NewSelect(subRulesChoices, func(s string) {
+		mode := subRulesModes[s]
+		if mode == v.p.Routes.SubscriptionRules || (mode == profile.SubRulesAfter && v.p.Routes.SubscriptionRules == "") {
+			return
+		}
+		v.u.update(func(p *profile.Profile) error { p.Routes.SubscriptionRules = mode; return nil })
+	})
 	kind := widget.NewSelect(ruleTypes, nil)
 	kind.SetSelected(ruleTypeCustom)
 	values := widget.NewEntry()
@@ -209,7 +276,7 @@ func newRoutesView(u *UI) *routesView {
 		container.NewBorder(nil, nil, nil, addRule, values),
 	)
 	rulesPane := container.NewBorder(
-		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
+		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), v.subRules, editor),
 		nil, nil, nil, v.ruleList)
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
@@ -229,15 +296,25 @@ func (v *routesView) setProfile(p *profile.Profile) {
 	if v.selGroup < 0 && len(p.Groups) > 0 {
 		v.selGroup = 0
 	}
-	v.preset.SetSelectedIndex(len(preset.List())) // custom
+	shown := len(preset.List()) // custom
 	if len(p.Routes.Rules) == 0 {
-		v.preset.SetSelectedIndex(0) // no rule: everything through the proxy
+		shown = 0 // no rule: everything through the proxy
 	}
+	which := preset.Which(&p.Routes)
 	for i, pr := range preset.List() {
-		if preset.Which(&p.Routes) == pr.Name {
-			v.preset.SetSelectedIndex(i)
+		if which == pr.Name {
+			shown = i
 		}
 	}
+	v.preset.SetSelectedIndex(shown)
+	sub := 0
+	for i, c := range subRulesChoices {
+		if subRulesModes[c] == p.Routes.SubscriptionRules {
+			sub = i
+		}
+	}
+	v.subRules.SetSelectedIndex(sub)
+	v.rows = v.ruleRows(p)
 	v.groupList.Refresh()
 	v.memberList.Refresh()
 	v.ruleList.Refresh()

@@ -345,6 +345,9 @@ func (l *Local) update(fn func(*profile.Profile) error) error {
 
 func (l *Local) profileChanged() { l.profiles.publish(l.revision()) }
 
+// subscriptionRulesMax bounds a subscription's rules as a client sends them.
+const subscriptionRulesMax = 100_000
+
 // CheckProfile checks a profile a client sent: the references between its
 // parts, every node's configuration, every subscription's URL, and the
 // lengths of its texts.
@@ -370,6 +373,22 @@ func CheckProfile(p *profile.Profile) error {
 	}
 	if err := plan.CheckRoutes(&p.Routes); err != nil {
 		return err
+	}
+	switch p.Routes.SubscriptionRules {
+	case "", profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff:
+	default:
+		return fmt.Errorf("routes: subscriptionRules %q is not %s, %s or %s", p.Routes.SubscriptionRules, profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff)
+	}
+	for _, s := range p.Subscriptions {
+		if s.Routes == nil {
+			continue
+		}
+		if len(s.Routes.Rules)+len(s.Routes.Greyed) > 2*subscriptionRulesMax {
+			return fmt.Errorf("subscription %s: too many rules", s.ID)
+		}
+		if err := plan.CheckRoutes(&profile.Routes{Rules: s.Routes.Rules, RuleSets: s.Routes.RuleSets}); err != nil {
+			return fmt.Errorf("subscription %s: %w", s.ID, err)
+		}
 	}
 	if _, err := plan.Rules(p.Routes.Rules); err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -170,25 +171,98 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 		tc.DNS.Mode = r.DNS
 		pl.Config.TUN = &tc
 	}
-	if err := routes(p, &pl.Config); err != nil {
+	var sub *profile.Subscription
+	if len(pl.IDs) > 0 {
+		sub = p.Subscription(p.Node(pl.IDs[0]).Subscription)
+	}
+	routes, err := Routes(p, sub)
+	if err != nil {
 		return pl, err
 	}
+	if routes.Skipped != "" {
+		pl.Skipped = append(pl.Skipped, routes.Skipped)
+	}
+	cfg := &pl.Config
+	if cfg.Rules, err = Rules(routes.Rules); err != nil {
+		return pl, err
+	}
+	cfg.Final = target(routes.Final)
+	cfg.RuleSets = RuleSets(routes.RuleSets)
 	return pl, nil
 }
 
-// routes fills cfg's rules, final target and rule sets from the profile.
-func routes(p *profile.Profile, cfg *core.Config) error {
+// Combined is the routes a run uses: the user's and, as
+// Routes.SubscriptionRules says, the route's subscription's own.
+type Combined struct {
+	Rules    []profile.Rule
+	RuleSets []profile.RuleSet
+	Final    string
+	// Skipped says why the subscription's rules were left out, if they
+	// were for a reason other than the user's choice.
+	Skipped string
+}
+
+// Routes combines the user's routes with sub's own rules (sub may be nil).
+// The subscription's rule sets are renamed "<subscription ID>/<name>" so
+// that they never meet the user's names, except that one with the URL and
+// format of a user's set is that set (downloaded and held once).
+// SubRulesAfter: the user's rules, the subscription's, the user's final;
+// SubRulesFirst: the subscription's rules, the user's, the subscription's
+// final (else the user's).
+func Routes(p *profile.Profile, sub *profile.Subscription) (*Combined, error) {
 	if err := CheckRoutes(&p.Routes); err != nil {
-		return err
+		return nil, err
 	}
-	rules, err := Rules(p.Routes.Rules)
-	if err != nil {
-		return err
+	user := &p.Routes
+	c := &Combined{Rules: user.Rules, RuleSets: user.RuleSets, Final: user.Final}
+	if sub == nil || sub.Routes == nil || user.SubscriptionRules == profile.SubRulesOff {
+		return c, nil
 	}
-	cfg.Rules = rules
-	cfg.Final = target(p.Routes.Final)
-	cfg.RuleSets = RuleSets(p.Routes.RuleSets)
-	return nil
+	sr := sub.Routes
+	if err := CheckRoutes(&profile.Routes{Rules: sr.Rules, RuleSets: sr.RuleSets}); err != nil {
+		c.Skipped = "the rules of subscription " + sub.DisplayName() + ": " + err.Error()
+		return c, nil
+	}
+	if _, err := Rules(sr.Rules); err != nil {
+		c.Skipped = "the rules of subscription " + sub.DisplayName() + ": " + err.Error()
+		return c, nil
+	}
+	names := map[string]string{}
+	c.RuleSets = slices.Clone(user.RuleSets)
+	for _, rs := range sr.RuleSets {
+		name := sub.ID + "/" + rs.Name
+		for _, u := range user.RuleSets {
+			if rs.URL != "" && u.URL == rs.URL && u.Format == rs.Format {
+				name = u.Name
+			}
+		}
+		names[rs.Name] = name
+		if name != sub.ID+"/"+rs.Name {
+			continue
+		}
+		rs.Name = name
+		c.RuleSets = append(c.RuleSets, rs)
+	}
+	var theirs []profile.Rule
+	for _, r := range sr.Rules {
+		if r.Type == "rule_set" {
+			vals := make([]string, len(r.Values))
+			for i, v := range r.Values {
+				vals[i] = names[v]
+			}
+			r.Values = vals
+		}
+		theirs = append(theirs, r)
+	}
+	if user.SubscriptionRules == profile.SubRulesFirst {
+		c.Rules = append(theirs, user.Rules...)
+		if sr.Final != "" {
+			c.Final = sr.Final
+		}
+	} else {
+		c.Rules = append(slices.Clone(user.Rules), theirs...)
+	}
+	return c, nil
 }
 
 // target is the core's target for a profile rule's: direct and block are

@@ -54,6 +54,29 @@ type Subscription struct {
 	LastError   string    `json:"lastError,omitempty"`  // empty after a good refresh
 	Failures    int       `json:"failures,omitempty"`   // failed refreshes in a row, for back-off
 	Warnings    []Warning `json:"warnings,omitempty"`   // lines of the last good body that were skipped
+
+	// Routes are the subscription's own rules (a Clash config's rules: and
+	// rule-providers:, a sing-box config's route), as the last good body
+	// had them; Routes.SubscriptionRules says whether they are used.
+	Routes *SubRoutes `json:"routes,omitempty"`
+}
+
+// SubRoutes are the rules a subscription brings, in the profile's terms.
+// Targets are "direct", "block", a node's ID or a group's name (resolved
+// when a run is planned); rule sets are named as the subscription names
+// them.
+type SubRoutes struct {
+	Rules    []Rule    `json:"rules,omitempty"`
+	RuleSets []RuleSet `json:"ruleSets,omitempty"`
+	Final    string    `json:"final,omitempty"`  // the MATCH / route.final target; "": none
+	Greyed   []Greyed  `json:"greyed,omitempty"` // rules Skiff cannot express, in order, never silently dropped
+	Total    int       `json:"total"`            // rules in the body, used and greyed
+}
+
+// Greyed is a subscription's rule that Skiff cannot express, and why.
+type Greyed struct {
+	Rule   string `json:"rule"` // as written (sing-box rules as compact JSON)
+	Reason string `json:"reason"`
 }
 
 // DisplayName is the user's name for the subscription, else its title.

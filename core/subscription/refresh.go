@@ -46,6 +46,7 @@ func Apply(p *profile.Profile, sub *profile.Subscription, res *Result, now time.
 	}
 	p.Nodes = append(kept[:pos:pos], append(fresh, kept[pos:]...)...)
 	p.Prune()
+	applyRoutes(sub, res, fresh)
 
 	sub.Format = string(res.Format)
 	sub.Warnings = res.Warnings
