@@ -241,4 +241,17 @@ func TestDNSFollowsRuleSets(t *testing.T) {
 	if len(direct.names) != 1 || direct.names[0] != "www.cn.test." {
 		t.Errorf("the direct resolver was asked %v, want only www.cn.test.", direct.names)
 	}
+	// The app's flow to the real address is routed as the name: direct,
+	// though no rule lists the address.
+	m := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: netip.MustParseAddr("192.0.2.7"), Port: 443}}
+	if err := h.rewrite(&m); err != nil || m.Host != "www.cn.test" || m.Destination.IP != netip.MustParseAddr("192.0.2.7") {
+		t.Fatalf("rewrite: %+v %v", m, err)
+	}
+	if _, target, _ := rt.router.Route(&m); target != TargetDirect {
+		t.Errorf("the flow to www.cn.test's address goes to %s, want direct", target)
+	}
+	other := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: netip.MustParseAddr("192.0.2.8"), Port: 443}}
+	if h.rewrite(&other); other.Host != "" {
+		t.Errorf("an address no answer gave got the name %q", other.Host)
+	}
 }

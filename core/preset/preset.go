@@ -16,7 +16,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/ruleset"
 )
@@ -33,6 +32,14 @@ const (
 	GeositeCNURL  = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-cn.srs"
 	GeoIPCNURL    = "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-cn.srs"
 	GeositeGFWURL = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-gfw.srs"
+)
+
+// The profile's targets the presets use: the core's own names
+// (core.TargetDirect, core.TargetProxy; the test checks they agree). Not
+// imported, so that this package stays data and does not link the core.
+const (
+	targetDirect = "direct"
+	targetProxy  = "proxy"
 )
 
 // Interval is how often the presets' rule sets are downloaded again (the
@@ -59,7 +66,7 @@ func List() []Preset {
 // subscription's own rules combine with them (profile.SubRules*); it is
 // kept as given.
 func Routes(name, sub string) (profile.Routes, error) {
-	lan := profile.Rule{Type: "private", Values: []string{}, Target: core.TargetDirect}
+	lan := profile.Rule{Type: "private", Values: []string{}, Target: targetDirect}
 	r := profile.Routes{Preset: name, SubscriptionRules: sub}
 	set := func(name, url string) profile.RuleSet {
 		return profile.RuleSet{Name: name, URL: url, Format: ruleset.FormatSingBox, Interval: profile.Duration(Interval)}
@@ -67,22 +74,22 @@ func Routes(name, sub string) (profile.Routes, error) {
 	switch name {
 	case Everything:
 		r.Rules = []profile.Rule{lan}
-		r.Final = core.TargetProxy
+		r.Final = targetProxy
 	case BypassCN:
 		r.RuleSets = []profile.RuleSet{set("geosite-cn", GeositeCNURL), set("geoip-cn", GeoIPCNURL)}
 		r.Rules = []profile.Rule{
 			lan,
-			{Type: "rule_set", Values: []string{"geosite-cn"}, Target: core.TargetDirect},
-			{Type: "rule_set", Values: []string{"geoip-cn"}, Target: core.TargetDirect},
+			{Type: "rule_set", Values: []string{"geosite-cn"}, Target: targetDirect},
+			{Type: "rule_set", Values: []string{"geoip-cn"}, Target: targetDirect},
 		}
-		r.Final = core.TargetProxy
+		r.Final = targetProxy
 	case ProxyListed:
 		r.RuleSets = []profile.RuleSet{set("geosite-gfw", GeositeGFWURL)}
 		r.Rules = []profile.Rule{
 			lan,
-			{Type: "rule_set", Values: []string{"geosite-gfw"}, Target: core.TargetProxy},
+			{Type: "rule_set", Values: []string{"geosite-gfw"}, Target: targetProxy},
 		}
-		r.Final = core.TargetDirect
+		r.Final = targetDirect
 	default:
 		return r, fmt.Errorf("preset: %q is not %s, %s or %s", name, Everything, BypassCN, ProxyListed)
 	}

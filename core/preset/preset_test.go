@@ -13,6 +13,9 @@ import (
 // TestPresetsPlan expands every preset, plans a run from it, and finds the
 // preset again from its expansion — but not once a rule is edited.
 func TestPresetsPlan(t *testing.T) {
+	if targetDirect != core.TargetDirect || targetProxy != core.TargetProxy {
+		t.Fatal("the presets' target names are not the core's")
+	}
 	n, err := link.Parse("hysteria2://secret@127.0.0.1:9/?insecure=1#Home")
 	if err != nil {
 		t.Fatal(err)

@@ -49,6 +49,8 @@ func runHelper() {
 		err = runTunnel()
 	case "client":
 		err = runClient(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
+	case "whoami":
+		err = serveWhoami(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
