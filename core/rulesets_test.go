@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,15 +21,26 @@ type listServer struct {
 	mu     sync.Mutex
 	status int
 	body   string
-	cut    bool // announce a longer body than is sent
+	cut    bool  // announce a longer body than is sent
+	huge   int64 // send this many bytes (chunked, no length) instead of body
 	hits   int
 }
 
 func (s *listServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
-	status, body, cut := s.status, s.body, s.cut
+	status, body, cut, huge := s.status, s.body, s.cut, s.huge
 	s.hits++
 	s.mu.Unlock()
+	if huge > 0 {
+		w.WriteHeader(http.StatusOK)
+		buf := make([]byte, 1<<20)
+		for sent := int64(0); sent < huge; sent += int64(len(buf)) {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		return
+	}
 	if cut {
 		w.Header().Set("Content-Length", "100000")
 		w.WriteHeader(http.StatusOK)
@@ -41,15 +53,10 @@ func (s *listServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 
 func (s *listServer) serve(status int, body string, cut bool) {
 	s.mu.Lock()
-	s.status, s.body, s.cut = status, body, cut
+	s.status, s.body, s.cut, s.huge = status, body, cut, 0
 	s.mu.Unlock()
 }
 
-func (s *listServer) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hits
-}
 
 func routeOf(t *testing.T, c *Controller, name string) string {
 	t.Helper()
@@ -132,10 +139,16 @@ func TestRuleSetRefresh(t *testing.T) {
 		{"truncated", 200, `{"version":3,"rules":[{"domain_suffix":["three.example"]}`, true, "body"},
 		{"malformed", 200, `{"version":3,"rules":[{"domain_suffix":`, false, "not a sing-box rule set"},
 		{"srs garbage", 200, "SRS\x01\x78\x9c garbage", false, "not a sing-box rule set"},
+		{"200 MB", 200, "", false, "not a rule set"},
 	} {
 		ls.serve(bad.status, bad.body, bad.cut)
-		before := ls.count()
-		st := waitState(t, c, bad.name, func(s RuleSetState) bool { return s.Err != "" && ls.count() > before })
+		if bad.name == "200 MB" {
+			ls.mu.Lock()
+			ls.huge = 200 << 20
+			ls.mu.Unlock()
+		}
+		t0 := time.Now()
+		st := waitState(t, c, bad.name, func(s RuleSetState) bool { return s.Err != "" && s.Checked.After(t0) })
 		if !strings.Contains(st.Err, bad.want) {
 			t.Errorf("%s: error %q does not say %q", bad.name, st.Err, bad.want)
 		}
@@ -227,5 +240,44 @@ func TestRuleSetData(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "mine") {
 		t.Errorf("error %q does not name the set", err)
+	}
+}
+
+// TestRuleSetRefreshYAMLBomb: a Clash rule-provider list replaced by a
+// YAML alias bomb keeps the list in use.
+func TestRuleSetRefreshYAMLBomb(t *testing.T) {
+	ls := &listServer{}
+	ls.serve(200, "payload:\n  - DOMAIN-SUFFIX,one.example\n", false)
+	srv := httptest.NewServer(ls)
+	defer srv.Close()
+	cfg := Config{
+		Listen:       "127.0.0.1:0",
+		Rules:        []rule.Rule{{RuleSet: []string{"p"}, Target: TargetBlock}},
+		Final:        TargetDirect,
+		RuleSets:     []ruleset.Source{{Name: "p", URL: srv.URL + "/p.yaml", Format: ruleset.FormatClashClassical, Interval: 300 * time.Millisecond}},
+		RuleSetCache: t.TempDir(),
+	}
+	c := NewController(Options{LogOutput: io.Discard})
+	if err := c.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	var bomb strings.Builder
+	bomb.WriteString("a: &a [\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\",\"DOMAIN,x.example\"]\n")
+	prev := "a"
+	for _, n := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		fmt.Fprintf(&bomb, "%s: &%s [*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s,*%s]\n", n, n, prev, prev, prev, prev, prev, prev, prev, prev, prev)
+		prev = n
+	}
+	bomb.WriteString("payload: *i\n")
+	ls.serve(200, bomb.String(), false)
+	t0 := time.Now()
+	st := waitState(t, c, "bomb", func(s RuleSetState) bool { return s.Err != "" && s.Checked.After(t0) })
+	t.Logf("bomb refused: %s", st.Err)
+	if len(st.Err) > 400 {
+		t.Errorf("the error is %d bytes long", len(st.Err))
+	}
+	if got := routeOf(t, c, "www.one.example"); got != TargetBlock {
+		t.Errorf("www.one.example after the bomb: %s, want block (the old list)", got)
 	}
 }
