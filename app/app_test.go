@@ -512,8 +512,8 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	if len(p.Routes.Rules) != 3 || p.Routes.Rules[0].Type != "private" || p.Routes.Rules[1].Type != "rule_set" || len(p.Routes.RuleSets) != 2 {
 		t.Fatalf("bypass preset saved rules %+v, sets %+v", p.Routes.Rules, p.Routes.RuleSets)
 	}
-	if v.ruleList.Length() != 3 {
-		t.Errorf("the rules list shows %d rules, want the preset's 3", v.ruleList.Length())
+	if v.ruleList.Length() != 5 {
+		t.Errorf("the rules list shows %d rows, want the preset's 3 rules and 2 rule sets", v.ruleList.Length())
 	}
 	pl, err := plan.Build(p, plan.Request{})
 	if err != nil {
@@ -537,12 +537,13 @@ func TestRoutesReorderAndRules(t *testing.T) {
 				Greyed: []profile.Greyed{{Rule: "SRC-PORT,7777,DIRECT", Reason: "conditions on the flow's source"}}}})
 		return nil
 	})
-	if len(v.rows) != 5 || v.rows[2].user != -1 || v.rows[2].greyed || !v.rows[4].greyed || !strings.Contains(v.rows[4].text, "not used: conditions") {
+	// rows: 2 rules, 2 rule sets, the subscription's rule, final, greyed.
+	if len(v.rows) != 7 || !strings.HasPrefix(v.rows[2].text, "rule set geosite-cn") || v.rows[4].user != -1 || v.rows[4].greyed || !v.rows[6].greyed || !strings.Contains(v.rows[6].text, "not used: conditions") {
 		t.Errorf("rows %+v", v.rows)
 	}
 	v.subRules.SetSelected(subRulesChoices[2])
-	if p, _ := h.store.Load(); p.Routes.SubscriptionRules != profile.SubRulesOff || !v.rows[2].greyed {
-		t.Errorf("subscription rules off: saved %q, row %+v", p.Routes.SubscriptionRules, v.rows[2])
+	if p, _ := h.store.Load(); p.Routes.SubscriptionRules != profile.SubRulesOff || !v.rows[4].greyed {
+		t.Errorf("subscription rules off: saved %q, row %+v", p.Routes.SubscriptionRules, v.rows[4])
 	}
 }
 

@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,8 +15,10 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Rule presets (core/preset lists the others).
@@ -53,6 +57,13 @@ func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
 	}
 	for i, r := range p.Routes.Rules {
 		rows = append(rows, ruleRow{text: text(r), user: i})
+	}
+	for _, rs := range p.Routes.RuleSets {
+		from := rs.URL
+		if from == "" {
+			from = fmt.Sprintf("imported, %d KiB", (len(rs.Data)+1023)>>10)
+		}
+		rows = append(rows, ruleRow{text: fmt.Sprintf("rule set %s (%s): %s", rs.Name, rs.Format, from), user: -1})
 	}
 	for _, sub := range p.Subscriptions {
 		sr := sub.Routes
@@ -263,6 +274,60 @@ func newRoutesView(u *UI) *routesView {
 		})
 	})
 
+	// Rule sets: by URL, or a file imported here (its content is saved;
+	// the service never reads a path).
+	setName := widget.NewEntry()
+	setName.SetPlaceHolder("rule set name")
+	setURL := widget.NewEntry()
+	setURL.SetPlaceHolder("https://…/geosite-xx.srs")
+	setFormat := widget.NewSelect([]string{ruleset.FormatSingBox, ruleset.FormatClashDomain, ruleset.FormatClashIPCIDR, ruleset.FormatClashClassical}, nil)
+	setFormat.SetSelected(ruleset.FormatSingBox)
+	addSet := func(data []byte) {
+		rs := profile.RuleSet{Name: strings.TrimSpace(setName.Text), URL: strings.TrimSpace(setURL.Text), Format: setFormat.Selected, Data: data}
+		if data != nil {
+			rs.URL = ""
+		}
+		err := v.u.update(func(p *profile.Profile) error {
+			r := p.Routes
+			r.RuleSets = append(slices.Clone(r.RuleSets), rs)
+			if err := plan.CheckRoutes(&r); err != nil {
+				return err
+			}
+			p.Routes.RuleSets = r.RuleSets
+			return nil
+		})
+		if err != nil {
+			v.note.SetText("Rule set not added: " + err.Error())
+			return
+		}
+		v.note.SetText(fmt.Sprintf("Rule set %q added: add a rule_set rule naming it.", rs.Name))
+		setName.SetText("")
+		setURL.SetText("")
+	}
+	addSetURL := widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), func() { addSet(nil) })
+	importSet := widget.NewButtonWithIcon("Import…", theme.FolderOpenIcon(), func() {
+		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil || r == nil {
+				return
+			}
+			defer r.Close()
+			b, err := io.ReadAll(io.LimitReader(r, plan.MaxRuleSetData+1))
+			if err != nil {
+				v.note.SetText("Could not read the file: " + err.Error())
+				return
+			}
+			if _, err := ruleset.Parse(setFormat.Selected, b); err != nil {
+				v.note.SetText("Not a " + setFormat.Selected + " rule set: " + err.Error())
+				return
+			}
+			if strings.TrimSpace(setName.Text) == "" {
+				setName.SetText(strings.TrimSuffix(r.URI().Name(), r.URI().Extension()))
+			}
+			addSet(b)
+		}, v.u.win)
+	})
+	setsRow := container.NewBorder(nil, nil, nil, container.NewHBox(setFormat, addSetURL, importSet), container.NewGridWithColumns(2, setName, setURL))
+
 	groupsPane := container.NewBorder(
 		container.NewHBox(widget.NewLabelWithStyle("Failover groups", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
 		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
@@ -274,6 +339,7 @@ func newRoutesView(u *UI) *routesView {
 	editor := container.NewVBox(
 		container.NewGridWithColumns(2, kind, target),
 		container.NewBorder(nil, nil, nil, addRule, values),
+		setsRow,
 	)
 	rulesPane := container.NewBorder(
 		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), v.subRules, editor),
