@@ -59,7 +59,7 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps deps-build build test unit e2e cross bench bench-tun measure-window fuzz fuzz-smoke run demo clean \
+.PHONY: all deps deps-build build test unit e2e cross bench bench-tun bench-rules measure-window fuzz fuzz-smoke run demo clean \
 	package package-linux package-windows package-test package-test-fresh
 
 all: build
@@ -189,6 +189,11 @@ measure-window:
 # namespaces, plus 500 connections (root).
 bench-tun: build
 	$(MAKE) -C test bench-tun
+
+# Rule sets: skiff's load time, matching cost and RSS with bypass-CN sets of
+# real sizes, against sing-box loading the same .srs files (not CI).
+bench-rules: build
+	$(MAKE) -C test bench-rules
 
 # Every Fuzz target of the main module, FUZZTIME each, all of them even
 # when one fails, ending with a table of target, time, execs/s and result

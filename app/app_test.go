@@ -24,6 +24,7 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
@@ -546,17 +547,43 @@ func TestRoutesReorderAndRules(t *testing.T) {
 		t.Errorf("after moving down the group starts with %q", first())
 	}
 
-	v.preset.SetSelectedIndex(presetBypass)
+	v.preset.SetSelectedIndex(1) // bypass mainland China (core/preset's order)
 	p, _ = h.store.Load()
-	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
-		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
+	if len(p.Routes.Rules) != 3 || p.Routes.Rules[0].Type != "private" || p.Routes.Rules[1].Type != "rule_set" || len(p.Routes.RuleSets) != 2 {
+		t.Fatalf("bypass preset saved rules %+v, sets %+v", p.Routes.Rules, p.Routes.RuleSets)
+	}
+	if v.ruleList.Length() != 5 {
+		t.Errorf("the rules list shows %d rows, want the preset's 3 rules and 2 rule sets", v.ruleList.Length())
 	}
 	pl, err := plan.Build(p, plan.Request{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pl.Config.Rules) != 1 || !pl.Config.Rules[0].Private || pl.Config.Rules[0].Target != core.TargetDirect {
-		t.Errorf("the core gets rules %+v", pl.Config.Rules)
+	if len(pl.Config.Rules) != 3 || !pl.Config.Rules[0].Private || pl.Config.Rules[0].Target != core.TargetDirect ||
+		len(pl.Config.Rules[1].RuleSet) != 1 || pl.Config.Final != core.TargetProxy || len(pl.Config.RuleSets) != 2 {
+		t.Errorf("the core gets rules %+v, final %s", pl.Config.Rules, pl.Config.Final)
+	}
+	// An edited preset is custom rules; choosing a preset then asks first.
+	v.removeRule(2)
+	if custom := len(preset.List()); v.preset.SelectedIndex() != custom {
+		t.Errorf("after an edit the chooser shows %q, want %q", v.preset.Selected, presetTitles()[custom])
+	}
+	// A subscription's own rules follow the user's: used ones plainly,
+	// the ones Skiff cannot express greyed with the reason, none deletable.
+	v.u.update(func(p *profile.Profile) error {
+		p.Subscriptions = append(p.Subscriptions, &profile.Subscription{ID: "sr", URL: "https://provider.example/s", Title: "Provider",
+			Routes: &profile.SubRoutes{Total: 3, Final: "direct",
+				Rules:  []profile.Rule{{Type: "domain_suffix", Values: []string{"google.com"}, Target: "🚀 Proxy"}},
+				Greyed: []profile.Greyed{{Rule: "SRC-PORT,7777,DIRECT", Reason: "conditions on the flow's source"}}}})
+		return nil
+	})
+	// rows: 2 rules, 2 rule sets, the subscription's rule, final, greyed.
+	if len(v.rows) != 7 || !strings.HasPrefix(v.rows[2].text, "rule set geosite-cn") || v.rows[4].user != -1 || v.rows[4].greyed || !v.rows[6].greyed || !strings.Contains(v.rows[6].text, "not used: conditions") {
+		t.Errorf("rows %+v", v.rows)
+	}
+	v.subRules.SetSelectedIndex(2) // not used
+	if p, _ := h.store.Load(); p.Routes.SubscriptionRules != profile.SubRulesOff || !v.rows[4].greyed {
+		t.Errorf("subscription rules off: saved %q, row %+v", p.Routes.SubscriptionRules, v.rows[4])
 	}
 }
 

@@ -2,32 +2,27 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/ruleset"
 	"github.com/skiffvpn/skiff/core/subscription"
 )
 
-// Rule presets, in the order shown.
-const (
-	presetGlobal = iota
-	presetBypass
-	presetCustom
-)
-
-func presetLabels() []string {
-	return []string{tr("routes.presetGlobal"), tr("routes.presetBypass"), tr("routes.presetCustom")}
-}
-
-// Rule targets.
+// Rule targets and the editor's default rule kind.
 const (
 	targetDirect   = "direct"
 	targetBlock    = "block"
@@ -35,7 +30,81 @@ const (
 )
 
 // ruleTypes are the rule kinds the simple editor offers.
-var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private"}
+var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private", "rule_set", "process"}
+
+// ruleRow is one line of the rules list.
+type ruleRow struct {
+	text   string
+	greyed bool // a subscription's rule Skiff cannot express (the text says why)
+	user   int  // index in the user's rules; -1: a subscription's
+}
+
+// How the subscriptions' own rules combine with the user's: the modes in
+// the order shown, and their words.
+var subRulesModes = []string{profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff}
+
+func subRulesChoices() []string {
+	return []string{tr("routes.subRulesAfter"), tr("routes.subRulesFirst"), tr("routes.subRulesOff")}
+}
+
+// ruleRows lists p's rules as the rules list shows them.
+func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
+	var rows []ruleRow
+	text := func(r profile.Rule) string {
+		return fmt.Sprintf("%s %s → %s", ruleTypeLabel(r.Type), strings.Join(r.Values, ", "), v.targetName(r.Target))
+	}
+	for i, r := range p.Routes.Rules {
+		rows = append(rows, ruleRow{text: text(r), user: i})
+	}
+	for _, rs := range p.Routes.RuleSets {
+		from := rs.URL
+		if from == "" {
+			from = tr("routes.ruleSetImported", M{"Size": bytesString(int64(len(rs.Data)))})
+		}
+		rows = append(rows, ruleRow{text: tr("routes.ruleSetRow", M{"Name": rs.Name, "Format": rs.Format, "From": from}), user: -1})
+	}
+	for _, sub := range p.Subscriptions {
+		sr := sub.Routes
+		if sr == nil {
+			continue
+		}
+		from := " (" + sub.DisplayName() + ")"
+		off := p.Routes.SubscriptionRules == profile.SubRulesOff
+		for _, r := range sr.Rules {
+			rows = append(rows, ruleRow{text: text(r) + from, greyed: off, user: -1})
+		}
+		if sr.Final != "" {
+			rows = append(rows, ruleRow{text: tr("routes.finalRow", M{"Target": v.targetName(sr.Final)}) + from, greyed: off, user: -1})
+		}
+		for _, g := range sr.Greyed {
+			rows = append(rows, ruleRow{text: tr("routes.greyedRow", M{"Rule": g.Rule, "Why": g.Reason}) + from, greyed: true, user: -1})
+		}
+	}
+	return rows
+}
+
+// presetTitles are the preset chooser's entries: core/preset's, then
+// "custom rules".
+func presetTitles() []string {
+	var out []string
+	for _, p := range preset.List() {
+		out = append(out, presetTitle(p.Name))
+	}
+	return append(out, tr("routes.presetCustom"))
+}
+
+// presetTitle is how a core/preset preset is shown.
+func presetTitle(name string) string {
+	switch name {
+	case preset.Everything:
+		return tr("routes.presetEverything")
+	case preset.BypassCN:
+		return tr("routes.presetBypassCN")
+	case preset.ProxyListed:
+		return tr("routes.presetListed")
+	}
+	return name
+}
 
 // ruleTypeLabel is how a rule kind is shown.
 func ruleTypeLabel(t string) string {
@@ -52,6 +121,10 @@ func ruleTypeLabel(t string) string {
 		return tr("rule.port")
 	case "private":
 		return tr("rule.private")
+	case "rule_set":
+		return tr("rule.ruleSet")
+	case "process":
+		return tr("rule.process")
 	}
 	return t
 }
@@ -72,6 +145,8 @@ type routesView struct {
 	preset     *widget.Select
 	ruleList   *widget.List
 	noRules    *widget.Label // the rule list's empty state
+	subRules   *widget.Select
+	rows       []ruleRow // the user's rules, then the subscriptions' (used and greyed)
 
 	p        *profile.Profile
 	selGroup int
@@ -205,21 +280,44 @@ func newRoutesView(u *UI) *routesView {
 	})
 
 	// Rules.
-	v.preset = widget.NewSelect(presetLabels(), func(string) { v.onPreset(v.preset.SelectedIndex()) })
+	v.preset = widget.NewSelect(presetTitles(), func(string) { v.onPreset(v.preset.SelectedIndex()) })
 	v.ruleList = widget.NewList(
-		func() int { return len(v.p.Routes.Rules) },
+		func() int { return len(v.rows) },
 		func() fyne.CanvasObject {
 			l := widget.NewLabel("rule")
 			l.Truncation = fyne.TextTruncateEllipsis
 			return container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("", theme.DeleteIcon(), nil), l)
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
-			r := v.p.Routes.Rules[i]
+			row := v.rows[i]
 			box := o.(*fyne.Container)
-			box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%s %s → %s", ruleTypeLabel(r.Type), strings.Join(r.Values, ", "), v.targetName(r.Target)))
-			box.Objects[1].(*widget.Button).OnTapped = func() { v.removeRule(i) }
+			l := box.Objects[0].(*widget.Label)
+			l.SetText(row.text)
+			l.Importance = widget.MediumImportance
+			if row.greyed {
+				l.Importance = widget.LowImportance
+			}
+			l.Refresh()
+			del := box.Objects[1].(*widget.Button)
+			del.OnTapped = func() { v.removeRule(row.user) }
+			if row.user < 0 {
+				del.Hide()
+			} else {
+				del.Show()
+			}
 		},
 	)
+	v.subRules = widget.NewSelect(subRulesChoices(), func(string) {
+		i := v.subRules.SelectedIndex()
+		if i < 0 {
+			return
+		}
+		mode := subRulesModes[i]
+		if mode == v.p.Routes.SubscriptionRules || (mode == profile.SubRulesAfter && v.p.Routes.SubscriptionRules == "") {
+			return
+		}
+		v.u.update(func(p *profile.Profile) error { p.Routes.SubscriptionRules = mode; return nil })
+	})
 	var kindLabels, targetLabels []string
 	for _, t := range ruleTypes {
 		kindLabels = append(kindLabels, ruleTypeLabel(t))
@@ -253,6 +351,60 @@ func newRoutesView(u *UI) *routesView {
 		})
 	})
 
+	// Rule sets: by URL, or a file imported here (its content is saved;
+	// the service never reads a path).
+	setName := widget.NewEntry()
+	setName.SetPlaceHolder(tr("routes.ruleSetName"))
+	setURL := widget.NewEntry()
+	setURL.SetPlaceHolder("https://…/geosite-xx.srs")
+	setFormat := widget.NewSelect([]string{ruleset.FormatSingBox, ruleset.FormatClashDomain, ruleset.FormatClashIPCIDR, ruleset.FormatClashClassical}, nil)
+	setFormat.SetSelected(ruleset.FormatSingBox)
+	addSet := func(data []byte) {
+		rs := profile.RuleSet{Name: strings.TrimSpace(setName.Text), URL: strings.TrimSpace(setURL.Text), Format: setFormat.Selected, Data: data}
+		if data != nil {
+			rs.URL = ""
+		}
+		err := v.u.update(func(p *profile.Profile) error {
+			r := p.Routes
+			r.RuleSets = append(slices.Clone(r.RuleSets), rs)
+			if err := plan.CheckRoutes(&r); err != nil {
+				return err
+			}
+			p.Routes.RuleSets = r.RuleSets
+			return nil
+		})
+		if err != nil {
+			v.note.SetText(tr("routes.ruleSetNotAdded", M{"Err": err.Error()}))
+			return
+		}
+		v.note.SetText(tr("routes.ruleSetAdded", M{"Name": rs.Name}))
+		setName.SetText("")
+		setURL.SetText("")
+	}
+	addSetURL := widget.NewButtonWithIcon(tr("routes.ruleSetAdd"), theme.ContentAddIcon(), func() { addSet(nil) })
+	importSet := widget.NewButtonWithIcon(tr("routes.ruleSetImport"), theme.FolderOpenIcon(), func() {
+		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil || r == nil {
+				return
+			}
+			defer r.Close()
+			b, err := io.ReadAll(io.LimitReader(r, plan.MaxRuleSetData+1))
+			if err != nil {
+				v.note.SetText(tr("profiles.fileReadFailed", M{"Err": err.Error()}))
+				return
+			}
+			if _, err := ruleset.Parse(setFormat.Selected, b); err != nil {
+				v.note.SetText(tr("routes.ruleSetBad", M{"Format": setFormat.Selected, "Err": err.Error()}))
+				return
+			}
+			if strings.TrimSpace(setName.Text) == "" {
+				setName.SetText(strings.TrimSuffix(r.URI().Name(), r.URI().Extension()))
+			}
+			addSet(b)
+		}, v.u.win)
+	})
+	setsRow := container.NewBorder(nil, nil, nil, container.NewHBox(setFormat, addSetURL, importSet), container.NewGridWithColumns(2, setName, setURL))
+
 	groupsPane := container.NewBorder(
 		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
 		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
@@ -266,12 +418,13 @@ func newRoutesView(u *UI) *routesView {
 	editor := container.NewVBox(
 		container.NewGridWithColumns(2, kind, target),
 		container.NewBorder(nil, nil, nil, addRule, values),
+		setsRow,
 	)
 	v.noRules = widget.NewLabel(tr("routes.noRules"))
 	v.noRules.Wrapping = fyne.TextWrapWord
 	v.noRules.TextStyle.Italic = true
 	rulesPane := container.NewBorder(
-		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
+		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), v.subRules, editor),
 		nil, nil, nil, container.NewStack(v.ruleList, container.NewVBox(v.noRules)))
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
@@ -291,17 +444,28 @@ func (v *routesView) setProfile(p *profile.Profile) {
 	if v.selGroup < 0 && len(p.Groups) > 0 {
 		v.selGroup = 0
 	}
-	switch {
-	case len(p.Routes.Rules) == 0:
-		v.preset.SetSelectedIndex(0)
-	case len(p.Routes.Rules) == 1 && p.Routes.Rules[0].Type == "private" && p.Routes.Rules[0].Target == targetDirect:
-		v.preset.SetSelectedIndex(1)
-	default:
-		v.preset.SetSelectedIndex(2)
+	shown := len(preset.List()) // custom
+	if len(p.Routes.Rules) == 0 {
+		shown = 0 // no rule: everything through the proxy
 	}
+	which := preset.Which(&p.Routes)
+	for i, pr := range preset.List() {
+		if which == pr.Name {
+			shown = i
+		}
+	}
+	v.preset.SetSelectedIndex(shown)
+	sub := 0
+	for i, m := range subRulesModes {
+		if m == p.Routes.SubscriptionRules {
+			sub = i
+		}
+	}
+	v.subRules.SetSelectedIndex(sub)
+	v.rows = v.ruleRows(p)
 	v.groupList.Refresh()
 	v.memberList.Refresh()
-	v.noRules.Hidden = len(p.Routes.Rules) > 0
+	v.noRules.Hidden = len(v.rows) > 0
 	v.noRules.Refresh()
 	v.ruleList.Refresh()
 }
@@ -410,28 +574,42 @@ func (v *routesView) makeGroups() {
 	}
 }
 
-func (v *routesView) onPreset(preset int) {
-	switch preset {
-	case presetGlobal:
-		if len(v.p.Routes.Rules) > 0 && !v.isBypass() {
-			return // custom rules stay until removed one by one
-		}
-		if len(v.p.Routes.Rules) > 0 {
-			v.u.update(func(p *profile.Profile) error { p.Routes.Rules = nil; return nil })
-		}
-	case presetBypass:
-		if !v.isBypass() && len(v.p.Routes.Rules) == 0 {
-			v.u.update(func(p *profile.Profile) error {
-				p.Routes.Rules = []profile.Rule{{Type: "private", Values: []string{}, Target: targetDirect}}
-				return nil
-			})
-		}
+// onPreset replaces the rules with the expansion of the preset shown at
+// index i (core/preset's, then "custom"), which the list then shows rule
+// by rule for editing. Rules the user wrote (no preset's expansion) are
+// replaced only after a confirmation.
+func (v *routesView) onPreset(i int) {
+	list := preset.List()
+	if i < 0 || i >= len(list) {
+		return // custom: the rules stay as they are
 	}
-}
-
-func (v *routesView) isBypass() bool {
-	r := v.p.Routes.Rules
-	return len(r) == 1 && r[0].Type == "private" && r[0].Target == targetDirect
+	name, title := list[i].Name, presetTitle(list[i].Name)
+	current := preset.Which(&v.p.Routes)
+	if name == "" || name == current || (name == preset.Everything && len(v.p.Routes.Rules) == 0) {
+		return
+	}
+	apply := func() {
+		v.u.update(func(p *profile.Profile) error {
+			r, err := preset.Routes(name, p.Routes.SubscriptionRules)
+			if err == nil {
+				p.Routes = r
+			}
+			return err
+		})
+	}
+	if current == "" && len(v.p.Routes.Rules) > 0 && v.u.win != nil {
+		dialog.ShowConfirm(tr("routes.replaceTitle"),
+			trN("routes.replaceText", len(v.p.Routes.Rules), M{"Preset": title}),
+			func(ok bool) {
+				if ok {
+					apply()
+				} else {
+					v.setProfile(v.p)
+				}
+			}, v.u.win)
+		return
+	}
+	apply()
 }
 
 func (v *routesView) removeRule(i int) {

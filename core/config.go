@@ -5,6 +5,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Config is what one run of the core needs.
@@ -15,6 +16,15 @@ type Config struct {
 	// Rules route flows to "proxy", "direct" or "block", first match wins;
 	// nil: every flow goes to Final.
 	Rules []rule.Rule
+	// RuleSets are the rule sets that Rules name (rule.Rule.RuleSet), by
+	// their Name. Each is loaded at Start — decoded from its Data, or from
+	// RuleSetCache, else downloaded, direct first and then through the
+	// proxy — and downloaded again every Interval while the core runs. A
+	// failed download keeps the list in use (Controller.RuleSets says why).
+	RuleSets []ruleset.Source
+	// RuleSetCache is the folder that keeps downloaded rule sets across
+	// runs; "": none (they are downloaded at every Start).
+	RuleSetCache string
 	// Final is where flows that no rule matches go; empty: "proxy".
 	Final string
 	// Mode is how the group of several Nodes picks a member; "":

@@ -236,7 +236,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	if cfg.Dialer == nil {
 		cfg.Dialer = proxyModeDialer()
 	}
-	rt, err := buildRouting(&cfg, c.onSwitch, c.log)
+	rt, err := buildRouting(ctx, &cfg, c.onSwitch, c.log)
 	if err != nil {
 		return fail(err)
 	}
@@ -279,6 +279,14 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		defer guard.Fatal(r.restore)
 		trimMemory(runCtx, r.stats, 2*time.Second)
 	}()
+	if rt.sets != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer guard.Fatal(r.restore)
+			rt.sets.run(runCtx)
+		}()
+	}
 	r.netmon = watchNetwork(r, c.log)
 	return r, st, nil
 }
@@ -384,6 +392,28 @@ func (c *Controller) Groups() []GroupState {
 	}
 	g := r.routing.group
 	return []GroupState{{Name: g.Name(), Mode: g.Mode(), Current: g.Current(), Members: g.Members()}}
+}
+
+// RuleSets returns the state of the run's rule sets: what each holds, when
+// it was downloaded, and why its last download failed, if it did; nil when
+// stopped or without rule sets.
+func (c *Controller) RuleSets() []RuleSetState {
+	r := c.current()
+	if r == nil || r.routing.sets == nil {
+		return nil
+	}
+	return r.routing.sets.State()
+}
+
+// RefreshRuleSets asks for a download of every rule set of the run now;
+// the outcome shows in RuleSets and the log.
+func (c *Controller) RefreshRuleSets() error {
+	r := c.current()
+	if r == nil || r.routing.sets == nil {
+		return errRuleSetsOff
+	}
+	r.routing.sets.refreshNow()
+	return nil
 }
 
 // GroupState is a failover group as the GUI shows it.

@@ -47,6 +47,9 @@ type dnsHandler struct {
 	next *Engine
 	srv  *dns.Server
 	pool *dns.Pool // nil in real-IP mode
+	// direct holds the names behind the addresses the direct resolver
+	// answered (see directNames).
+	direct directNames
 
 	unmappedLogged atomic.Int64 // when rewrite last logged an unmapped fake address (UnixNano)
 }
@@ -85,6 +88,9 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 	if proxy == nil {
 		proxyMode = dns.ModeDirect // no server: everything goes direct
 	}
+	if direct != nil {
+		direct = &recordingUpstream{next: direct, names: &h.direct}
+	}
 	h.srv = dns.NewServer(dns.Config{
 		Pool:   h.pool,
 		Proxy:  proxy,
@@ -94,7 +100,9 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 			if dns.IsLocalName(name) {
 				return dns.ModeDirect
 			}
-			switch rt.rules.Match(&flow.Metadata{Destination: flow.Addr{Name: name}}) {
+			// No program asked the name that the rules could know of.
+			m := flow.Metadata{Destination: flow.Addr{Name: name}, Process: flow.ProcessUnknown}
+			switch rt.currentRules().Match(&m) {
 			case TargetDirect:
 				return dns.ModeDirect
 			case TargetBlock:
@@ -111,8 +119,20 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 // from somewhere else: the range is ordinary address space, 198.18.0.0/15
 // is a benchmarking range) goes on as the plain address it is, and the log
 // says why, at most once a second.
+//
+// A flow to a real address that the direct resolver gave for a name gets
+// that name as its Host (the destination stays the address), so that the
+// rules that sent the name direct route its flows too.
 func (h *dnsHandler) rewrite(m *flow.Metadata) error {
-	if h.pool == nil || !m.Destination.IP.IsValid() || !h.pool.Contains(m.Destination.IP) {
+	if !m.Destination.IP.IsValid() {
+		return nil
+	}
+	if h.pool == nil || !h.pool.Contains(m.Destination.IP) {
+		if m.Host == "" {
+			if name, ok := h.direct.lookup(m.Destination.IP); ok {
+				m.Host = name
+			}
+		}
 		return nil
 	}
 	name, ok := h.pool.Name(m.Destination.IP)

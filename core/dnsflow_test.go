@@ -15,6 +15,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/core/ruleset"
 	"github.com/skiffvpn/skiff/core/stats"
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -22,7 +23,7 @@ import (
 func newTestDNSHandler(t *testing.T, rules []rule.Rule) *dnsHandler {
 	t.Helper()
 	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetDirect, Rules: rules, Dialer: &outbound.SystemDialer{}}
-	rt, err := buildRouting(cfg, nil, nil)
+	rt, err := buildRouting(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestDNSHandlerFakeIPRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := &Config{Nodes: []*node.Node{testNode()}, Final: TargetProxy, Dialer: &outbound.SystemDialer{}}
-	rt, err := buildRouting(cfg, nil, nil)
+	rt, err := buildRouting(context.Background(), cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +180,78 @@ func TestDNSHandlerLocalNameDirect(t *testing.T) {
 	rc, ip := query(t, h, "localhost")
 	if rc != dnsmessage.RCodeSuccess || !ip.IsLoopback() {
 		t.Errorf("localhost: %v %v, want the system's loopback answer", rc, ip)
+	}
+}
+
+// answerUpstream answers every A query with addr and counts the queries.
+type answerUpstream struct {
+	addr  [4]byte
+	names []string
+}
+
+func (u *answerUpstream) Exchange(_ context.Context, msg []byte) ([]byte, error) {
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil {
+		return nil, err
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil, err
+	}
+	u.names = append(u.names, q.Name.String())
+	h.Response = true
+	b := dnsmessage.NewBuilder(nil, h)
+	b.StartQuestions()
+	b.Question(q)
+	b.StartAnswers()
+	b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}, dnsmessage.AResource{A: u.addr})
+	return b.Finish()
+}
+
+// TestDNSFollowsRuleSets: a name that a rule set sends direct is resolved
+// by the direct resolver (its real address), the rest get fake addresses,
+// and a process rule (which no DNS query can match) changes neither.
+func TestDNSFollowsRuleSets(t *testing.T) {
+	cfg := &Config{
+		Nodes: []*node.Node{testNode()}, Final: TargetProxy, Dialer: &outbound.SystemDialer{},
+		Rules: []rule.Rule{
+			{Process: []string{"curl"}, Target: TargetBlock},
+			{RuleSet: []string{"cn"}, Target: TargetDirect},
+		},
+		RuleSets: []ruleset.Source{{Name: "cn", Format: ruleset.FormatSingBox, Data: []byte(`{"version":2,"rules":[{"domain_suffix":["cn.test"]}]}`)}},
+	}
+	rt, err := buildRouting(context.Background(), cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.close()
+	eng := NewEngine(rt.router, stats.New(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	direct := &answerUpstream{addr: [4]byte{192, 0, 2, 7}}
+	h, err := newDNSHandler(eng, DNSConfig{}, rt, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ip := query(t, h, "www.cn.test"); ip != netip.MustParseAddr("192.0.2.7") {
+		t.Errorf("www.cn.test: %v, want the direct resolver's 192.0.2.7", ip)
+	}
+	if _, ip := query(t, h, "www.other.test"); !netip.MustParsePrefix("198.18.0.0/15").Contains(ip) {
+		t.Errorf("www.other.test: %v, want a fake address", ip)
+	}
+	if len(direct.names) != 1 || direct.names[0] != "www.cn.test." {
+		t.Errorf("the direct resolver was asked %v, want only www.cn.test.", direct.names)
+	}
+	// The app's flow to the real address is routed as the name: direct,
+	// though no rule lists the address.
+	m := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: netip.MustParseAddr("192.0.2.7"), Port: 443}}
+	if err := h.rewrite(&m); err != nil || m.Host != "www.cn.test" || m.Destination.IP != netip.MustParseAddr("192.0.2.7") {
+		t.Fatalf("rewrite: %+v %v", m, err)
+	}
+	if _, target, _ := rt.router.Route(&m); target != TargetDirect {
+		t.Errorf("the flow to www.cn.test's address goes to %s, want direct", target)
+	}
+	other := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{IP: netip.MustParseAddr("192.0.2.8"), Port: 443}}
+	if h.rewrite(&other); other.Host != "" {
+		t.Errorf("an address no answer gave got the name %q", other.Host)
 	}
 }

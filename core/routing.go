@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,9 +10,11 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/block"
 	"github.com/skiffvpn/skiff/core/outbound/direct"
+	"github.com/skiffvpn/skiff/core/process"
 	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/rule"
+	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
 // Names of the targets every run has, besides the user's groups.
@@ -28,10 +31,13 @@ var ErrNoServer = errors.New("core: no server configured")
 // routing is what a run routes with: the router, the proxy target and the
 // group behind it (nil with one node), and everything to close at Stop.
 type routing struct {
-	router  route.Router
-	rules   *rule.Set
-	proxy   string       // the proxy target's display name
-	group   *group.Group // the failover group, when there are several nodes
+	router  *route.Table
+	final   string
+	rules   []rule.Rule
+	procs   *process.Finder // nil unless a rule matches programs
+	sets    *ruleSets       // nil without rule sets
+	proxy   string          // the proxy target's display name
+	group   *group.Group    // the failover group, when there are several nodes
 	outs    []outbound.Outbound
 	nodes   []outbound.Outbound // each node's outbound, in or out of the group
 	targets map[string]outbound.Outbound
@@ -48,10 +54,11 @@ func (r *routing) close() error {
 }
 
 // buildRouting builds the outbounds of cfg's nodes (several nodes become a
-// failover group in the given order), the direct and block outbounds, and a
-// rule table over them. onSwitch receives the group's switch events; log
-// (may be nil) its throttle checks.
-func buildRouting(cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*routing, error) {
+// failover group in the given order), the direct and block outbounds, the
+// rule sets (see ruleSets.load; ctx bounds their downloads) and a rule
+// table over them. onSwitch receives the group's switch events; log (may
+// be nil) its throttle checks.
+func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*routing, error) {
 	r := &routing{targets: map[string]outbound.Outbound{
 		TargetDirect: direct.New(cfg.Dialer),
 		TargetBlock:  block.New(),
@@ -101,12 +108,28 @@ func buildRouting(cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*r
 	if final == TargetProxy && len(members) == 0 {
 		return nil, ErrNoServer
 	}
-	set, err := rule.Compile(cfg.Rules, final)
+	r.final, r.rules = final, cfg.Rules
+	for _, ru := range cfg.Rules {
+		if len(ru.Process) > 0 {
+			r.procs = process.New()
+			break
+		}
+	}
+	var sets map[string]*ruleset.Set
+	if len(cfg.RuleSets) > 0 {
+		r.sets = newRuleSets(cfg, r.targets, log)
+		if err := r.sets.load(ctx); err != nil {
+			r.close()
+			return nil, err
+		}
+		sets = r.sets.snapshot()
+		r.sets.apply = r.setRuleSets
+	}
+	set, err := r.compile(sets)
 	if err != nil {
 		r.close()
-		return nil, fmt.Errorf("core: rules: %w", err)
+		return nil, err
 	}
-	r.rules = set
 	r.router, err = route.NewTable(set, r.targets)
 	if err != nil {
 		r.close()
@@ -117,3 +140,24 @@ func buildRouting(cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*r
 	}
 	return r, nil
 }
+
+// compile compiles the run's rules over sets.
+func (r *routing) compile(sets map[string]*ruleset.Set) (*rule.Set, error) {
+	set, err := rule.CompileWith(r.rules, r.final, rule.Env{Sets: sets, Processes: r.procs})
+	if err != nil {
+		return nil, fmt.Errorf("core: rules: %w", err)
+	}
+	return set, nil
+}
+
+// setRuleSets puts rules over new lists of the rule sets in force.
+func (r *routing) setRuleSets(sets map[string]*ruleset.Set) error {
+	set, err := r.compile(sets)
+	if err != nil {
+		return err
+	}
+	return r.router.SetRules(set)
+}
+
+// currentRules returns the rules in force.
+func (r *routing) currentRules() *rule.Set { return r.router.Rules() }

@@ -79,6 +79,9 @@ type Status struct {
 	Listen   string     `json:"listen,omitempty"`
 	TUN      string     `json:"tun,omitempty"`
 	Since    time.Time  `json:"since"`
+	// RuleSets are the running rule sets' states: what each holds, when it
+	// was downloaded and why its last download failed; nil when stopped.
+	RuleSets []core.RuleSetState `json:"ruleSets,omitempty"`
 	// Route is what the last Connect used; nil when stopped.
 	Route *Route `json:"route,omitempty"`
 	// Error is why the core failed (State core.Failed); nil otherwise.

@@ -108,6 +108,7 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		}
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
+	pl.Config.RuleSetCache = plan.RuleSetCache(l.store.Dir())
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
 	if r.Mode != "" {
 		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
@@ -209,7 +210,7 @@ func (l *Local) Status(context.Context) (Status, error) { return l.status(l.ctrl
 
 func (l *Local) status(st core.Status) Status {
 	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason,
-		Listen: st.Listen, TUN: st.TUN, Since: st.Since}
+		Listen: st.Listen, TUN: st.TUN, Since: st.Since, RuleSets: l.ctrl.RuleSets()}
 	if st.State == core.Failed {
 		out.Error = &Error{Code: CodeOf(st.Cause), Message: st.Err}
 	}
@@ -417,6 +418,9 @@ func (l *Local) update(fn func(*profile.Profile) error) error {
 
 func (l *Local) profileChanged() { l.profiles.publish(l.revision()) }
 
+// subscriptionRulesMax bounds a subscription's rules as a client sends them.
+const subscriptionRulesMax = 100_000
+
 // CheckProfile checks a profile a client sent: the references between its
 // parts, every node's configuration, every subscription's URL, and the
 // lengths of its texts.
@@ -441,6 +445,25 @@ func CheckProfile(p *profile.Profile) error {
 	for _, r := range p.Routes.Rules {
 		if len(r.Values) > 1<<16 {
 			return fmt.Errorf("rule %s: too many values", r.Type)
+		}
+	}
+	if err := plan.CheckRoutes(&p.Routes); err != nil {
+		return err
+	}
+	switch p.Routes.SubscriptionRules {
+	case "", profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff:
+	default:
+		return fmt.Errorf("routes: subscriptionRules %q is not %s, %s or %s", p.Routes.SubscriptionRules, profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff)
+	}
+	for _, s := range p.Subscriptions {
+		if s.Routes == nil {
+			continue
+		}
+		if len(s.Routes.Rules)+len(s.Routes.Greyed) > 2*subscriptionRulesMax {
+			return fmt.Errorf("subscription %s: too many rules", s.ID)
+		}
+		if err := plan.CheckRoutes(&profile.Routes{Rules: s.Routes.Rules, RuleSets: s.Routes.RuleSets}); err != nil {
+			return fmt.Errorf("subscription %s: %w", s.ID, err)
 		}
 	}
 	if _, err := plan.Rules(p.Routes.Rules); err != nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
-	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 )
@@ -134,16 +132,8 @@ func (g *Group) scheduleProbe(i int, after time.Duration) {
 func probeClient(ob outbound.Outbound, timeout time.Duration) (*http.Client, *http.Transport) {
 	tr := &http.Transport{
 		Proxy: nil,
-		// The transport dials on a goroutine of its own: a panic in the
-		// member's dial is that probe's failure (see package guard).
-		DialContext: func(ctx context.Context, network, addr string) (_ net.Conn, err error) {
-			defer guard.Catch(ctx, &err, "probe dial")
-			dst, err := flow.ParseAddr(addr)
-			if err != nil {
-				return nil, err
-			}
-			return ob.DialContext(ctx, "tcp", dst)
-		},
+		// A panic in the member's dial is that probe's failure.
+		DialContext:        outbound.HTTPDial(ob, "probe dial"),
 		DisableKeepAlives:  true,
 		DisableCompression: true,
 		MaxIdleConns:       -1,

@@ -10,6 +10,7 @@ import (
 	"net"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/guard"
 )
 
 // Outbound carries flows to their destination.
@@ -35,3 +36,18 @@ type Outbound interface {
 // refused its credentials (a wrong password or UUID, an expired plan), so
 // that front ends can say so without reading the text.
 var ErrAuthRejected = errors.New("rejected")
+
+// HTTPDial returns a DialContext for net/http's Transport whose TCP
+// connections go through ob. net/http dials on a goroutine of its own, so
+// a panic in ob's dial is caught and becomes that dial's error (see
+// package guard); what names the dial in that error.
+func HTTPDial(ob Outbound, what string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (_ net.Conn, err error) {
+		defer guard.Catch(ctx, &err, what)
+		dst, err := flow.ParseAddr(addr)
+		if err != nil {
+			return nil, err
+		}
+		return ob.DialContext(ctx, "tcp", dst)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
@@ -209,5 +210,61 @@ proxy-groups:
 	}
 	if pl, err = plan.Build(p, plan.Request{Target: "Fastest"}); err != nil || pl.Config.Mode != group.URLTest || len(pl.Config.Nodes) != 3 {
 		t.Errorf("Fastest by name: %v %+v", err, pl)
+	}
+}
+
+// TestRuleSetRoutes plans rule_set and process rules over the profile's
+// rule sets, and refuses rule sets and references that cannot run.
+func TestRuleSetRoutes(t *testing.T) {
+	p := testProfile(t)
+	p.Routes = profile.Routes{
+		RuleSets: []profile.RuleSet{
+			{Name: "cn", URL: "https://example.com/geosite-cn.srs", Format: "sing-box", Interval: profile.Duration(time.Hour)},
+			{Name: "mine", Data: []byte("+.mine.example\n"), Format: "clash-domain"},
+		},
+		Rules: []profile.Rule{
+			{Type: "rule_set", Values: []string{"cn", "mine"}, Target: "direct"},
+			{Type: "process", Values: []string{"curl", "/usr/bin/wget"}, Target: p.Nodes[0].ID},
+		},
+		Final: "block",
+	}
+	pl, err := plan.Build(p, plan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := pl.Config
+	if len(c.RuleSets) != 2 || c.RuleSets[0].Interval != time.Hour || string(c.RuleSets[1].Data) != "+.mine.example\n" {
+		t.Errorf("rule sets: %+v", c.RuleSets)
+	}
+	if len(c.Rules) != 2 || len(c.Rules[0].RuleSet) != 2 || c.Rules[0].Target != core.TargetDirect ||
+		len(c.Rules[1].Process) != 2 || c.Rules[1].Target != core.TargetProxy || c.Final != core.TargetBlock {
+		t.Errorf("rules: %+v final %s", c.Rules, c.Final)
+	}
+
+	for _, tc := range []struct {
+		name string
+		edit func(r *profile.Routes)
+		want string
+	}{
+		{"unknown set", func(r *profile.Routes) { r.Rules[0].Values = []string{"nope"} }, `"nope" is not one of the rule sets`},
+		{"no name", func(r *profile.Routes) { r.RuleSets[0].Name = "" }, "name"},
+		{"twice", func(r *profile.Routes) { r.RuleSets[1].Name = "cn" }, "twice"},
+		{"url and data", func(r *profile.Routes) { r.RuleSets[1].URL = "https://x.example/" }, "not both"},
+		{"neither", func(r *profile.Routes) { r.RuleSets[1].Data = nil }, "no URL"},
+		{"a path", func(r *profile.Routes) { r.RuleSets[0].URL = "file:///etc/shadow" }, "http(s)"},
+		{"format", func(r *profile.Routes) { r.RuleSets[0].Format = "mrs" }, "format"},
+		{"geoip without country", func(r *profile.Routes) { r.RuleSets[0].Format = "geoip:" }, "empty"},
+		{"interval", func(r *profile.Routes) { r.RuleSets[0].Interval = profile.Duration(time.Second) }, "interval"},
+		{"big data", func(r *profile.Routes) { r.RuleSets[1].Data = make([]byte, plan.MaxRuleSetData+1) }, "URL"},
+	} {
+		q := testProfile(t)
+		q.Routes = p.Routes
+		q.Routes.RuleSets = append([]profile.RuleSet(nil), p.Routes.RuleSets...)
+		q.Routes.Rules = append([]profile.Rule(nil), p.Routes.Rules...)
+		tc.edit(&q.Routes)
+		_, err := plan.Build(q, plan.Request{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -54,6 +54,29 @@ type Subscription struct {
 	LastError   string    `json:"lastError,omitempty"`  // empty after a good refresh
 	Failures    int       `json:"failures,omitempty"`   // failed refreshes in a row, for back-off
 	Warnings    []Warning `json:"warnings,omitempty"`   // lines of the last good body that were skipped
+
+	// Routes are the subscription's own rules (a Clash config's rules: and
+	// rule-providers:, a sing-box config's route), as the last good body
+	// had them; Routes.SubscriptionRules says whether they are used.
+	Routes *SubRoutes `json:"routes,omitempty"`
+}
+
+// SubRoutes are the rules a subscription brings, in the profile's terms.
+// Targets are "direct", "block", a node's ID or a group's name (resolved
+// when a run is planned); rule sets are named as the subscription names
+// them.
+type SubRoutes struct {
+	Rules    []Rule    `json:"rules,omitempty"`
+	RuleSets []RuleSet `json:"ruleSets,omitempty"`
+	Final    string    `json:"final,omitempty"`  // the MATCH / route.final target; "": none
+	Greyed   []Greyed  `json:"greyed,omitempty"` // rules Skiff cannot express, in order, never silently dropped
+	Total    int       `json:"total"`            // rules in the body, used and greyed
+}
+
+// Greyed is a subscription's rule that Skiff cannot express, and why.
+type Greyed struct {
+	Rule   string `json:"rule"` // as written (sing-box rules as compact JSON)
+	Reason string `json:"reason"`
 }
 
 // DisplayName is the user's name for the subscription, else its title.
@@ -225,17 +248,45 @@ func (p *Profile) FindGroup(name string) (*Group, error) {
 	return nil, fmt.Errorf("%d groups are named %q: use the group's ID", len(found), name)
 }
 
-// Routes is the routing table as data; core/route interprets it.
+// Routes is the routing table as data; core/plan turns it into the core's
+// rules.
 type Routes struct {
 	Rules []Rule `json:"rules,omitempty"`
 	Final string `json:"final,omitempty"` // target for flows no rule matched; empty: the selected node or group
+	// RuleSets are the rule sets that rules of type "rule_set" name.
+	RuleSets []RuleSet `json:"ruleSets,omitempty"`
+	// Preset is the preset (core/preset) the rules were last made from;
+	// the rules themselves are what counts, edited or not.
+	Preset string `json:"preset,omitempty"`
+	// SubscriptionRules says how the rules that subscriptions bring
+	// (Subscription.Rules) combine with the user's: one of the SubRules*
+	// constants; "": SubRulesAfter.
+	SubscriptionRules string `json:"subscriptionRules,omitempty"`
 }
+
+// How a subscription's own rules combine with the user's.
+const (
+	SubRulesAfter = "after" // the user's rules first, then the subscriptions', then the user's final
+	SubRulesFirst = "first" // the subscriptions' rules (and their final) win; the user's follow
+	SubRulesOff   = "off"   // subscriptions' rules are kept but not used
+)
 
 // Rule sends flows that match it to Target.
 type Rule struct {
-	Type   string   `json:"type"`   // "domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "network", "private", …
+	Type   string   `json:"type"`   // "domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "network", "private", "rule_set", "process"
 	Values []string `json:"values"` // what to match; any one matching is enough
 	Target string   `json:"target"` // node or group ID, "direct" or "block"
+}
+
+// RuleSet is a rule set that rules name: downloaded from URL every
+// Interval, or the Data of a file the user imported (the service never
+// reads a path a client names).
+type RuleSet struct {
+	Name     string   `json:"name"`
+	URL      string   `json:"url,omitempty"`
+	Data     []byte   `json:"data,omitempty"`
+	Format   string   `json:"format"`             // as core/ruleset.Parse reads it: "sing-box" (JSON or .srs), "clash-domain", "geoip:cn", …
+	Interval Duration `json:"interval,omitempty"` // zero: a day
 }
 
 // Settings are the user's preferences.

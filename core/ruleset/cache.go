@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,17 +43,38 @@ func Parse(format string, data []byte) (*Set, error) {
 	if lists, ok := strings.CutPrefix(format, FormatGeoSite); ok {
 		return ParseGeoSite(data, strings.Split(lists, ",")...)
 	}
-	return nil, fmt.Errorf("ruleset: format %q is not %s, %s, %s, %s, %sCOUNTRY or %sLIST", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical, FormatGeoIP, FormatGeoSite)
+	return nil, CheckFormat(format)
+}
+
+// CheckFormat reports whether format is one that Parse reads.
+func CheckFormat(format string) error {
+	switch format {
+	case FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical:
+		return nil
+	}
+	for _, prefix := range []string{FormatGeoIP, FormatGeoSite} {
+		if rest, ok := strings.CutPrefix(format, prefix); ok {
+			for _, part := range strings.Split(rest, ",") {
+				if strings.TrimSpace(part) == "" {
+					return fmt.Errorf("ruleset: format %q: an empty list name", format)
+				}
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("ruleset: format %q is not %s, %s, %s, %s, %sCOUNTRY or %sLIST", format, FormatSingBox, FormatClashDomain, FormatClashIPCIDR, FormatClashClassical, FormatGeoIP, FormatGeoSite)
 }
 
 // DefaultInterval is how long a downloaded rule set is used before it is
 // fetched again; public lists change about daily.
 const DefaultInterval = 24 * time.Hour
 
-// Source is a rule set kept up to date from a URL.
+// Source is a rule set kept up to date from a URL, or one given as data
+// (a file the user imported: the core never reads a path a client names).
 type Source struct {
 	Name     string        // what rules call it
-	URL      string        // http or https
+	URL      string        // http or https; "" when Data holds the rule set
+	Data     []byte        // the rule set itself, for a Source without a URL
 	Format   string        // one of the Format constants
 	Interval time.Duration // 0: DefaultInterval
 }
@@ -98,6 +120,12 @@ func HTTPFetch(client *http.Client) FetchFunc {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
+			// A *url.Error names the whole URL, which may carry a
+			// provider's token: name only the host.
+			var ue *neturl.Error
+			if errors.As(err, &ue) {
+				return nil, fmt.Errorf("%s %s: %w", ue.Op, req.URL.Host, ue.Err)
+			}
 			return nil, err
 		}
 		defer resp.Body.Close()
@@ -120,7 +148,8 @@ func HTTPFetch(client *http.Client) FetchFunc {
 
 // Cache keeps downloaded rule sets in Dir, one file each, named by a hash
 // of the URL (never by anything a subscription or a user wrote), written
-// atomically. A download that does not decode never replaces the file.
+// atomically. A download that does not decode never replaces the file. An
+// empty Dir keeps nothing: every Get downloads.
 type Cache struct {
 	Dir   string
 	Fetch FetchFunc
@@ -133,6 +162,9 @@ func (c *Cache) path(src *Source) string {
 
 // Load returns src's rule set from the cache and when it was saved.
 func (c *Cache) Load(src Source) (*Set, time.Time, error) {
+	if c.Dir == "" {
+		return nil, time.Time{}, fmt.Errorf("ruleset %s: no cache", src.Name)
+	}
 	p := c.path(&src)
 	fi, err := os.Stat(p)
 	if err != nil {
@@ -163,6 +195,9 @@ func (c *Cache) Update(ctx context.Context, src Source) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ruleset %s: the download is not a %s rule set: %w", src.Name, src.Format, err)
 	}
+	if c.Dir == "" {
+		return s, nil
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("ruleset %s: cache: %w", src.Name, err)
 	}
@@ -175,8 +210,16 @@ func (c *Cache) Update(ctx context.Context, src Source) (*Set, error) {
 // Get returns src's rule set: the cached one while it is younger than its
 // interval, else a fresh download. When the download fails and a cached
 // copy exists, Get returns that copy together with the download's error,
-// so that routing goes on with the old list.
+// so that routing goes on with the old list. A Source without a URL is
+// its Data, decoded.
 func (c *Cache) Get(ctx context.Context, src Source, now time.Time) (*Set, error) {
+	if src.URL == "" {
+		s, err := Parse(src.Format, src.Data)
+		if err != nil {
+			return nil, fmt.Errorf("ruleset %s: %w", src.Name, err)
+		}
+		return s, nil
+	}
 	cached, saved, cerr := c.Load(src)
 	if cerr == nil && now.Sub(saved) < src.interval() {
 		return cached, nil

@@ -87,7 +87,13 @@ func clashEntries(data []byte) ([]string, error) {
 			Payload []string `yaml:"payload"`
 		}
 		if err := yaml.Unmarshal(data, &doc); err != nil {
-			return nil, err
+			// yaml.v3 lists every element it could not decode: one line
+			// each, millions for an alias bomb. The first says enough.
+			msg, more, _ := strings.Cut(err.Error(), "\n")
+			if more != "" {
+				msg += " " + strings.TrimSpace(strings.SplitN(more, "\n", 2)[0]) + " …"
+			}
+			return nil, fmt.Errorf("yaml: %s", strings.TrimPrefix(msg, "yaml: "))
 		}
 		out := doc.Payload[:0]
 		for _, e := range doc.Payload {

@@ -38,6 +38,10 @@ type Set struct {
 	skipped []Skipped
 }
 
+// Empty returns a Set that matches nothing: what a rule set stands for
+// until its first download.
+func Empty() *Set { return &Set{} }
+
 // Skipped is an entry or rule left out of a Set, and why.
 type Skipped struct {
 	Entry  string // as written, e.g. "PROCESS-NAME,curl" or "rule 3"

@@ -52,6 +52,7 @@ func Apply(p *profile.Profile, sub *profile.Subscription, res *Result, now time.
 	p.Nodes = append(kept[:pos:pos], append(fresh, kept[pos:]...)...)
 	p.Prune()
 	gw := ApplyGroups(p, sub.ID, res.Groups)
+	applyRoutes(sub, res, fresh)
 
 	sub.Format = string(res.Format)
 	sub.Warnings = append(res.Warnings[:len(res.Warnings):len(res.Warnings)], gw...)

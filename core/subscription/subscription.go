@@ -52,10 +52,11 @@ var (
 // Result is what Parse found.
 type Result struct {
 	Format   Format
-	Nodes    []*node.Node      // every server found, including those Skiff cannot dial yet (see protocol.Supported)
-	Warnings []profile.Warning // entries that were skipped, with line and reason
-	UserInfo *profile.UserInfo // traffic figures carried in the body (SIP008), if any
-	Groups   []Group           // the provider's own groups (Clash proxy-groups)
+	Nodes    []*node.Node       // every server found, including those Skiff cannot dial yet (see protocol.Supported)
+	Warnings []profile.Warning  // entries that were skipped, with line and reason
+	UserInfo *profile.UserInfo  // traffic figures carried in the body (SIP008), if any
+	Groups   []Group            // the provider's own groups (Clash proxy-groups)
+	Routes   *profile.SubRoutes // the body's own rules (Clash, sing-box); nil: none (see rules.go)
 }
 
 // Unsupported counts the nodes protocol.Supported rejects.
@@ -86,10 +87,12 @@ func Parse(body []byte) (*Result, error) {
 		if err := parseClash(d.yaml, res); err != nil {
 			return nil, err
 		}
+		parseClashRules(d.yaml, res)
 	case FormatSingBox:
 		if err := parseSingBox(d.text, res); err != nil {
 			return nil, err
 		}
+		parseSingBoxRules(d.text, res)
 	case FormatSIP008:
 		if err := parseSIP008(d.text, res); err != nil {
 			return nil, err

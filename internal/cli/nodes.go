@@ -230,5 +230,6 @@ func planFor(dir, name string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--node: %w", err)
 	}
+	pl.Config.RuleSetCache = plan.RuleSetCache(store.Dir())
 	return pl, nil
 }

@@ -51,6 +51,8 @@ func runHelper() {
 		err = runClient(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
 	case "stub":
 		err = runStub(os.Getenv("SKIFF_TUN_ARGS"))
+	case "whoami":
+		err = serveWhoami(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
