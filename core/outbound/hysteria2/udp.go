@@ -13,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
 // udpQueueLen is how many datagrams a UDP session holds for its reader;
@@ -38,7 +39,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		done:   make(chan struct{}),
 		local:  q.qc.LocalAddr(),
 		wbuf:   make([]byte, 0, 1500),
-		rdline: makeDeadline(),
+		rdline: quicconn.MakeDeadline(),
 	}
 	c.udpMu.Lock()
 	if c.udp == nil {
@@ -92,7 +93,7 @@ type packetConn struct {
 	recv     chan udpPacket
 	done     chan struct{} // closed by Close or the Client's Close
 	doneOnce sync.Once
-	rdline   deadline
+	rdline   quicconn.Deadline
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -143,7 +144,7 @@ func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		return copy(p, u.data), u.from, nil
 	case <-pc.done:
 		return 0, nil, net.ErrClosed
-	case <-pc.rdline.wait():
+	case <-pc.rdline.Wait():
 		return 0, nil, os.ErrDeadlineExceeded
 	}
 }
@@ -245,13 +246,10 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 // sendConn returns the connection to send a datagram on: the live one, or
 // a new one dialled within the write deadline (or dialTimeout).
 func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
-	c.mu.Lock()
-	q := c.cur
-	c.mu.Unlock()
-	if q != nil && q.alive() {
+	if q, ok := c.conns.Current(); ok {
 		return q, nil
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	ctx, cancel := context.WithTimeout(c.conns.Context(), dialTimeout)
 	defer cancel()
 	if !deadline.IsZero() {
 		var cancel2 context.CancelFunc
@@ -277,7 +275,7 @@ func (pc *packetConn) Close() error {
 func (pc *packetConn) shut() {
 	pc.doneOnce.Do(func() {
 		close(pc.done)
-		pc.rdline.set(time.Time{})
+		pc.rdline.Set(time.Time{})
 	})
 }
 
@@ -293,7 +291,7 @@ func (pc *packetConn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.
 func (pc *packetConn) SetReadDeadline(t time.Time) error {
-	pc.rdline.set(t)
+	pc.rdline.Set(t)
 	return nil
 }
 
@@ -304,58 +302,4 @@ func (pc *packetConn) SetWriteDeadline(t time.Time) error {
 	pc.wdl = t
 	pc.wmu.Unlock()
 	return nil
-}
-
-// deadline is a settable point in time with a channel closed when it
-// passes, for select.
-type deadline struct {
-	mu     sync.Mutex
-	timer  *time.Timer
-	cancel chan struct{} // closed when the deadline passes
-}
-
-func makeDeadline() deadline { return deadline{cancel: make(chan struct{})} }
-
-// set arms the deadline at t; the zero time disarms it.
-func (d *deadline) set(t time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.cancel // the timer fired and closed it
-	}
-	d.timer = nil
-	closed := isClosed(d.cancel)
-	if t.IsZero() {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		return
-	}
-	if dur := time.Until(t); dur > 0 {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		ch := d.cancel
-		d.timer = time.AfterFunc(dur, func() { close(ch) })
-		return
-	}
-	if !closed {
-		close(d.cancel)
-	}
-}
-
-// wait returns a channel that is closed when the deadline passes.
-func (d *deadline) wait() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cancel
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
