@@ -79,6 +79,9 @@ type clashProxy struct {
 	Down                 string         `yaml:"down"`
 	CongestionController string         `yaml:"congestion-controller"`
 	UDPRelayMode         string         `yaml:"udp-relay-mode"`
+	ReduceRTT            bool           `yaml:"reduce-rtt"`
+	HeartbeatInterval    int            `yaml:"heartbeat-interval"` // milliseconds
+	UDPOverStream        bool           `yaml:"udp-over-stream"`
 	Token                string         `yaml:"token"` // TUIC v4
 	GlobalPadding        bool           `yaml:"global-padding"`
 	AuthenticatedLength  bool           `yaml:"authenticated-length"`
@@ -303,7 +306,11 @@ func (cp *clashProxy) build() (*node.Node, error) {
 			return nil, errors.New("TUIC v4 (token) is not supported, only v5 (uuid and password)")
 		}
 		n.Protocol = node.TUIC
-		n.TUIC = &node.TUICOptions{UUID: cp.UUID, Password: cp.Password, CongestionControl: cp.CongestionController, UDPRelayMode: cp.UDPRelayMode}
+		if cp.HeartbeatInterval < 0 {
+			return nil, errors.New("heartbeat-interval: negative")
+		}
+		n.TUIC = &node.TUICOptions{UUID: cp.UUID, Password: cp.Password, CongestionControl: cp.CongestionController, UDPRelayMode: cp.UDPRelayMode,
+			ZeroRTT: cp.ReduceRTT, Heartbeat: time.Duration(cp.HeartbeatInterval) * time.Millisecond, UDPOverStream: cp.UDPOverStream}
 		tlsOn()
 		return n, nil
 	case "anytls":

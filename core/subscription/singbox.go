@@ -79,22 +79,25 @@ type sbOutbound struct {
 	ServerPorts listable    `json:"server_ports"`
 	HopInterval hopInterval `json:"hop_interval"`
 
-	Password            string `json:"password"`
-	UUID                string `json:"uuid"`
-	Flow                string `json:"flow"`
-	Security            string `json:"security"`
-	AlterID             int    `json:"alter_id"`
-	Method              string `json:"method"`
-	Plugin              string `json:"plugin"`
-	PluginOpts          string `json:"plugin_opts"`
-	UpMbps              int    `json:"up_mbps"`
-	DownMbps            int    `json:"down_mbps"`
-	CongestionControl   string `json:"congestion_control"`
-	UDPRelayMode        string `json:"udp_relay_mode"`
-	UDPOverTCP          sbUoT  `json:"udp_over_tcp"`
-	GlobalPadding       bool   `json:"global_padding"`
-	AuthenticatedLength bool   `json:"authenticated_length"`
-	PacketEncoding      string `json:"packet_encoding"`
+	Password            string      `json:"password"`
+	UUID                string      `json:"uuid"`
+	Flow                string      `json:"flow"`
+	Security            string      `json:"security"`
+	AlterID             int         `json:"alter_id"`
+	Method              string      `json:"method"`
+	Plugin              string      `json:"plugin"`
+	PluginOpts          string      `json:"plugin_opts"`
+	UpMbps              int         `json:"up_mbps"`
+	DownMbps            int         `json:"down_mbps"`
+	CongestionControl   string      `json:"congestion_control"`
+	UDPRelayMode        string      `json:"udp_relay_mode"`
+	ZeroRTTHandshake    bool        `json:"zero_rtt_handshake"`
+	Heartbeat           hopInterval `json:"heartbeat"` // a duration, as hop_interval
+	UDPOverStream       bool        `json:"udp_over_stream"`
+	UDPOverTCP          sbUoT       `json:"udp_over_tcp"`
+	GlobalPadding       bool        `json:"global_padding"`
+	AuthenticatedLength bool        `json:"authenticated_length"`
+	PacketEncoding      string      `json:"packet_encoding"`
 	Multiplex           *struct {
 		Enabled  bool   `json:"enabled"`
 		Protocol string `json:"protocol"`
@@ -285,7 +288,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC
-		n.TUIC = &node.TUICOptions{UUID: o.UUID, Password: o.Password, CongestionControl: o.CongestionControl, UDPRelayMode: o.UDPRelayMode}
+		n.TUIC = &node.TUICOptions{UUID: o.UUID, Password: o.Password, CongestionControl: o.CongestionControl, UDPRelayMode: o.UDPRelayMode,
+			ZeroRTT: o.ZeroRTTHandshake, Heartbeat: time.Duration(o.Heartbeat), UDPOverStream: o.UDPOverStream}
 		needTLS()
 		return n, nil
 	case "anytls":

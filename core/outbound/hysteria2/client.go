@@ -72,9 +72,6 @@ const (
 	// dialTimeout bounds one connection attempt: name resolution, QUIC
 	// and TLS handshake and authentication.
 	dialTimeout = 12 * time.Second
-	// stallTimeoutMin is the least time a stream request may go without
-	// any packet from the server before the connection is judged dead.
-	stallTimeoutMin = 2 * time.Second
 
 	// QUIC close codes (HTTP/3 error codes, as the reference uses).
 	closeCodeOK       = 0x100 // H3_NO_ERROR

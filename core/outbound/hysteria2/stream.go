@@ -113,10 +113,7 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 // stallTimeout is how long a stream request may go without any packet from
 // the server. The server acknowledges the request within an RTT or so,
 // even when its own upstream dial takes longer.
-func stallTimeout(qc *quic.Conn) time.Duration {
-	s := qc.ConnectionStats()
-	return max(stallTimeoutMin, 4*(s.SmoothedRTT+4*s.MeanDeviation))
-}
+func stallTimeout(qc *quic.Conn) time.Duration { return quicconn.StallTimeout(qc) }
 
 // responseReader reads the TCP response under a rolling deadline: each
 // time the deadline passes it checks that packets came from the server

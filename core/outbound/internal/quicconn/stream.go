@@ -113,3 +113,14 @@ func isClosed(c chan struct{}) bool {
 		return false
 	}
 }
+
+// StallTimeoutMin is the least time a stream request may go without any
+// packet from the server before the connection is judged dead.
+const StallTimeoutMin = 2 * time.Second
+
+// StallTimeout is how long a stream request may go without any packet from
+// the server: the server acknowledges a request within an RTT or so.
+func StallTimeout(qc *quic.Conn) time.Duration {
+	s := qc.ConnectionStats()
+	return max(StallTimeoutMin, 4*(s.SmoothedRTT+4*s.MeanDeviation))
+}
