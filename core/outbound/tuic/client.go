@@ -53,6 +53,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -349,21 +350,48 @@ func (q *qconn) watch() {
 }
 
 // explain turns the error a flow got on q into one that says why: the
-// server refusing the authentication, or not answering.
+// server refusing the authentication, or not answering. A server that
+// refuses it resets the streams and closes the connection (sing-box) or
+// just closes it; so a reset on a connection that has brought nothing
+// yet waits a moment for the close; so does the end of an empty stream.
 func (c *Client) explain(q *qconn, err error) error {
-	if err == nil || q.Alive() {
-		return err
+	if err == nil {
+		return nil
 	}
+	var se *quic.StreamError
 	var ae *quic.ApplicationError
+	var te *quic.TransportError
+	var sr *quic.StatelessResetError
+	remote := func(err error) bool {
+		return errors.As(err, &se) && se.Remote || errors.As(err, &ae) && ae.Remote ||
+			errors.As(err, &te) && te.Remote || errors.As(err, &sr)
+	}
+	eof := errors.Is(err, io.EOF)
+	if (eof || remote(err)) && !q.heard.Load() && q.Alive() {
+		t := time.NewTimer(authCloseWait)
+		select {
+		case <-q.qc.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	switch {
+	case q.Alive():
+		return err
 	case q.stalled.Load():
-		return fmt.Errorf("tuic: via %s: %w: %w", c.name, errStalled, err)
-	case errors.As(err, &ae) && ae.Remote && !q.heard.Load():
-		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?): %w",
+		// Not %w for err: quic-go's errors are net.ErrClosed, which a
+		// relay takes for an orderly end.
+		return fmt.Errorf("tuic: via %s: %w (%v)", c.name, errStalled, err)
+	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.qc.Context()))):
+		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?) (%v)",
 			c.name, outbound.ErrAuthRejected, err)
 	}
 	return err
 }
+
+// authCloseWait is how long explain waits for a server that reset a
+// stream to close the connection too.
+const authCloseWait = time.Second
 
 // Close closes the QUIC connection and its socket; open streams and UDP
 // sessions end. A closed Client dials no more.

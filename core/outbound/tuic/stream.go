@@ -76,7 +76,15 @@ func (s *streamConn) Read(p []byte) (int, error) {
 		s.heard = true
 		s.q.heard.Store(true)
 	}
-	if err != nil && !errors.Is(err, io.EOF) {
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF) && !s.heard:
+		// An empty stream: the server may have closed it for want of
+		// authentication (sing-box does that, or resets it).
+		if e := s.c.explain(s.q, err); e != err {
+			err = e
+		}
+	case !errors.Is(err, io.EOF):
 		err = s.c.explain(s.q, err)
 	}
 	return n, err
