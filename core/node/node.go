@@ -168,6 +168,12 @@ type TUICOptions struct {
 // AnyTLSOptions is AnyTLS's settings.
 type AnyTLSOptions struct {
 	Password string `json:"password"`
+	// Idle-session cleanup (sing-box idle_session_check_interval,
+	// idle_session_timeout, min_idle_session; Clash idle-session-…);
+	// zero: the client's defaults.
+	IdleSessionCheckInterval time.Duration `json:"idleSessionCheckInterval,omitempty"`
+	IdleSessionTimeout       time.Duration `json:"idleSessionTimeout,omitempty"`
+	MinIdleSession           int           `json:"minIdleSession,omitempty"`
 }
 
 // Address returns "server:port" with brackets around an IPv6 literal.

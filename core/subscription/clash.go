@@ -82,6 +82,9 @@ type clashProxy struct {
 	ReduceRTT            bool           `yaml:"reduce-rtt"`
 	HeartbeatInterval    int            `yaml:"heartbeat-interval"` // milliseconds
 	UDPOverStream        bool           `yaml:"udp-over-stream"`
+	IdleSessionCheck     string         `yaml:"idle-session-check-interval"` // seconds
+	IdleSessionTimeout   string         `yaml:"idle-session-timeout"`        // seconds
+	MinIdleSession       int            `yaml:"min-idle-session"`
 	Token                string         `yaml:"token"` // TUIC v4
 	GlobalPadding        bool           `yaml:"global-padding"`
 	AuthenticatedLength  bool           `yaml:"authenticated-length"`
@@ -315,7 +318,15 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		return n, nil
 	case "anytls":
 		n.Protocol = node.AnyTLS
-		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password}
+		check, err := parseHopInterval(cp.IdleSessionCheck) // whole seconds, or a Go duration
+		if err != nil {
+			return nil, fmt.Errorf("idle-session-check-interval: %w", err)
+		}
+		timeout, err := parseHopInterval(cp.IdleSessionTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("idle-session-timeout: %w", err)
+		}
+		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password, IdleSessionCheckInterval: check, IdleSessionTimeout: timeout, MinIdleSession: cp.MinIdleSession}
 		tlsOn()
 		return n, nil
 	case "":

@@ -94,6 +94,9 @@ type sbOutbound struct {
 	ZeroRTTHandshake    bool        `json:"zero_rtt_handshake"`
 	Heartbeat           hopInterval `json:"heartbeat"` // a duration, as hop_interval
 	UDPOverStream       bool        `json:"udp_over_stream"`
+	IdleSessionCheck    hopInterval `json:"idle_session_check_interval"` // durations, as hop_interval
+	IdleSessionTimeout  hopInterval `json:"idle_session_timeout"`
+	MinIdleSession      int         `json:"min_idle_session"`
 	UDPOverTCP          sbUoT       `json:"udp_over_tcp"`
 	GlobalPadding       bool        `json:"global_padding"`
 	AuthenticatedLength bool        `json:"authenticated_length"`
@@ -294,7 +297,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return n, nil
 	case "anytls":
 		n.Protocol = node.AnyTLS
-		n.AnyTLS = &node.AnyTLSOptions{Password: o.Password}
+		n.AnyTLS = &node.AnyTLSOptions{Password: o.Password, IdleSessionCheckInterval: time.Duration(o.IdleSessionCheck),
+			IdleSessionTimeout: time.Duration(o.IdleSessionTimeout), MinIdleSession: o.MinIdleSession}
 		needTLS()
 		return n, nil
 	case "":

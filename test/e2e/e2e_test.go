@@ -52,6 +52,7 @@ var setups = []setup{
 	{name: "tuic-native", kind: harness.TUIC},
 	{name: "tuic-quic", kind: harness.TUIC, udpMode: "quic"},
 	{name: "tuic-0rtt", kind: harness.TUIC, zeroRTT: true},
+	{name: "anytls", kind: harness.AnyTLS},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -73,7 +74,7 @@ func newServer(t *testing.T, su setup) *harness.Server {
 		if su.salamander {
 			s.ObfsPassword = "obfs-" + randomHex(12)
 		}
-	case harness.TrojanTLS, harness.TrojanWS:
+	case harness.TrojanTLS, harness.TrojanWS, harness.AnyTLS:
 		s.Password = "pw-" + randomHex(12)
 	case harness.TUIC:
 		s.UUID, s.Password = randomUUID(), "pw-"+randomHex(12)

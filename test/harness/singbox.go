@@ -29,6 +29,7 @@ const (
 	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
 	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
 	TUIC      Kind = "tuic"       // TUIC v5 over QUIC
+	AnyTLS    Kind = "anytls"     // AnyTLS over TLS over TCP
 )
 
 // usesWS reports whether servers of kind k run over WebSocket.
@@ -123,6 +124,9 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "password": s.Password}}
 		in["zero_rtt_handshake"] = s.ZeroRTT
 		tls["alpn"] = []string{"h3"}
+	case AnyTLS:
+		in["type"] = "anytls"
+		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
 	case VLESSWS, VLESSTCP:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
@@ -203,6 +207,15 @@ func (s *Server) Link(tls ClientTLS) string {
 			q.Set("pinSHA256", tls.Pin)
 		}
 		u := url.URL{Scheme: "tuic", User: url.UserPassword(s.UUID, s.Password), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		return u.String()
+	case AnyTLS:
+		if tls.Insecure {
+			q.Set("insecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pinSHA256", tls.Pin)
+		}
+		u := url.URL{Scheme: "anytls", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		return s.vmessLink(tls)
@@ -304,6 +317,9 @@ func (s *Server) ClientOutbound() map[string]any {
 			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case AnyTLS:
+		out["type"] = "anytls"
+		out["password"] = s.Password
 	case TUIC:
 		out["type"] = "tuic"
 		out["uuid"] = s.UUID
