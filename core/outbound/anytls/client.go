@@ -179,6 +179,12 @@ func (c *Client) open(ctx context.Context, dst flow.Addr) (*stream, error) {
 			if reused && attempt == 0 && ctx.Err() == nil {
 				continue
 			}
+			s.mu.Lock()
+			cause := s.err // the reader's, when it ended the session first (a refused password)
+			s.mu.Unlock()
+			if cause != nil && !errors.Is(cause, net.ErrClosed) {
+				return nil, cause
+			}
 			return nil, fmt.Errorf("send request: %w", err)
 		}
 		return st, nil
