@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -162,8 +163,13 @@ func (s *session) alive() bool {
 // readLoop reads the server's frames until the session ends.
 func (s *session) readLoop() {
 	err := s.read()
-	if !s.heard.Load() && !errors.Is(err, net.ErrClosed) {
+	switch {
+	case errors.Is(err, net.ErrClosed): // closed here
+	case !s.heard.Load():
 		err = fmt.Errorf("the server closed the session before sending anything: authentication %w (wrong password?) (%v)", errRejected, err)
+	case errors.Is(err, io.EOF):
+		// The server hung up: the streams on it were cut, not ended.
+		err = fmt.Errorf("session ended by the server: %w", io.ErrUnexpectedEOF)
 	}
 	s.fail(err)
 }
@@ -235,7 +241,7 @@ func (s *session) read() error {
 				return err
 			}
 			for _, line := range strings.Split(string(msg), "\n") {
-				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "v="); ok && v >= "2" {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "v="); ok && atLeast(v, 2) {
 					s.v2.Store(true)
 				}
 			}
@@ -245,6 +251,12 @@ func (s *session) read() error {
 			}
 		}
 	}
+}
+
+// atLeast reports whether v is a number of at least n.
+func atLeast(v string, n int) bool {
+	i, err := strconv.Atoi(v)
+	return err == nil && i >= n
 }
 
 func truncate(b []byte) string {
