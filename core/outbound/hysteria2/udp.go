@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -34,12 +33,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errNoUDP)
 	}
 	pc := &packetConn{
-		c:      c,
-		recv:   make(chan udpPacket, udpQueueLen),
-		done:   make(chan struct{}),
-		local:  q.qc.LocalAddr(),
-		wbuf:   make([]byte, 0, 1500),
-		rdline: quicconn.MakeDeadline(),
+		c:           c,
+		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
+		local:       q.qc.LocalAddr(),
+		wbuf:        make([]byte, 0, 1500),
 	}
 	c.udpMu.Lock()
 	if c.udp == nil {
@@ -78,22 +75,12 @@ func (c *Client) receiveDatagrams(q *qconn) {
 	}
 }
 
-// udpPacket is a datagram waiting for ReadFrom.
-type udpPacket struct {
-	data []byte
-	from net.Addr
-}
-
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
-	c     *Client
-	id    uint32
-	local net.Addr
-
-	recv     chan udpPacket
-	done     chan struct{} // closed by Close or the Client's Close
-	doneOnce sync.Once
-	rdline   quicconn.Deadline
+	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
+	c                     *Client
+	id                    uint32
+	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -126,27 +113,7 @@ func (pc *packetConn) deliver(m *udpMessage) {
 		pc.srcRaw = append(pc.srcRaw[:0], m.Addr...)
 		pc.srcAddr = a
 	}
-	select {
-	case pc.recv <- udpPacket{data: payload, from: pc.srcAddr}:
-	default: // the reader is behind: drop
-	}
-}
-
-// ReadFrom reads the next datagram; its source is a flow.Addr.
-func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	select {
-	case <-pc.done:
-		return 0, nil, net.ErrClosed
-	default:
-	}
-	select {
-	case u := <-pc.recv:
-		return copy(p, u.data), u.from, nil
-	case <-pc.done:
-		return 0, nil, net.ErrClosed
-	case <-pc.rdline.Wait():
-		return 0, nil, os.ErrDeadlineExceeded
-	}
+	pc.Deliver(payload, pc.srcAddr)
 }
 
 // WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
@@ -165,10 +132,8 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, err)
 		}
 	}
-	select {
-	case <-pc.done:
+	if pc.Closed() {
 		return 0, net.ErrClosed
-	default:
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
@@ -272,12 +237,7 @@ func (pc *packetConn) Close() error {
 }
 
 // shut wakes the readers and makes further calls fail.
-func (pc *packetConn) shut() {
-	pc.doneOnce.Do(func() {
-		close(pc.done)
-		pc.rdline.Set(time.Time{})
-	})
-}
+func (pc *packetConn) shut() { pc.Shut() }
 
 // LocalAddr returns the QUIC socket's address at the time the session
 // opened.
@@ -287,12 +247,6 @@ func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
 func (pc *packetConn) SetDeadline(t time.Time) error {
 	pc.SetReadDeadline(t)
 	return pc.SetWriteDeadline(t)
-}
-
-// SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.
-func (pc *packetConn) SetReadDeadline(t time.Time) error {
-	pc.rdline.Set(t)
-	return nil
 }
 
 // SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
