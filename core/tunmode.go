@@ -111,7 +111,7 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 	// dials (its sockets bypass the tunnel: by their mark on Linux, bound
 	// to the physical interface elsewhere).
 	// The lookups use marked sockets, which a kill switch lets through.
-	res := &net.Resolver{PreferGo: true, Dial: (&outbound.SystemDialer{Mark: tun.DefaultMark}).DialContext}
+	res := outbound.NewResolver((&outbound.SystemDialer{Mark: tun.DefaultMark}).DialContext)
 	for _, n := range nodes {
 		ips, err := serverAddrs(rctx, res, n.Server)
 		if err != nil {
@@ -163,7 +163,9 @@ func KillSwitchInForce() bool { return tun.KillSwitchOn("") }
 // sockets stay unmarked, and blocked.
 func proxyModeDialer() outbound.Dialer {
 	if runtime.GOOS == "linux" && tun.KillSwitchOn("") && canMark() {
-		return &outbound.SystemDialer{Mark: tun.DefaultMark}
+		d := &outbound.SystemDialer{Mark: tun.DefaultMark}
+		d.Resolver = outbound.NewResolver(d.DialContext)
+		return d
 	}
 	return &outbound.SystemDialer{}
 }
@@ -248,7 +250,7 @@ func serverAddrs(ctx context.Context, r *net.Resolver, host string) ([]netip.Add
 // come back into it).
 func startTUN(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing, log *slog.Logger, panics *guard.Reporter, restore func()) (*netstack.Stack, error) {
 	bypass := t.Dialer()
-	direct := &dns.SystemUpstream{Resolver: &net.Resolver{PreferGo: true, Dial: bypass.DialContext}}
+	direct := &dns.SystemUpstream{Resolver: outbound.NewResolver(bypass.DialContext)}
 	h, err := newDNSHandler(eng, tc.DNS, rt, direct)
 	if err != nil {
 		return nil, err

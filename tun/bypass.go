@@ -14,7 +14,8 @@ import (
 // macOS and Windows they are bound to the default interface, which a
 // watcher keeps current as networks come and go.
 type bypass struct {
-	mark uint32
+	mark     uint32
+	resolver *net.Resolver // its lookups leave on its own sockets
 
 	mu    sync.RWMutex
 	iface string
@@ -28,13 +29,15 @@ type bypass struct {
 var _ outbound.Dialer = (*bypass)(nil)
 
 func newBypass(mark uint32) *bypass {
-	return &bypass{mark: mark, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	b := &bypass{mark: mark, done: make(chan struct{}), kick: make(chan struct{}, 1)}
+	b.resolver = outbound.NewResolver(b.DialContext)
+	return b
 }
 
 func (b *bypass) dialer() *outbound.SystemDialer {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return &outbound.SystemDialer{Mark: b.mark, Interface: b.iface}
+	return &outbound.SystemDialer{Mark: b.mark, Interface: b.iface, Resolver: b.resolver}
 }
 
 // DialContext dials outside the tunnel.
@@ -46,6 +49,10 @@ func (b *bypass) DialContext(ctx context.Context, network, address string) (net.
 func (b *bypass) ListenPacket(ctx context.Context, network, address string) (net.PacketConn, error) {
 	return b.dialer().ListenPacket(ctx, network, address)
 }
+
+// NameResolver returns the resolver whose queries leave on the bypass's
+// sockets (outbound.LookupNetIP uses it).
+func (b *bypass) NameResolver() *net.Resolver { return b.resolver }
 
 // Interface returns the interface sockets are bound to ("" when the mark
 // alone keeps them out of the tunnel).

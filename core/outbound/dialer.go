@@ -27,11 +27,19 @@ type SystemDialer struct {
 	// (SO_BINDTODEVICE on Linux, IP_BOUND_IF on macOS, IP_UNICAST_IF on
 	// Windows).
 	Interface string
+	// Resolver, when set, resolves the names this dialer is given (see
+	// NewResolver: its queries leave on the same kind of socket). Nil
+	// means the system's.
+	Resolver *net.Resolver
 }
+
+// NameResolver returns the resolver for names this dialer is given (nil
+// for the system's); LookupNetIP uses it.
+func (d *SystemDialer) NameResolver() *net.Resolver { return d.Resolver }
 
 // DialContext dials address on the system's network stack.
 func (d *SystemDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	nd := net.Dialer{Control: d.control}
+	nd := net.Dialer{Control: d.control, Resolver: d.Resolver}
 	return nd.DialContext(ctx, network, address)
 }
 

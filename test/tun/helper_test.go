@@ -49,6 +49,8 @@ func runHelper() {
 		err = runTunnel()
 	case "client":
 		err = runClient(strings.Fields(os.Getenv("SKIFF_TUN_ARGS")))
+	case "stub":
+		err = runStub(os.Getenv("SKIFF_TUN_ARGS"))
 	default:
 		err = fmt.Errorf("unknown role %q", role)
 	}
@@ -136,6 +138,8 @@ func serve() error {
 const (
 	testName   = "name.test"
 	httpMarker = "skiff-tun-http"
+	// serverName is the proxy server's name (srvAddr4).
+	serverName = "server.test"
 )
 
 // dnsLoop answers DNS queries: testName's A and AAAA records are the echo
@@ -164,8 +168,9 @@ func dnsAnswer(query []byte) ([]byte, error) {
 		return nil, err
 	}
 	known := strings.EqualFold(q.Name.String(), testName+".")
+	server := strings.EqualFold(q.Name.String(), serverName+".") // IPv4 only
 	rh := dnsmessage.Header{ID: h.ID, Response: true, Authoritative: true, RecursionDesired: h.RecursionDesired}
-	if !known {
+	if !known && !server {
 		rh.RCode = dnsmessage.RCodeNameError
 	}
 	b := dnsmessage.NewBuilder(nil, rh)
@@ -180,6 +185,8 @@ func dnsAnswer(query []byte) ([]byte, error) {
 	}
 	rr := dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET, TTL: 60}
 	switch {
+	case server && q.Type == dnsmessage.TypeA:
+		err = b.AResource(rr, dnsmessage.AResource{A: netip.MustParseAddr(srvAddr4).As4()})
 	case known && q.Type == dnsmessage.TypeA:
 		err = b.AResource(rr, dnsmessage.AResource{A: netip.MustParseAddr("198.51.100.3").As4()})
 	case known && q.Type == dnsmessage.TypeAAAA:
@@ -189,6 +196,40 @@ func dnsAnswer(query []byte) ([]byte, error) {
 		return nil, err
 	}
 	return b.Finish()
+}
+
+// runStub is a local stub resolver, as systemd-resolved is on
+// 127.0.0.53: it forwards each query from its own (unmarked) socket to
+// upstream and relays the answer.
+func runStub(upstream string) error {
+	pc, err := listenPacket("127.0.0.53:53")
+	if err != nil {
+		return err
+	}
+	fmt.Println("stub ready")
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return err
+		}
+		q := append([]byte(nil), buf[:n]...)
+		go func() {
+			c, err := net.Dial("udp", upstream)
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(3 * time.Second))
+			if _, err := c.Write(q); err != nil {
+				return
+			}
+			resp := make([]byte, 1500)
+			if n, err := c.Read(resp); err == nil {
+				pc.WriteTo(resp[:n], from)
+			}
+		}()
+	}
 }
 
 // listenTCP and listenPacket listen on an address of the namespace, which

@@ -364,6 +364,67 @@ func TestSkiffRunTUNKillSwitch(t *testing.T) {
 	})
 }
 
+// TestSkiffRunTUNKillSwitchStubResolver is a host whose resolv.conf names
+// a local stub resolver (as systemd-resolved's 127.0.0.53 is on Ubuntu),
+// with the kill switch in force before Skiff connects, as at boot: the
+// stub's own queries to its upstream are dropped, so Skiff must ask the
+// upstream that the stub lists (/run/systemd/resolve/resolv.conf) itself,
+// from its own sockets, to resolve its server's name.
+func TestSkiffRunTUNKillSwitchStubResolver(t *testing.T) {
+	l := newLab(t)
+	harness.NeedSkiff(t)
+	l.useResolver(t)
+	px := l.startProxies(t)
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "exec", l.cli, "nft", "delete", "table", "inet", "skiff_killswitch").Run()
+	})
+	conf := "nameserver 127.0.0.53\noptions timeout:2 attempts:2\n"
+	if err := os.WriteFile(filepath.Join("/etc/netns", l.cli, "resolv.conf"), []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stub := harness.Start(t, "stub", "ip", "netns", "exec", l.cli, "env", helperEnv+"=stub", "SKIFF_TUN_ARGS="+srvAddr4+":53",
+		os.Args[0], "-test.run=^$")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := stub.WaitText(ctx, "stub ready"); err != nil {
+		t.Fatalf("the stub resolver: %v", err)
+	}
+	if out, err := l.client("resolve " + serverName); err != nil {
+		t.Fatalf("the lab's stub resolver does not resolve %s: %v %s", serverName, err, out)
+	}
+	// The stub's upstream, where systemd-resolved lists it, in skiff's own
+	// mount namespace only.
+	if err := os.MkdirAll("/run/systemd", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	setup := `mount -t tmpfs tmpfs /run/systemd && mkdir /run/systemd/resolve && echo "nameserver ` + srvAddr4 + `" >/run/systemd/resolve/resolv.conf`
+
+	// The kill switch in force and Skiff not running: a run killed.
+	state := t.TempDir()
+	s := l.startSkiff(t, state, []string{px.hy2.link}, "--kill-switch")
+	s.p.Kill()
+	if !l.killSwitchTable() {
+		t.Fatal("no kill switch after kill -9")
+	}
+	if out, err := l.client("resolve " + serverName); err == nil {
+		t.Fatalf("with the kill switch in force and no tunnel the stub still resolves (%s): the lab does not show the case", out)
+	}
+
+	for _, link := range []string{px.hy2.link, px.vlessWS.link} {
+		named := strings.Replace(link, srvAddr4+":", serverName+":", 1)
+		s = l.startSkiffAfter(t, setup, state, []string{named}, "--kill-switch")
+		if out, err := l.client("tcp " + echoAddr4 + ":7001"); err != nil || !strings.HasPrefix(out, "ok") {
+			t.Errorf("%s by name through the tunnel with the kill switch: %v %s", named, err, out)
+		}
+		s.stop(t)
+		if strings.Contains(s.p.Output(), "cannot resolve a server now") {
+			t.Errorf("skiff could not resolve %s through the stub's upstream:\n%s", serverName, s.p.Output())
+		}
+	}
+	s = l.startSkiff(t, state, []string{px.hy2.link})
+	s.stop(t)
+}
+
 // TestSkiffRunTUNUnresolvableServer starts TUN mode with a first server
 // whose name does not resolve and a second named by address: the start
 // succeeds and traffic goes through the second.

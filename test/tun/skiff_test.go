@@ -138,11 +138,18 @@ type skiffRun struct {
 // do not share the machine's state file.
 func (l *lab) startSkiff(t *testing.T, stateDir string, links []string, extra ...string) *skiffRun {
 	t.Helper()
+	return l.startSkiffAfter(t, "true", stateDir, links, extra...)
+}
+
+// startSkiffAfter is startSkiff with setup, a shell command run first in
+// skiff's own mount namespace.
+func (l *lab) startSkiffAfter(t *testing.T, setup, stateDir string, links []string, extra ...string) *skiffRun {
+	t.Helper()
 	bin := harness.NeedSkiff(t)
 	if err := os.MkdirAll("/run/skiff", 0o700); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"netns", "exec", l.cli, "sh", "-c", `mount --bind "$1" /run/skiff && shift && exec "$@"`, "sh", stateDir,
+	args := []string{"netns", "exec", l.cli, "sh", "-c", setup + ` && mount --bind "$1" /run/skiff && shift && exec "$@"`, "sh", stateDir,
 		bin, "run", "--tun"}
 	for _, link := range links {
 		args = append(args, "--link", link)

@@ -64,7 +64,7 @@ func (o *Direct) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		pc.Close()
 		return nil, fmt.Errorf("direct: udp socket for %s: dialer returned %T, not a UDP socket", dst, pc)
 	}
-	return &packetConn{UDPConn: uc, network: network, names: make(map[string]netip.Addr)}, nil
+	return &packetConn{UDPConn: uc, network: network, d: o.d, names: make(map[string]netip.Addr)}, nil
 }
 
 // resolveTimeout bounds a name lookup for a UDP destination.
@@ -78,6 +78,7 @@ func (o *Direct) Close() error { return nil }
 type packetConn struct {
 	*net.UDPConn
 	network string
+	d       outbound.Dialer // resolves its names
 
 	mu    sync.Mutex
 	names map[string]netip.Addr // resolved destinations of this session
@@ -148,7 +149,7 @@ func (c *packetConn) resolve(a flow.Addr) (netip.Addr, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, ipNet, a.Name)
+	ips, err := outbound.LookupNetIP(ctx, c.d, ipNet, a.Name)
 	if err != nil || len(ips) == 0 {
 		return netip.Addr{}, fmt.Errorf("direct: resolve %s: %w", a.Name, err)
 	}

@@ -280,7 +280,7 @@ func hopInterval(d time.Duration) time.Duration {
 
 // resolve returns the server's address.
 func (c *Client) resolve(ctx context.Context) (netip.Addr, error) {
-	return quicconn.Resolve(ctx, "hysteria2", c.name, c.host)
+	return quicconn.Resolve(ctx, c.dialer, "hysteria2", c.name, c.host)
 }
 
 // handshakeError names what failed in a QUIC dial.

@@ -689,7 +689,7 @@ func TestStreamCloseUnblocksWrite(t *testing.T) {
 		if err == nil {
 			t.Fatal("blocked Write returned no error after Close")
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("Write still blocked after Close")
 	}
 }

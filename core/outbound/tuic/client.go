@@ -214,7 +214,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	ip, err := quicconn.Resolve(ctx, "tuic", c.name, c.host)
+	ip, err := quicconn.Resolve(ctx, c.dialer, "tuic", c.name, c.host)
 	if err != nil {
 		return nil, err
 	}

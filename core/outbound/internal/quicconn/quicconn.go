@@ -12,7 +12,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 )
 
@@ -195,20 +195,18 @@ func (s *Shared[C]) Close(stop func()) bool {
 	return true
 }
 
-// Resolve returns host's address: the literal itself, or the first the
-// system resolver returns. Errors start with "proto: dial name".
-func Resolve(ctx context.Context, proto, name, host string) (netip.Addr, error) {
-	if ip, err := netip.ParseAddr(host); err == nil {
-		return ip.Unmap(), nil
-	}
-	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+// Resolve returns host's address: the literal itself, or the first that
+// d's resolver returns (outbound.LookupNetIP). Errors start with "proto:
+// dial name".
+func Resolve(ctx context.Context, d outbound.Dialer, proto, name, host string) (netip.Addr, error) {
+	ips, err := outbound.LookupNetIP(ctx, d, "ip", host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("%s: dial %s: resolve: %w", proto, name, err)
 	}
 	if len(ips) == 0 {
 		return netip.Addr{}, fmt.Errorf("%s: dial %s: resolve: no address", proto, name)
 	}
-	return ips[0].Unmap(), nil
+	return ips[0], nil
 }
 
 // HandshakeError names what failed in a QUIC dial to server: a timeout,
