@@ -24,7 +24,6 @@ type session struct {
 	pkt      int  // writes so far, for the padding scheme
 	settings bool // the settings frame went out
 	scheme   *paddingScheme
-	wbuf     []byte
 
 	mu        sync.Mutex
 	streams   map[uint32]*stream
@@ -104,17 +103,18 @@ func (s *session) writeFrames(b []byte) error {
 func (s *session) writeData(id uint32, p []byte) (int, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// The frame is built in a pooled buffer, not one kept per session:
+	// an idle session holds no write buffer.
+	buf := getBuf(frameHeaderLen + min(len(p), maxFrameData-frameHeaderLen))
+	defer putBuf(buf)
 	written := 0
 	for len(p) > 0 {
-		n := min(len(p), maxFrameData)
-		s.wbuf = appendFrameHeader(s.wbuf[:0], cmdPSH, id, n)
-		s.wbuf = append(s.wbuf, p[:n]...)
-		if err := s.writeConn(s.wbuf); err != nil {
+		n := min(len(p), len(buf)-frameHeaderLen)
+		b := appendFrameHeader(buf[:0], cmdPSH, id, n)
+		b = append(b, p[:n]...)
+		if err := s.writeConn(b); err != nil {
 			s.fail(fmt.Errorf("send: %w", err))
 			return written, err
-		}
-		if cap(s.wbuf) > 64<<10+frameHeaderLen {
-			s.wbuf = nil
 		}
 		written += n
 		p = p[n:]

@@ -1,6 +1,7 @@
 package anytls
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -57,37 +58,64 @@ func (st *stream) end(err error) {
 	})
 }
 
-// Read reads stream data.
+// Read reads stream data. It fills p from as many received frames as are
+// queued, so that a relay reading into a large buffer gets it filled while
+// data is backlogged (and keeps its large buffer) rather than one frame a
+// call.
 func (st *stream) Read(p []byte) (int, error) {
 	if len(st.cur) == 0 {
-		if st.curBuf != nil {
-			putBuf(st.curBuf)
-			st.curBuf = nil
+		if err := st.next(true); err != nil {
+			return 0, err
 		}
+	}
+	n := 0
+	for {
+		m := copy(p[n:], st.cur)
+		st.cur = st.cur[m:]
+		n += m
+		if n == len(p) || st.next(false) != nil {
+			break
+		}
+	}
+	st.noAnswer = false
+	return n, nil
+}
+
+var errNoFrame = errors.New("no frame queued")
+
+// next makes the next received frame current, waiting for one when wait
+// is set; without wait it fails with errNoFrame when none is queued. The
+// current frame must be used up.
+func (st *stream) next(wait bool) error {
+	if st.curBuf != nil {
+		putBuf(st.curBuf)
+		st.cur, st.curBuf = nil, nil
+	}
+	select {
+	case b := <-st.recv:
+		st.cur, st.curBuf = b, b
+		return nil
+	default:
+	}
+	if !wait {
+		return errNoFrame
+	}
+	select {
+	case b := <-st.recv:
+		st.cur, st.curBuf = b, b
+		return nil
+	case <-st.ended:
+		// Data queued before the end is still read.
 		select {
 		case b := <-st.recv:
 			st.cur, st.curBuf = b, b
+			return nil
 		default:
-			select {
-			case b := <-st.recv:
-				st.cur, st.curBuf = b, b
-			case <-st.ended:
-				// Data queued before the end is still read.
-				select {
-				case b := <-st.recv:
-					st.cur, st.curBuf = b, b
-				default:
-					return 0, st.endErr
-				}
-			case <-st.rdline.Wait():
-				return 0, os.ErrDeadlineExceeded
-			}
+			return st.endErr
 		}
+	case <-st.rdline.Wait():
+		return os.ErrDeadlineExceeded
 	}
-	n := copy(p, st.cur)
-	st.cur = st.cur[n:]
-	st.noAnswer = false
-	return n, nil
 }
 
 // Write sends p on the stream.
