@@ -340,8 +340,18 @@ type flowConn struct {
 
 func (f *flowConn) Read(p []byte) (int, error) {
 	n, err := f.stream.Read(p)
-	if err != nil && n == 0 && errors.Is(err, errRejected) {
-		err = fmt.Errorf("anytls: via %s: %w", f.c.name, err)
+	return n, f.c.named(err)
+}
+
+func (f *flowConn) Write(p []byte) (int, error) {
+	n, err := f.stream.Write(p)
+	return n, f.c.named(err)
+}
+
+// named prefixes a refused password's error with the protocol and server.
+func (c *Client) named(err error) error {
+	if err != nil && errors.Is(err, errRejected) {
+		return fmt.Errorf("anytls: via %s: %w", c.name, err)
 	}
-	return n, err
+	return err
 }

@@ -93,10 +93,30 @@ func (s *session) writeFrames(b []byte) error {
 		b = append(append(pre, set...), b...)
 	}
 	if err := s.writeConn(b); err != nil {
-		s.fail(fmt.Errorf("send: %w", err))
-		return err
+		return s.writeFailed(err)
 	}
 	return nil
+}
+
+// writeFailed ends the session after a failed write and returns the error
+// for the writer: a server that hung up before sending anything refused
+// the password (the reset may reach the writer before the reader).
+func (s *session) writeFailed(err error) error {
+	if s.heard.Load() {
+		err = fmt.Errorf("send: %w", err)
+	} else {
+		err = rejectedError(err)
+	}
+	s.fail(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err // the first reason, when the reader had one
+}
+
+// rejectedError says that the server ended the session, with err, before
+// sending anything.
+func rejectedError(err error) error {
+	return fmt.Errorf("the server closed the session before sending anything: authentication %w (wrong password?) (%v)", errRejected, err)
 }
 
 // writeData sends p on stream id as PSH frames.
@@ -113,8 +133,7 @@ func (s *session) writeData(id uint32, p []byte) (int, error) {
 		b := appendFrameHeader(buf[:0], cmdPSH, id, n)
 		b = append(b, p[:n]...)
 		if err := s.writeConn(b); err != nil {
-			s.fail(fmt.Errorf("send: %w", err))
-			return written, err
+			return written, s.writeFailed(err)
 		}
 		written += n
 		p = p[n:]
@@ -166,7 +185,7 @@ func (s *session) readLoop() {
 	switch {
 	case errors.Is(err, net.ErrClosed): // closed here
 	case !s.heard.Load():
-		err = fmt.Errorf("the server closed the session before sending anything: authentication %w (wrong password?) (%v)", errRejected, err)
+		err = rejectedError(err)
 	case errors.Is(err, io.EOF):
 		// The server hung up: the streams on it were cut, not ended.
 		err = fmt.Errorf("session ended by the server: %w", io.ErrUnexpectedEOF)
