@@ -14,7 +14,7 @@ import (
 // streamQueue is how many received frames a stream holds before the
 // session's reader waits for it (AnyTLS has no flow control: a stream that
 // is not read stalls its session, as TCP would).
-const streamQueue = 8
+const streamQueue = 4
 
 // stream is one proxied TCP flow on a session: a net.Conn.
 type stream struct {
