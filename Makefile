@@ -1,6 +1,6 @@
 # Skiff's make targets. On a fresh Debian/Ubuntu machine, as root (or with
 # sudo in front as a user):
-#   make run    build skiff and open its window
+#   make run    build skiff and skiff-window and open the window
 #   make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
 # Other targets: build, package, bench, fuzz, cross, deps.
 
@@ -13,11 +13,14 @@ GO ?= go
 # for the GUI tests; Noto CJK, so that Chinese and Japanese node names are
 # drawn (Fyne falls back to a system font per character); simple-obfs and
 # shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
-# end-to-end tests put in front of sing-box.
+# end-to-end tests put in front of sing-box. dbus, dconf-cli, libglib2.0-bin
+# and gsettings-desktop-schemas: the system proxy tests set GNOME's proxy
+# in a D-Bus session of their own; libkf5config-bin (kwriteconfig5) KDE's.
 BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
+	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin \
 	$(PACKAGE_DEB_PACKAGES)
 
 # What `make package` and its tests need: the mingw-w64 C compiler (the
@@ -42,8 +45,9 @@ PKG_GOFLAGS ?=
 FYNE ?= $(GO) run fyne.io/tools/cmd/fyne@v1.7.4
 WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
-# Packages built for the other desktop systems by `make cross` (CGO off).
-CROSS_PKGS ?= ./core/... ./tun/... ./netstack/... ./netmon/... ./internal/...
+# Packages built for the other desktop systems by `make cross` (CGO off):
+# all of skiff (the CLI and the service) but the window.
+CROSS_PKGS ?= . ./core/... ./tun/... ./netstack/... ./netmon/... ./sysproxy/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.
@@ -55,7 +59,7 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps deps-build build test unit e2e cross bench bench-tun fuzz fuzz-smoke run demo clean \
+.PHONY: all deps deps-build build test unit e2e cross bench bench-tun measure-window fuzz fuzz-smoke run demo clean \
 	package package-linux package-windows package-test package-test-fresh
 
 all: build
@@ -78,8 +82,13 @@ deps deps-build:
 	fi
 	@command -v $(GO) >/dev/null || { echo "deps: Go is not installed (https://go.dev/dl/, the version in go.mod)"; exit 1; }
 
+# Two programs: skiff (the CLI, `skiff run` and the service) is built
+# without cgo, so that the service never links Fyne; skiff-window is the
+# window (Fyne, cgo). `skiff` without a command starts the skiff-window
+# next to it.
 build: deps-build
-	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff .
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff .
+	CGO_ENABLED=1 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff-window ./cmd/skiff-window
 
 test: deps
 	$(GO) vet ./...
@@ -91,33 +100,50 @@ test: deps
 	$(MAKE) --no-print-directory package-test
 
 # The release packages, into dist/: the deb, the rpm and a tar.xz (fyne
-# package) for Linux, skiff.exe and its NSIS installer for Windows.
+# package) for Linux, skiff.exe, skiff-window.exe and their NSIS installer
+# for Windows.
 package: package-linux package-windows
 
 package-linux: deps
 	@mkdir -p dist/linux
-	$(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
+	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
+	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-window ./cmd/skiff-window
 	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
-		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --unit ../dist/linux/skiff.service --out ../dist
+		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --window ../dist/linux/skiff-window \
+		--unit ../dist/linux/skiff.service --out ../dist
 	@# fyne package reads FyneApp.toml from --src, wants Go code there and
 	@# writes into it (its metadata file, a bumped Build): a staging
-	@# directory with a copy and a stub, never the repository root
-	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff FyneApp.toml dist/linux/fyne/
+	@# directory with a copy and a stub, never the repository root. It
+	@# packs the window (its desktop entry runs skiff-window); skiff is
+	@# added beside it, and to the archive's install target.
+	rm -rf dist/linux/fyne && mkdir -p dist/linux/fyne && cp dist/linux/skiff-window FyneApp.toml dist/linux/fyne/
 	printf 'package main\n\nfunc main() {}\n' > dist/linux/fyne/main.go
 	cd dist/linux/fyne && $(FYNE) package -os linux --release --src $(CURDIR)/dist/linux/fyne \
-		--executable $(CURDIR)/dist/linux/fyne/skiff --icon $(CURDIR)/assets/icon.png --name Skiff \
+		--executable $(CURDIR)/dist/linux/fyne/skiff-window --icon $(CURDIR)/assets/icon.png --name Skiff \
 		--app-id io.github.skiffvpn.skiff --app-version $(VERSION)
+	cd dist/linux/fyne && rm -rf x && mkdir x && tar -C x -xJf Skiff.tar.xz && mv x/skiff-window x/skiff && \
+		install -m 0755 ../skiff x/skiff/usr/local/bin/skiff && \
+		sed -i -e '/^\tsed /!{/bin\/$$(Exec)/{p;s/bin\/$$(Exec)/bin\/skiff/g}}' x/skiff/Makefile && \
+		tar -C x --sort=name --owner=0 --group=0 --numeric-owner --mtime=@$(SOURCE_DATE_EPOCH) -cJf Skiff.tar.xz skiff
 	mv dist/linux/fyne/Skiff.tar.xz dist/skiff-$(VERSION)-linux-amd64.tar.xz && rm -rf dist/linux/fyne
 	@ls -l dist/*.deb dist/*.rpm dist/*.tar.xz
 
 package-windows: deps
 	@mkdir -p dist/windows
+	@# each executable's icon, version and manifest: a .syso in its main package's folder
 	cd packaging && $(GO) run ./cmd/skiffpkg windows-res --repo .. --version $(VERSION) --release $(RELEASE) \
-		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../rsrc_windows_amd64.syso --ico ../dist/windows/skiff.ico
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../rsrc_windows_amd64.syso --ico ../dist/windows/skiff.ico && \
+		$(GO) run ./cmd/skiffpkg windows-res --program skiff-window --repo .. --version $(VERSION) --release $(RELEASE) \
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../cmd/skiff-window/rsrc_windows_amd64.syso
+	@# skiff.exe: the command line and the service, cgo-free, a console
+	@# program; skiff-window.exe: the window, cgo through mingw-w64, GUI
+	@# subsystem (no console window)
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 \
+		$(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff.exe . && \
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc \
-		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff.exe . ; \
-		status=$$?; rm -f rsrc_windows_amd64.syso; exit $$status
+		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-window.exe ./cmd/skiff-window; \
+		status=$$?; rm -f rsrc_windows_amd64.syso cmd/skiff-window/rsrc_windows_amd64.syso; exit $$status
 	sed 's/$$/\r/' LICENSE > dist/windows/LICENSE.txt
 	@rm -f dist/windows/wintun.dll; \
 	if [ -f $(WINTUN_DLL) ]; then \
@@ -129,7 +155,7 @@ package-windows: deps
 	fi; \
 	makensis -V2 -DVERSION=$(VERSION) -DFILEVERSION=$(VERSION).$(RELEASE) -DSRC=$(CURDIR)/dist/windows \
 		-DOUT=$(CURDIR)/dist/skiff-$(VERSION)-windows-amd64-setup.exe $$wintun packaging/windows/skiff.nsi
-	@ls -l dist/windows/skiff.exe dist/skiff-$(VERSION)-windows-amd64-setup.exe
+	@ls -l dist/windows/skiff.exe dist/windows/skiff-window.exe dist/skiff-$(VERSION)-windows-amd64-setup.exe
 
 # Checks of the built packages (metadata, contents, lintian, an install on
 # this machine and purge) and the Wine smoke test of the Windows build.
@@ -152,6 +178,13 @@ cross:
 bench: build
 	$(MAKE) -C test bench
 
+# What the idle window costs under Xvfb (CPU, wake-ups, RSS; a bare Fyne
+# window beside it), with the core in a service: test/out/measure-window.txt.
+# Not part of CI. MEASURE_ENV passes SKIFF_MEASURE_BACKEND=local,
+# SKIFF_MEASURE_SECONDS, SKIFF_MEASURE_RUNS or SKIFF_MEASURE_BIN.
+measure-window:
+	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasureWindow$$' -count=1 -v -timeout 30m
+
 # TUN mode: skiff --tun against sing-box's tun (gvisor stack) in network
 # namespaces, plus 500 connections (root).
 bench-tun: build
@@ -170,7 +203,7 @@ fuzz-smoke:
 # The desktop app. Without a display it says so; `make demo` is the
 # headless alternative.
 run: build
-	./bin/skiff
+	./bin/skiff window
 
 # A demo Hysteria2 server on loopback and `skiff run` against it, in the
 # foreground: the core without the window.

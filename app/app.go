@@ -7,23 +7,29 @@
 // It drives the core only through api.Backend — the service's API client,
 // or the core in this process when no service is installed — and does not
 // know which it has; it has no protocol code and builds no outbound. Live
-// state (status, traffic, events, logs, profile changes) arrives on one
-// Watch stream. Updates from the core are collected off the UI thread
-// and applied with fyne.Do at most a few times a second; long lists are
-// virtualised (widget.List, widget.Table) so thousands of nodes and
-// connections stay cheap.
+// state (status, events, logs, profile changes) arrives on one Watch
+// stream; the live figures (traffic, memory, groups, connections) are
+// asked for once a second, and only while the core runs, the window is
+// shown and the tab in front shows them: a window left disconnected, or
+// hidden to the tray, has no timer of its own (Fyne's event loop is all
+// that wakes it), and redraws only what changed. Updates are collected off
+// the UI thread and applied with fyne.Do; long lists are virtualised
+// (widget.List, widget.Table) so thousands of nodes and connections stay
+// cheap.
 package app
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
@@ -33,6 +39,7 @@ import (
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/sysproxy"
 )
 
 // ID is the application ID (also in FyneApp.toml).
@@ -41,9 +48,21 @@ const ID = "io.github.skiffvpn.skiff"
 // Title is the main window's title.
 const Title = "Skiff"
 
-// tick is how often the views pull from the core: the core samples
-// throughput once a second, and every redraw costs a repaint of the window.
+// tick is how often the views ask the core for its figures while they
+// show them: the core samples throughput once a second, and every redraw
+// costs a repaint of the window. Nothing ticks while the core is stopped,
+// the window is hidden or the tab in front shows no live figure (see
+// sampling).
 const tick = time.Second
+
+// logFlush is how long log records wait to be shown in one batch.
+const logFlush = 250 * time.Millisecond
+
+// trimAfter is when, after the window opened, the memory its start took
+// (fonts parsed, every tab laid out once) is handed back to the OS; it is
+// handed back again whenever the window is hidden to the tray. The Go
+// runtime would keep it for reuse, and return it only over minutes.
+const trimAfter = 10 * time.Second
 
 // Icons as Fyne resources.
 var (
@@ -62,6 +81,9 @@ type Options struct {
 	PrefsDir string
 	// Logger receives the window's own log lines; nil: discarded.
 	Logger *slog.Logger
+	// SystemProxy is this session's proxy settings, which the system
+	// proxy mode points at the local proxy; nil: sysproxy.New(PrefsDir).
+	SystemProxy *sysproxy.Proxy
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
@@ -81,9 +103,14 @@ type UI struct {
 
 	mu       sync.Mutex // guards the fields below
 	prefs    Prefs
+	shown    bool          // the window is on screen (not hidden to the tray)
+	front    tab           // the tab in front
+	ticking  bool          // the loop samples the core every tick (for tests)
 	switches []group.Event // the failover switches seen, oldest first
 	live     live          // the core's state, from the Watch stream
 	prof     *profile.Profile
+
+	viewed chan struct{} // (cap 1) the window was shown or hidden, or the tab changed
 
 	tabs        *container.AppTabs
 	home        *homeView
@@ -93,6 +120,7 @@ type UI struct {
 	logs        *logsView
 	settings    *settingsView
 	tray        *tray
+	sys         *sysKeeper
 }
 
 // New builds the window. It does not show it: call Window().Show() or
@@ -107,7 +135,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		return nil, errors.New("app: Backend and PrefsDir are required")
 	}
 	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, log: o.Logger,
-		live: live{st: api.Status{State: core.Stopped}}}
+		live: live{st: api.Status{State: core.Stopped}}, shown: true, front: tabHome, viewed: make(chan struct{}, 1)}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}
@@ -116,8 +144,15 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.log.Warn("app: window preferences", "err", err)
 	}
 	u.prefs = prefs
+	if err := setLanguage(languageFor(prefs.Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
 	u.applyTheme()
 	u.ctx, u.cancel = context.WithCancel(context.Background())
+	if o.SystemProxy == nil {
+		o.SystemProxy = sysproxy.New(o.PrefsDir)
+	}
+	u.sys = newSysKeeper(o.SystemProxy)
 
 	fa.SetIcon(iconApp)
 	u.win = fa.NewWindow(Title)
@@ -127,29 +162,15 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	// between the two; the stream's first notice is the state now.
 	notices := u.watch()
 
-	u.home = newHomeView(u)
-	u.profiles = newProfilesView(u)
-	u.routes = newRoutesView(u)
-	u.connections = newConnectionsView(u)
-	u.logs = newLogsView(u)
-	u.settings = newSettingsView(u)
-	u.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Home", theme.HomeIcon(), u.home.obj),
-		container.NewTabItemWithIcon("Profiles", theme.StorageIcon(), u.profiles.obj),
-		container.NewTabItemWithIcon("Routes", theme.MenuIcon(), u.routes.obj),
-		container.NewTabItemWithIcon("Connections", theme.ComputerIcon(), u.connections.obj),
-		container.NewTabItemWithIcon("Logs", theme.DocumentIcon(), u.logs.obj),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), u.settings.obj),
-	)
-	u.tabs.OnSelected = func(*container.TabItem) { u.refresh() }
-	u.win.SetContent(u.tabs)
+	u.buildViews()
 	u.win.Resize(fyne.NewSize(900, 640))
 
 	u.reloadProfile()
+	u.watchTheme()
 	u.tray = setupTray(u)
 	u.win.SetCloseIntercept(func() {
 		if u.tray != nil {
-			u.win.Hide() // Skiff stays in the tray
+			u.hideWindow() // Skiff stays in the tray
 			return
 		}
 		u.Quit()
@@ -161,6 +182,99 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		u.Connect()
 	}
 	return u, nil
+}
+
+// buildViews makes the tabs in the window's language and shows them.
+func (u *UI) buildViews() {
+	u.home = newHomeView(u)
+	u.profiles = newProfilesView(u)
+	u.routes = newRoutesView(u)
+	u.connections = newConnectionsView(u)
+	u.logs = newLogsView(u)
+	u.settings = newSettingsView(u)
+	u.tabs = container.NewAppTabs(
+		container.NewTabItemWithIcon(tr("tab.home"), theme.HomeIcon(), u.home.obj),
+		container.NewTabItemWithIcon(tr("tab.profiles"), theme.StorageIcon(), u.profiles.obj),
+		container.NewTabItemWithIcon(tr("tab.routes"), theme.MenuIcon(), u.routes.obj),
+		container.NewTabItemWithIcon(tr("tab.connections"), theme.ComputerIcon(), u.connections.obj),
+		container.NewTabItemWithIcon(tr("tab.logs"), theme.DocumentIcon(), u.logs.obj),
+		container.NewTabItemWithIcon(tr("tab.settings"), theme.SettingsIcon(), u.settings.obj),
+	)
+	u.tabs.OnSelected = func(it *container.TabItem) {
+		u.setView(nil, u.tabOf(it.Content))
+		u.refresh()
+	}
+	// The window cannot be made smaller than this (Fyne holds a window to
+	// its content's minimum): below it, views would overlap.
+	u.win.SetContent(container.New(minSize{MinWindow}, u.tabs))
+}
+
+// relabel switches to the language the preferences name: every view is
+// built again (a widget keeps the words it was given).
+func (u *UI) relabel() {
+	if err := setLanguage(languageFor(u.Prefs().Language)); err != nil {
+		u.log.Warn("app: language", "err", err)
+	}
+	u.rebuild()
+}
+
+// rebuild makes every view again, on the same tab, with the profile and
+// the live state shown again.
+func (u *UI) rebuild() {
+	tab := 0
+	if u.tabs != nil {
+		tab = u.tabs.SelectedIndex()
+	}
+	// What Settings just said (a theme is changed by saving Settings).
+	said, bad := u.settings.status.Text, u.settings.status.Importance == widget.DangerImportance
+	u.buildViews()
+	if said != "" {
+		u.settings.say(said, bad)
+	}
+	u.tabs.SelectIndex(tab)
+	u.reloadProfile()
+	if u.tray != nil {
+		u.tray.relabel()
+	}
+	u.refresh()
+}
+
+// MinWindow is the window's minimum size: it fits an 800x600 screen with
+// a title bar.
+var MinWindow = fyne.NewSize(720, 520)
+
+// minSize lays its objects over its whole size, and asks for at least min.
+type minSize struct{ min fyne.Size }
+
+func (l minSize) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	for _, o := range objs {
+		o.Move(fyne.NewPos(0, 0))
+		o.Resize(size)
+	}
+}
+
+func (l minSize) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	m := l.min
+	for _, o := range objs {
+		m = m.Max(o.MinSize())
+	}
+	return m
+}
+
+// showProfiles opens Profiles with the cursor in its link entry.
+func (u *UI) showProfiles() {
+	u.tabs.SelectIndex(1)
+	u.win.Canvas().Focus(u.profiles.url)
+}
+
+// node returns the profile's node id, or nil.
+func (u *UI) node(id string) *profile.Node {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.prof == nil {
+		return nil
+	}
+	return u.prof.Node(id)
 }
 
 // Window returns the main window.
@@ -184,10 +298,13 @@ func (u *UI) setPrefs(p Prefs) error {
 
 // Close stops the window's goroutines. It leaves the core as it is: with
 // the service, closing the window keeps the VPN up; the in-process core is
-// stopped by its owner (skiff gui) when the process ends.
+// stopped by its owner (skiff-window's main) when the process ends.
 func (u *UI) Close() {
 	u.cancel()
 	u.wg.Wait()
+	// The system proxy is this session's setting, not the core's: it ends
+	// with the window's process, also when the service's VPN goes on.
+	u.sys.stop()
 }
 
 // Quit stops everything and quits the app.
@@ -201,8 +318,11 @@ func (u *UI) Quit() {
 func (u *UI) Connect() {
 	prefs := u.Prefs()
 	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
-	if prefs.Mode == ModeTUN {
+	switch prefs.Mode {
+	case ModeTUN:
 		req.Mode = plan.ModeTUN
+	case ModeSystemProxy:
+		req.Mode = plan.ModeSystemProxy
 	}
 	u.home.showError("")
 	u.wg.Add(1)
@@ -302,7 +422,7 @@ func (u *UI) watch() <-chan api.Notice {
 		defer u.wg.Done()
 		defer close(out)
 		for {
-			ch, err := u.b.Watch(u.ctx, api.WatchOptions{Stats: true, Logs: true})
+			ch, err := u.b.Watch(u.ctx, api.WatchOptions{Logs: true})
 			if err == nil {
 				for n := range ch {
 					select {
@@ -311,7 +431,7 @@ func (u *UI) watch() <-chan api.Notice {
 						return
 					}
 				}
-				err = &api.Error{Code: api.CodeUnavailable, Message: "the Skiff service went away"}
+				err = &api.Error{Code: api.CodeUnavailable, Message: tr("error.serviceGone")}
 			}
 			if u.ctx.Err() != nil {
 				return
@@ -332,23 +452,26 @@ func (u *UI) watch() <-chan api.Notice {
 	return out
 }
 
-// loop applies the notices of the Watch stream: state changes at once, log
-// records batched, traffic once a second (with the groups and connections,
-// asked for off the UI thread).
+// loop applies the notices of the Watch stream: state changes at once,
+// log records in batches, and, while a view shows them, the live figures
+// once a tick, asked for off the UI thread (see sampling). An idle window
+// (stopped, hidden, or on a tab without live figures) has no timer here.
 func (u *UI) loop(notices <-chan api.Notice) {
 	defer u.wg.Done()
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	var pending []core.LogRecord
-	flush := func() {
-		batch := pending
-		pending = nil
-		u.do(func() {
-			u.logs.add(batch)
-			u.refresh()
-		})
-	}
+	var (
+		ticker  *time.Ticker
+		tickC   <-chan time.Time
+		flushC  <-chan time.Time // armed by the first pending log record
+		pending []core.LogRecord
+		trimC   = time.After(trimAfter)
+	)
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
 	for {
+		sampleNow := false
 		select {
 		case <-u.ctx.Done():
 			return
@@ -361,13 +484,18 @@ func (u *UI) loop(notices <-chan api.Notice) {
 				if n.Log != nil && len(pending) < 1000 {
 					pending = append(pending, *n.Log)
 				}
+				if flushC == nil {
+					flushC = time.After(logFlush)
+				}
 				continue
 			case api.NoticeProfile:
 				u.do(u.reloadProfile)
 				continue
 			case api.NoticeStats:
+				// Only a watcher that asks for them gets these; the
+				// window asks the core itself while it shows figures.
 				if n.Stats != nil {
-					u.pullLive(*n.Stats, n.Status)
+					u.setLive(*n.Stats, n.Status, nil, nil)
 				}
 				continue
 			case api.NoticeSwitch:
@@ -384,32 +512,165 @@ func (u *UI) loop(notices <-chan api.Notice) {
 			}
 			if n.Status != nil {
 				u.mu.Lock()
+				changed := u.live.st.State != n.Status.State
 				u.live.st = *n.Status
 				u.mu.Unlock()
+				// The figures of the new state once (a stopped core's
+				// are empty), then by the tick while it runs.
+				sampleNow = changed || n.Kind == api.NoticeSwitch
 			}
-			flush()
-		case <-t.C:
-			flush()
+		case <-u.viewed:
+			sampleNow = true
+			u.mu.Lock()
+			hidden := !u.shown
+			u.mu.Unlock()
+			if hidden {
+				debug.FreeOSMemory()
+			}
+		case <-trimC:
+			trimC = nil
+			debug.FreeOSMemory()
+			continue
+		case <-tickC:
+			sampleNow = true
+		case <-flushC:
+			batch := pending
+			pending, flushC = nil, nil
+			u.do(func() { u.logs.add(batch) })
+			continue
 		}
+		want := u.sampling()
+		if want && ticker == nil {
+			ticker = time.NewTicker(tick)
+			tickC = ticker.C
+		} else if !want && ticker != nil {
+			ticker.Stop()
+			ticker, tickC = nil, nil
+		}
+		u.mu.Lock()
+		u.ticking = ticker != nil
+		u.mu.Unlock()
+		if sampleNow && (want || u.status().State != core.Running) {
+			u.pullLive()
+		}
+		u.do(u.refresh)
 	}
 }
 
-// pullLive records a traffic snapshot and asks for the groups and the
-// connections that go with it.
-func (u *UI) pullLive(s core.Snapshot, st *api.Status) {
+// tab names the tabs whose content the loop cares about.
+type tab int
+
+const (
+	tabOther tab = iota // Profiles, Logs, Settings: no live figure
+	tabHome
+	tabRoutes
+	tabConnections
+)
+
+// tabOf says which tab shows content.
+func (u *UI) tabOf(content fyne.CanvasObject) tab {
+	switch content {
+	case u.home.obj:
+		return tabHome
+	case u.routes.obj:
+		return tabRoutes
+	case u.connections.obj:
+		return tabConnections
+	}
+	return tabOther
+}
+
+// sampling reports whether the live figures are to be asked for every
+// tick: while the core runs, the window is shown and the tab in front
+// shows figures (Home: traffic, memory, the member; Routes: the groups;
+// Connections: the list). Otherwise nothing ticks; a state change, showing
+// the window or choosing a tab asks once at once.
+func (u *UI) sampling() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live.st.State == core.Running && u.shown && u.front != tabOther
+}
+
+// isTicking reports whether the loop's ticker runs (for tests).
+func (u *UI) isTicking() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ticking
+}
+
+// setView records that the window was shown or hidden (shown non-nil) or
+// that the tab in front changed, and tells the loop.
+func (u *UI) setView(shown *bool, front tab) {
+	u.mu.Lock()
+	if shown != nil {
+		u.shown = *shown
+	} else {
+		u.front = front
+	}
+	u.mu.Unlock()
+	select {
+	case u.viewed <- struct{}{}:
+	default:
+	}
+}
+
+// hideWindow hides the window to the tray: it draws nothing, and nothing
+// is sampled for it.
+func (u *UI) hideWindow() {
+	u.win.Hide()
+	shown := false
+	u.setView(&shown, 0)
+}
+
+// showWindow brings the window back from the tray, with fresh figures.
+func (u *UI) showWindow() {
+	shown := true
+	u.setView(&shown, 0)
+	u.win.Show()
+	u.win.RequestFocus()
+	u.refresh()
+}
+
+// pullLive asks for the figures the view in front shows: traffic and
+// memory, the status (the member in use may change without an event),
+// the groups for Home and Routes, the connections for Connections.
+func (u *UI) pullLive() {
 	ctx, cancel := context.WithTimeout(u.ctx, 2*time.Second)
 	defer cancel()
-	groups, _ := u.b.Groups(ctx)
-	var conns []stats.ConnInfo
-	if u.status().State == core.Running {
-		conns, _ = u.b.Connections(ctx)
-	}
 	u.mu.Lock()
+	front, running := u.front, u.live.st.State == core.Running
+	u.mu.Unlock()
+	s, err := u.b.Stats(ctx)
+	if err != nil {
+		return
+	}
+	var (
+		st     *api.Status
+		groups []core.GroupState
+		conns  []stats.ConnInfo
+	)
+	if running {
+		if now, err := u.b.Status(ctx); err == nil {
+			st = &now
+		}
+		if front == tabHome || front == tabRoutes {
+			groups, _ = u.b.Groups(ctx)
+		}
+		if front == tabConnections {
+			conns, _ = u.b.Connections(ctx)
+		}
+	}
+	u.setLive(s, st, groups, conns)
+}
+
+// setLive records what pullLive (or a stats notice) brought.
+func (u *UI) setLive(s core.Snapshot, st *api.Status, groups []core.GroupState, conns []stats.ConnInfo) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	u.live.snap, u.live.groups, u.live.conns = s, groups, conns
 	if st != nil {
 		u.live.st = *st
 	}
-	u.mu.Unlock()
 }
 
 // groups and liveConns return the live groups and connections.
@@ -434,24 +695,28 @@ func (u *UI) closeConnection(id uint64) {
 	}, nil)
 }
 
-// refresh updates the visible view and the tray from the core. It runs on
+// refresh updates the tray, and the view in front while the window is
+// shown, from the core's state as last seen; a hidden window and the tabs
+// behind are brought up to date when they come to the front. It runs on
 // the UI thread.
 func (u *UI) refresh() {
 	u.mu.Lock()
-	st, snap := u.live.st, u.live.snap
+	st, snap, shown, front := u.live.st, u.live.snap, u.shown, u.front
 	u.mu.Unlock()
-	u.home.update(st, snap)
-	u.profiles.flush()
+	u.sys.follow(st) // the desktop's proxy settings follow the core, shown or not
 	if u.tray != nil {
 		u.tray.update(st)
 	}
-	if u.tabs == nil || u.tabs.Selected() == nil {
+	if !shown {
 		return
 	}
-	switch u.tabs.Selected().Content {
-	case u.routes.obj:
+	u.profiles.flush()
+	switch front {
+	case tabHome:
+		u.home.update(st, snap)
+	case tabRoutes:
 		u.routes.update()
-	case u.connections.obj:
+	case tabConnections:
 		u.connections.update()
 	}
 }
@@ -463,7 +728,7 @@ func (u *UI) reloadProfile() {
 	defer cancel()
 	p, _, err := u.b.Profile(ctx)
 	if err != nil {
-		u.home.showError("Your profile could not be read: " + err.Error())
+		u.home.showError(tr("error.readProfile", M{"Err": err.Error()}))
 		p = profile.New()
 	}
 	u.mu.Lock()

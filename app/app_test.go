@@ -2,6 +2,7 @@ package app
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,7 @@ import (
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
@@ -51,6 +53,12 @@ type harness struct {
 // newHarness builds a UI over a fresh profile that setup may fill.
 func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harness {
 	t.Helper()
+	return newHarnessWith(t, prefs, setup, nil)
+}
+
+// newHarnessWith is newHarness whose backend wrap may wrap.
+func newHarnessWith(t *testing.T, prefs Prefs, setup func(p *profile.Profile), wrap func(api.Backend) api.Backend) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := profile.Open(dir)
 	if err != nil {
@@ -61,12 +69,19 @@ func newHarness(t *testing.T, prefs Prefs, setup func(p *profile.Profile)) *harn
 			t.Fatal(err)
 		}
 	}
+	if prefs.Language == "" {
+		prefs.Language = "en" // the tests read English words, whatever the machine's locale
+	}
 	if err := savePrefs(dir, prefs); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, store: store, ctrl: core.NewController(core.Options{LogOutput: io.Discard})}
 	a := test.NewTempApp(t)
-	h.ui, err = newUI(a, Options{Backend: api.NewLocal(h.ctrl, store, nil), PrefsDir: dir}, func(f func()) {
+	var b api.Backend = api.NewLocal(h.ctrl, store, nil)
+	if wrap != nil {
+		b = wrap(b)
+	}
+	h.ui, err = newUI(a, Options{Backend: b, PrefsDir: dir}, func(f func()) {
 		h.mu.Lock()
 		h.queue = append(h.queue, f)
 		h.mu.Unlock()
@@ -156,8 +171,11 @@ func TestSwitchStartsAndStopsTheCore(t *testing.T) {
 	if !strings.Contains(home.listen.Text, st.Listen) {
 		t.Errorf("Home does not show the proxy address %s: %q", st.Listen, home.listen.Text)
 	}
-	if !strings.Contains(home.route.Text, "Hy2 Home") {
-		t.Errorf("Home does not show the server in use: %q", home.route.Text)
+	// Nothing serves Hy2 Home's address: the run's probe fails, and Home
+	// says so instead of Connected.
+	h.waitFor("Home to say no server answers", func() bool { return home.state.Text == "No server reachable" })
+	if !strings.Contains(home.reason.Text, "Hy2 Home") {
+		t.Errorf("Home does not say which server failed: %q", home.reason.Text)
 	}
 	if e := home.Error(); e != "" {
 		t.Errorf("Home shows an error while connected: %q", e)
@@ -191,6 +209,21 @@ func TestCoreErrorAppearsOnHome(t *testing.T) {
 	}
 	if home.toggle.Text != "Connect" || home.toggle.Disabled() {
 		t.Errorf("switch is %q (disabled %v) after a failed start; want an enabled Connect", home.toggle.Text, home.toggle.Disabled())
+	}
+	// Plain words on Home; the core's Go error chain behind Details.
+	raw := h.ctrl.Status().Err
+	if raw == "" {
+		t.Fatal("the core gave no error")
+	}
+	if e := home.Error(); strings.Contains(e, raw) || strings.Contains(e, "bind") {
+		t.Errorf("Home shows the raw error: %q", e)
+	}
+	if !home.errMore.Visible() {
+		t.Fatal("no Details button")
+	}
+	test.Tap(home.errMore)
+	if got := overlayTexts(h.ui.win); !strings.Contains(got, raw) {
+		t.Errorf("Details shows %q, want the core's %q", got, raw)
 	}
 }
 
@@ -229,7 +262,7 @@ func TestSubscriptionAddedThroughTheView(t *testing.T) {
 		t.Fatalf("%d subscriptions, want 1", len(v.p.Subscriptions))
 	}
 	_, detail, bad := v.describeSource(v.p.Subscriptions[0].ID)
-	if bad || !strings.Contains(detail, "left of 10.0 GiB") || !strings.Contains(detail, "expires 2100-01-01") {
+	if bad || !strings.Contains(detail, "left of 10.0 GiB") || !strings.Contains(detail, "expires Jan 1, 2100") {
 		t.Errorf("subscription detail %q (bad %v) lacks traffic or expiry", detail, bad)
 	}
 	if strings.Contains(detail, "token") {
@@ -271,7 +304,7 @@ func TestLogsViewShowsCoreLogs(t *testing.T) {
 	if got := h.ui.fa.Clipboard().Content(); !strings.Contains(got, "something to see") {
 		t.Errorf("Copy put %q on the clipboard", got)
 	}
-	h.ui.logs.level.SetSelected("Error")
+	h.ui.logs.level.SetSelectedIndex(3)
 	if strings.Contains(h.ui.logs.Text(), "something to see") {
 		t.Errorf("level filter Error still shows a warning")
 	}
@@ -325,11 +358,16 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 	if sw.From != "Hy2 Home" {
 		t.Errorf("switch from %q, want Hy2 Home", sw.From)
 	}
+	// Both servers are dead: Home says no server answers, and which
+	// failed how, not Connected.
 	h.ui.tabs.SelectIndex(0)
-	h.waitFor("the last switch's reason on Home", func() bool {
-		all := h.ui.Switches()
-		return strings.Contains(h.ui.home.reason.Text, all[len(all)-1].Reason)
+	h.waitFor("Home to name the failed servers", func() bool {
+		home := h.ui.home
+		return home.state.Text == "No server reachable" && strings.Contains(home.reason.Text, "Hy2 Home") && strings.Contains(home.reason.Text, "Hy2 Second")
 	})
+	if r := h.ui.home.reason.Text; strings.Contains(r, "healthy") {
+		t.Errorf("Home calls a dead server healthy: %q", r)
+	}
 }
 
 func TestWindowFitsSmallScreens(t *testing.T) {
@@ -487,12 +525,14 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	v := h.ui.routes
 	v.makeGroups()
 	p, _ := h.store.Load()
-	if len(p.Groups) != 1 {
-		t.Fatalf("%d groups made", len(p.Groups))
+	// "Fastest" over both, and the server's failover group.
+	if len(p.Groups) != 2 || p.Groups[0].Name != subscription.FastestName || p.Groups[1].Type != profile.GroupFailover {
+		t.Fatalf("groups made: %+v", p.Groups)
 	}
+	v.groupList.Select(1)
 	first := func() string {
 		p, _ := h.store.Load()
-		return p.Node(p.Groups[0].Members[0]).Name()
+		return p.Node(p.Groups[1].Members[0]).Name()
 	}
 	if first() != "Hy2 Home" {
 		t.Fatalf("the made group starts with %q, want Hy2 Home", first())
@@ -506,7 +546,7 @@ func TestRoutesReorderAndRules(t *testing.T) {
 		t.Errorf("after moving down the group starts with %q", first())
 	}
 
-	v.preset.SetSelected(presetBypass)
+	v.preset.SetSelectedIndex(presetBypass)
 	p, _ = h.store.Load()
 	if len(p.Routes.Rules) != 1 || p.Routes.Rules[0].Type != "private" {
 		t.Fatalf("bypass preset saved rules %+v", p.Routes.Rules)
@@ -531,7 +571,7 @@ func TestSettingsSave(t *testing.T) {
 	v.listen.SetText("127.0.0.1:1181")
 	v.mtu.SetText("1400")
 	v.probe.SetText("http://127.0.0.1/generate_204")
-	v.refresh.SetSelected("6h")
+	v.refresh.SetSelectedIndex(1)
 	v.startConn.SetChecked(true)
 	v.save()
 	if !strings.HasPrefix(v.status.Text, "Saved") {
@@ -557,5 +597,119 @@ func TestRecoveredPanicsShowOnHome(t *testing.T) {
 	home.update(api.Status{State: core.Running}, core.Snapshot{Connections: 2, Panics: 3})
 	if got := home.conns.Text; !strings.Contains(got, "internal errors recovered: 3") {
 		t.Errorf("Home says %q; want the count of recovered panics", got)
+	}
+}
+
+// countingBackend counts the calls that sample the core and records the
+// Watch options asked for.
+type countingBackend struct {
+	api.Backend
+	mu    sync.Mutex
+	stats int
+	watch []api.WatchOptions
+}
+
+func (b *countingBackend) Stats(ctx context.Context) (core.Snapshot, error) {
+	b.mu.Lock()
+	b.stats++
+	b.mu.Unlock()
+	return b.Backend.Stats(ctx)
+}
+
+func (b *countingBackend) Watch(ctx context.Context, o api.WatchOptions) (<-chan api.Notice, error) {
+	b.mu.Lock()
+	b.watch = append(b.watch, o)
+	b.mu.Unlock()
+	return b.Backend.Watch(ctx, o)
+}
+
+func (b *countingBackend) statsCalls() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// An idle window samples nothing: no ticker while disconnected, while
+// hidden to the tray, or while a tab without live figures is in front;
+// the ticker runs only while connected with Home, Routes or Connections
+// shown. The Watch stream carries no per-second stats.
+func TestSamplingOnlyWhileShownAndConnected(t *testing.T) {
+	var b *countingBackend
+	h := newHarnessWith(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link), func(inner api.Backend) api.Backend {
+		b = &countingBackend{Backend: inner}
+		return b
+	})
+	u := h.ui
+	h.pump()
+	if u.isTicking() {
+		t.Fatal("the window ticks while disconnected")
+	}
+	b.mu.Lock()
+	for _, o := range b.watch {
+		if o.Stats {
+			t.Errorf("the window watches with %+v: stats once a second for every watcher", o)
+		}
+	}
+	b.mu.Unlock()
+	before := b.statsCalls()
+	u.tabs.SelectIndex(3) // choosing a tab asks once, starts nothing
+	u.tabs.SelectIndex(0)
+	h.waitFor("the tab changes to be seen", func() bool { return b.statsCalls() > before })
+	if u.isTicking() {
+		t.Fatal("the window ticks while disconnected, after a tab change")
+	}
+
+	test.Tap(u.home.toggle)
+	h.waitFor("sampling while connected on Home", func() bool { return u.home.toggle.Text == "Disconnect" && u.isTicking() })
+	u.tabs.SelectIndex(4) // Logs: no live figure
+	h.waitFor("no sampling behind the Logs tab", func() bool { return !u.isTicking() })
+	u.tabs.SelectIndex(2) // Routes shows the groups
+	h.waitFor("sampling for Routes", u.isTicking)
+	u.tabs.SelectIndex(0)
+	u.hideWindow()
+	h.waitFor("no sampling while hidden", func() bool { return !u.isTicking() })
+	u.showWindow()
+	h.waitFor("sampling once shown again", u.isTicking)
+	test.Tap(u.home.toggle)
+	h.waitFor("no sampling once disconnected", func() bool { return u.home.toggle.Text == "Connect" && !u.isTicking() })
+	if n := u.home.graph.Samples(); n != 0 {
+		t.Errorf("the graph keeps %d samples of the ended run", n)
+	}
+}
+
+func TestGraphShows(t *testing.T) {
+	now := time.Now()
+	s := func(rates ...int64) []stats.Sample {
+		var out []stats.Sample
+		for i, r := range rates {
+			out = append(out, stats.Sample{Time: now.Add(time.Duration(i) * time.Second), Up: r, Down: 2 * r})
+		}
+		return out
+	}
+	g := newGraph()
+	g.SetSamples(s(0, 0, 5))
+	later := s(0, 0, 5)
+	for i := range later {
+		later[i].Time = later[i].Time.Add(time.Second)
+	}
+	for _, c := range []struct {
+		name string
+		in   []stats.Sample
+		want bool
+	}{
+		{"same rates", s(0, 0, 5), true},
+		{"same rates a second later", later, true},
+		{"a rate changed", s(0, 1, 5), false},
+		{"one more sample", s(0, 0, 5, 0), false},
+		{"none", nil, false},
+	} {
+		if got := g.Shows(c.in); got != c.want {
+			t.Errorf("%s: Shows = %v, want %v", c.name, got, c.want)
+		}
+	}
+	full := make([]int64, stats.Window+5)
+	g.SetSamples(s(full...))
+	if !g.Shows(s(full...)) {
+		t.Error("a series longer than the window: Shows compares the samples drawn")
 	}
 }

@@ -30,25 +30,6 @@ func testProfile(t *testing.T) *profile.Profile {
 	return p
 }
 
-func TestDefaultGroupsPutHysteria2First(t *testing.T) {
-	p := testProfile(t)
-	gs := defaultGroups(p)
-	if len(gs) != 1 {
-		t.Fatalf("%d groups, want 1 for the server offered over two protocols", len(gs))
-	}
-	var names []string
-	for _, id := range gs[0].Members {
-		names = append(names, p.Node(id).Name())
-	}
-	if got := strings.Join(names, ","); got != "Hy2 Home,VLESS Home" {
-		t.Errorf("members %s, want Hy2 Home,VLESS Home", got)
-	}
-	p.Groups = gs
-	if again := defaultGroups(p); len(again) != 0 {
-		t.Errorf("made %d groups again for servers already grouped", len(again))
-	}
-}
-
 func TestExplain(t *testing.T) {
 	tests := []struct {
 		code api.Code
@@ -61,7 +42,7 @@ func TestExplain(t *testing.T) {
 		{api.CodeForbidden, "group skiff"},
 	}
 	for _, tt := range tests {
-		if got := explain(&api.Error{Code: tt.code, Message: "the core's words"}, false); !strings.Contains(got, tt.want) || !strings.Contains(got, "the core's words") {
+		if got := explain(&api.Error{Code: tt.code, Message: "the core's words"}, false); !strings.Contains(got, tt.want) || strings.Contains(got, "the core's words") {
 			t.Errorf("explain(%s) = %q, want it to contain %q", tt.code, got, tt.want)
 		}
 	}

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -13,13 +12,14 @@ import (
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
-// connColumns are the Connections table's columns.
+// connColumns are the Connections table's columns: their titles' keys
+// and widths.
 var connColumns = []struct {
 	title string
 	width float32
 }{
-	{"App / source", 130}, {"Destination", 190}, {"Route", 100}, {"Member", 100},
-	{"Up", 76}, {"Down", 76}, {"Age", 50}, {"", 40},
+	{"conns.source", 130}, {"conns.destination", 190}, {"conns.route", 100}, {"conns.member", 100},
+	{"conns.up", 76}, {"conns.down", 76}, {"conns.age", 50}, {"", 40},
 }
 
 // connectionsView is the live connection table.
@@ -74,15 +74,20 @@ func newConnectionsView(u *UI) *connectionsView {
 		return l
 	}
 	v.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
-		if id.Col >= 0 {
-			o.(*widget.Label).SetText(connColumns[id.Col].title)
+		if id.Col >= 0 && connColumns[id.Col].title != "" {
+			o.(*widget.Label).SetText(tr(connColumns[id.Col].title))
 		}
 	}
 	for i, c := range connColumns {
-		v.table.SetColumnWidth(i, c.width)
+		// As wide as the title in the window's language needs, at least.
+		w := c.width
+		if c.title != "" {
+			w = max(w, widget.NewLabelWithStyle(tr(c.title), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}).MinSize().Width)
+		}
+		v.table.SetColumnWidth(i, w)
 	}
 	v.count = widget.NewLabel("")
-	closeAll := widget.NewButtonWithIcon("Close all", theme.DeleteIcon(), func() {
+	closeAll := widget.NewButtonWithIcon(tr("conns.closeAll"), theme.DeleteIcon(), func() {
 		for _, c := range v.rows {
 			v.u.closeConnection(c.ID)
 		}
@@ -135,11 +140,9 @@ func (v *connectionsView) update() {
 	v.route = v.u.currentRoute().name
 	switch {
 	case st.Listen == "":
-		v.count.SetText("Not connected.")
-	case len(v.rows) == 1:
-		v.count.SetText("1 open connection")
+		v.count.SetText(tr("conns.notConnected"))
 	default:
-		v.count.SetText(fmt.Sprintf("%d open connections", len(v.rows)))
+		v.count.SetText(trN("conns.open", len(v.rows)))
 	}
 	v.table.Refresh()
 }

@@ -1,8 +1,6 @@
 package app
 
 import (
-	"image/color"
-
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/theme"
@@ -18,10 +16,11 @@ type Graph struct {
 	samples []stats.Sample
 }
 
-// Colours of the two series.
-var (
-	colorUp   = color.NRGBA{R: 0xe3, G: 0x8a, B: 0x1c, A: 0xff}
-	colorDown = color.NRGBA{R: 0x2f, G: 0x81, B: 0xf7, A: 0xff}
+// Colours of the two series (their legends are text, so they are theme
+// colours that pass the contrast test).
+const (
+	colorUp   = theme.ColorNameWarning
+	colorDown = theme.ColorNamePrimary
 )
 
 // newGraph returns an empty graph.
@@ -41,6 +40,23 @@ func (g *Graph) SetSamples(s []stats.Sample) {
 	g.Refresh()
 }
 
+// Shows reports whether the graph draws s as it is: the same rates in the
+// same places (the samples' times do not show).
+func (g *Graph) Shows(s []stats.Sample) bool {
+	if len(s) > stats.Window {
+		s = s[len(s)-stats.Window:]
+	}
+	if len(s) != len(g.samples) {
+		return false
+	}
+	for i := range s {
+		if s[i].Up != g.samples[i].Up || s[i].Down != g.samples[i].Down {
+			return false
+		}
+	}
+	return true
+}
+
 // Samples returns how many samples the graph shows.
 func (g *Graph) Samples() int { return len(g.samples) }
 
@@ -52,9 +68,9 @@ func (g *Graph) CreateRenderer() fyne.WidgetRenderer {
 	r := &graphRenderer{g: g, bg: canvas.NewRectangle(theme.Color(theme.ColorNameInputBackground))}
 	r.bg.CornerRadius = theme.InputRadiusSize()
 	for i := range r.up {
-		r.up[i] = canvas.NewLine(colorUp)
+		r.up[i] = canvas.NewLine(theme.Color(colorUp))
 		r.up[i].StrokeWidth = 2
-		r.down[i] = canvas.NewLine(colorDown)
+		r.down[i] = canvas.NewLine(theme.Color(colorDown))
 		r.down[i].StrokeWidth = 2
 	}
 	for i := range r.grid {
@@ -63,11 +79,11 @@ func (g *Graph) CreateRenderer() fyne.WidgetRenderer {
 	}
 	r.top = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
 	r.top.TextSize = theme.CaptionTextSize()
-	r.legUp = canvas.NewText("↑ upload", colorUp)
+	r.legUp = canvas.NewText("↑ "+tr("graph.upload"), theme.Color(colorUp))
 	r.legUp.TextSize = theme.CaptionTextSize()
-	r.legDown = canvas.NewText("↓ download", colorDown)
+	r.legDown = canvas.NewText("↓ "+tr("graph.download"), theme.Color(colorDown))
 	r.legDown.TextSize = theme.CaptionTextSize()
-	r.span = canvas.NewText("60 s", theme.Color(theme.ColorNamePlaceHolder))
+	r.span = canvas.NewText("", theme.Color(theme.ColorNamePlaceHolder))
 	r.span.TextSize = theme.CaptionTextSize()
 	r.objs = append(r.objs, r.bg)
 	for i := range r.grid {
@@ -106,6 +122,11 @@ func (r *graphRenderer) Refresh() {
 	for _, l := range r.grid {
 		l.StrokeColor = theme.Color(theme.ColorNameSeparator)
 	}
+	up, down := theme.Color(colorUp), theme.Color(colorDown)
+	r.legUp.Color, r.legDown.Color = up, down
+	for i := range r.up {
+		r.up[i].StrokeColor, r.down[i].StrokeColor = up, down
+	}
 	r.draw()
 	canvas.Refresh(r.g)
 }
@@ -129,14 +150,14 @@ func (r *graphRenderer) draw() {
 		peak = max(peak, x.Up, x.Down)
 	}
 	peak = niceCeil(peak)
-	r.top.Text = "scale " + rateString(peak)
+	r.top.Text = tr("graph.scale", M{"Rate": rateString(peak)})
 	r.top.Move(fyne.NewPos(pad, pad/2))
 	r.top.Refresh()
 	x := pad + fyne.MeasureText(r.top.Text, r.top.TextSize, r.top.TextStyle).Width + 2*pad
 	r.legUp.Move(fyne.NewPos(x, pad/2))
 	x += fyne.MeasureText(r.legUp.Text, r.legUp.TextSize, r.legUp.TextStyle).Width + 2*pad
 	r.legDown.Move(fyne.NewPos(x, pad/2))
-	r.span.Text = "last 60 s"
+	r.span.Text = tr("graph.span", M{"N": stats.Window})
 	ss := fyne.MeasureText(r.span.Text, r.span.TextSize, r.span.TextStyle)
 	r.span.Move(fyne.NewPos(w-ss.Width-pad, pad/2))
 	for i, l := range r.grid {

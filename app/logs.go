@@ -17,7 +17,12 @@ import (
 // maxLogLines bounds the lines the Logs view keeps.
 const maxLogLines = 2000
 
-var logLevels = []string{"Debug", "Info", "Warn", "Error"}
+// logLevels are the levels the filter offers, in the order shown.
+var logLevels = []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError}
+
+func logLevelLabels() []string {
+	return []string{tr("logs.debug"), tr("logs.info"), tr("logs.warn"), tr("logs.error")}
+}
 
 // logsView shows the core's log live.
 type logsView struct {
@@ -27,6 +32,7 @@ type logsView struct {
 	level   *widget.Select
 	follow  *widget.Check
 	copyBtn *widget.Button
+	empty   *widget.Label // the list's empty state
 
 	all   []core.LogRecord
 	shown []core.LogRecord
@@ -57,31 +63,31 @@ func newLogsView(u *UI) *logsView {
 			l.Refresh()
 		},
 	)
-	v.level = widget.NewSelect(logLevels, func(s string) {
-		switch s {
-		case "Debug":
-			v.min = slog.LevelDebug
-		case "Warn":
-			v.min = slog.LevelWarn
-		case "Error":
-			v.min = slog.LevelError
-		default:
-			v.min = slog.LevelInfo
-		}
+	v.level = widget.NewSelect(logLevelLabels(), func(string) {
+		v.min = logLevels[max(v.level.SelectedIndex(), 0)]
 		v.filter()
 	})
-	v.level.SetSelected("Info")
-	v.follow = widget.NewCheck("Follow", nil)
+	v.level.SetSelectedIndex(1)
+	v.follow = widget.NewCheck(tr("logs.follow"), nil)
 	v.follow.SetChecked(true)
-	v.copyBtn = widget.NewButtonWithIcon("Copy", theme.ContentCopyIcon(), func() {
+	v.copyBtn = widget.NewButtonWithIcon(tr("logs.copy"), theme.ContentCopyIcon(), func() {
 		v.u.fa.Clipboard().SetContent(v.Text())
 	})
-	clear := widget.NewButtonWithIcon("Clear", theme.ContentClearIcon(), func() {
-		v.all, v.shown = nil, nil
-		v.list.Refresh()
+	clear := widget.NewButtonWithIcon(tr("logs.clear"), theme.ContentClearIcon(), func() {
+		v.all = nil
+		v.filter()
 	})
-	bar := container.NewHBox(widget.NewLabel("Level"), v.level, v.follow, v.copyBtn, clear)
-	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, v.list))
+	// A line is cut at the window's edge; selecting it opens it whole.
+	v.list.OnSelected = func(i widget.ListItemID) {
+		if i < len(v.shown) {
+			showDetails(v.u.win, tr("logs.lineTitle"), logLine(v.shown[i]))
+		}
+		v.list.UnselectAll()
+	}
+	v.empty = widget.NewLabel(tr("logs.empty"))
+	v.empty.Alignment = fyne.TextAlignCenter
+	bar := container.NewHBox(widget.NewLabel(tr("logs.level")), v.level, v.follow, v.copyBtn, clear)
+	v.obj = container.NewPadded(container.NewBorder(bar, nil, nil, nil, container.NewStack(v.list, container.NewVBox(v.empty))))
 	ctx, cancel := context.WithTimeout(u.ctx, 5*time.Second)
 	recs, _ := u.b.Logs(ctx)
 	cancel()
@@ -115,6 +121,10 @@ func (v *logsView) filter() {
 		if r.Level >= v.min {
 			v.shown = append(v.shown, r)
 		}
+	}
+	if v.empty != nil && (len(v.shown) == 0) != v.empty.Visible() {
+		v.empty.Hidden = len(v.shown) > 0
+		v.empty.Refresh()
 	}
 	v.list.Refresh()
 	if v.follow != nil && v.follow.Checked && len(v.shown) > 0 {

@@ -19,6 +19,9 @@ const PrefsName = "gui.json"
 const (
 	ModeProxy = "proxy" // local SOCKS5/HTTP proxy only
 	ModeTUN   = "tun"   // system-wide VPN through a TUN device
+	// ModeSystemProxy is the local proxy with the desktop's proxy settings
+	// pointed at it, for the apps that follow them (sysKeeper).
+	ModeSystemProxy = "system-proxy"
 )
 
 // Theme choices.
@@ -32,13 +35,14 @@ const (
 // the profile (core/profile); these only steer the GUI and how it starts
 // the core.
 type Prefs struct {
-	Mode           string `json:"mode,omitempty"`   // ModeProxy or ModeTUN; empty: ModeProxy
+	Mode           string `json:"mode,omitempty"`   // ModeProxy, ModeSystemProxy or ModeTUN; empty: ModeProxy
 	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
 	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
 	StartConnected bool   `json:"startConnected,omitempty"`
-	IPv6           bool   `json:"ipv6,omitempty"`    // TUN: route IPv6 too
-	DNSMode        string `json:"dnsMode,omitempty"` // TUN: "fake-ip" or "real-ip"; empty: fake-ip
-	Theme          string `json:"theme,omitempty"`   // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	IPv6           bool   `json:"ipv6,omitempty"`     // TUN: route IPv6 too
+	DNSMode        string `json:"dnsMode,omitempty"`  // TUN: "fake-ip" or "real-ip"; empty: fake-ip
+	Theme          string `json:"theme,omitempty"`    // ThemeSystem, ThemeLight or ThemeDark; empty: system
+	Language       string `json:"language,omitempty"` // an i18n.Languages code; empty: the system's
 }
 
 // listen returns the local proxy address to use.
@@ -79,6 +83,9 @@ func savePrefs(dir string, p Prefs) error {
 		return fmt.Errorf("saving window preferences: %w", err)
 	}
 	_, werr := tmp.Write(append(b, '\n'))
+	if werr == nil {
+		werr = tmp.Sync()
+	}
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

@@ -2,8 +2,10 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -39,6 +41,7 @@ type profilesView struct {
 	subList  *widget.List
 	search   *widget.Entry
 	nodeList *widget.List
+	noNodes  *widget.Label // the list's empty state
 	testAll  *widget.Button
 
 	p       *profile.Profile
@@ -46,21 +49,22 @@ type profilesView struct {
 	source  string
 	shown   []*profile.Node
 
-	mu      sync.Mutex // guards latency and dirty: tests finish off the UI thread
+	mu      sync.Mutex // guards latency, order and dirty: tests finish off the UI thread
 	latency map[string]string
+	order   map[string]int // place of each tested node after the last "test all": fastest first
 	dirty   bool
 }
 
 func newProfilesView(u *UI) *profilesView {
 	v := &profilesView{u: u, p: profile.New(), source: sourceAll, latency: map[string]string{}}
 	v.url = widget.NewEntry()
-	v.url.SetPlaceHolder("Subscription URL (https://…) or a share link")
+	v.url.SetPlaceHolder(tr("profiles.urlPlaceholder"))
 	v.url.OnSubmitted = func(string) { v.addFromEntry() }
-	add := widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), v.addFromEntry)
+	add := widget.NewButtonWithIcon(tr("profiles.add"), theme.ContentAddIcon(), v.addFromEntry)
 	add.Importance = widget.HighImportance
-	paste := widget.NewButtonWithIcon("Paste", theme.ContentPasteIcon(), v.addFromClipboard)
-	file := widget.NewButtonWithIcon("File…", theme.FolderOpenIcon(), v.addFromFile)
-	refreshAll := widget.NewButtonWithIcon("Refresh all", theme.ViewRefreshIcon(), func() { v.refreshSubs(nil) })
+	paste := widget.NewButtonWithIcon(tr("profiles.paste"), theme.ContentPasteIcon(), v.addFromClipboard)
+	file := widget.NewButtonWithIcon(tr("profiles.file"), theme.FolderOpenIcon(), v.addFromFile)
+	refreshAll := widget.NewButtonWithIcon(tr("profiles.refreshAll"), theme.ViewRefreshIcon(), func() { v.refreshSubs(nil) })
 	v.status = widget.NewLabel("")
 	v.status.Wrapping = fyne.TextWrapWord
 	v.status.Hide()
@@ -95,17 +99,17 @@ func newProfilesView(u *UI) *profilesView {
 		v.source = v.sources[i]
 		v.filter()
 	}
-	refreshOne := widget.NewButtonWithIcon("Refresh", theme.ViewRefreshIcon(), func() {
+	refreshOne := widget.NewButtonWithIcon(tr("profiles.refresh"), theme.ViewRefreshIcon(), func() {
 		if v.source != sourceAll && v.source != sourceHand {
 			v.refreshSubs([]string{v.source})
 		}
 	})
-	remove := widget.NewButtonWithIcon("Remove", theme.DeleteIcon(), v.removeSource)
+	remove := widget.NewButtonWithIcon(tr("profiles.remove"), theme.DeleteIcon(), v.removeSource)
 
 	v.search = widget.NewEntry()
-	v.search.SetPlaceHolder("Search name, protocol or address")
+	v.search.SetPlaceHolder(tr("profiles.searchPlaceholder"))
 	v.search.OnChanged = func(string) { v.filter() }
-	v.testAll = widget.NewButtonWithIcon("Test all", theme.MediaFastForwardIcon(), func() { v.test(v.shown) })
+	v.testAll = widget.NewButtonWithIcon(tr("profiles.testAll"), theme.MediaFastForwardIcon(), func() { v.test(v.shown) })
 	v.nodeList = widget.NewList(
 		func() int { return len(v.shown) },
 		func() fyne.CanvasObject {
@@ -116,7 +120,7 @@ func newProfilesView(u *UI) *profilesView {
 			detail.TextStyle.Italic = true
 			lat := widget.NewLabel("9999 ms")
 			test := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
-			use := widget.NewButton("Use", nil)
+			use := widget.NewButton(tr("profiles.use"), nil)
 			right := container.NewHBox(lat, test, use)
 			return container.NewBorder(nil, nil, nil, container.NewCenter(right), container.NewVBox(name, detail))
 		},
@@ -133,16 +137,19 @@ func newProfilesView(u *UI) *profilesView {
 			}
 			name.SetText(label)
 			if n.Unsupported != "" {
+				// Greyed: the reason may be cut here, so the button
+				// beside it opens it whole.
 				name.Importance = widget.LowImportance
 				detail.Importance = widget.LowImportance
+				name.SetText(tr("profiles.unusable", M{"Name": label}))
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + n.Unsupported)
-				test.Disable()
+				test.SetIcon(theme.InfoIcon())
 				use.Disable()
 			} else {
 				name.Importance = widget.MediumImportance
 				detail.Importance = widget.MediumImportance
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address())
-				test.Enable()
+				test.SetIcon(theme.MediaPlayIcon())
 				use.Enable()
 			}
 			name.Refresh()
@@ -151,14 +158,23 @@ func newProfilesView(u *UI) *profilesView {
 			lat.SetText(v.latency[n.ID])
 			v.mu.Unlock()
 			test.OnTapped = func() { v.test([]*profile.Node{n}) }
+			if n.Unsupported != "" {
+				test.OnTapped = func() {
+					showDetails(v.u.win, n.Name(), tr("profiles.unusableWhy", M{"Why": n.Unsupported, "Node": protocolLabel(&n.Config) + " · " + n.Config.Address()}))
+				}
+			}
 			use.OnTapped = func() { v.use(n.ID) }
 		},
 	)
 
 	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, paste, file, refreshAll), v.url)
-	left := container.NewBorder(widget.NewLabelWithStyle("Subscriptions", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+	left := container.NewBorder(widget.NewLabelWithStyle(tr("profiles.subscriptions"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		container.NewHBox(refreshOne, remove), nil, nil, v.subList)
-	right := container.NewBorder(container.NewBorder(nil, nil, nil, v.testAll, v.search), nil, nil, nil, v.nodeList)
+	v.noNodes = widget.NewLabel("")
+	v.noNodes.Wrapping = fyne.TextWrapWord
+	v.noNodes.Alignment = fyne.TextAlignCenter
+	right := container.NewBorder(container.NewBorder(nil, nil, nil, v.testAll, v.search), nil, nil, nil,
+		container.NewStack(v.nodeList, container.NewVBox(v.noNodes)))
 	split := container.NewHSplit(left, right)
 	split.Offset = 0.34
 	v.obj = container.NewPadded(container.NewBorder(container.NewVBox(addRow, v.status), nil, nil, nil, split))
@@ -194,39 +210,39 @@ func (v *profilesView) setProfile(p *profile.Profile) {
 func (v *profilesView) describeSource(id string) (title, detail string, bad bool) {
 	switch id {
 	case sourceAll:
-		return "All nodes", nodesString(len(v.p.Nodes)), false
+		return tr("profiles.allNodes"), nodesString(len(v.p.Nodes)), false
 	case sourceHand:
-		return "Added by hand", nodesString(v.count(sourceHand)), false
+		return tr("profiles.addedByHand"), nodesString(v.count(sourceHand)), false
 	}
 	s := v.p.Subscription(id)
 	if s == nil {
 		return "?", "", false
 	}
-	title = s.DisplayName()
-	if title == "" {
-		title = subscription.Redact(s.URL)
-	}
+	title = subscriptionTitle(s)
 	var parts []string
 	parts = append(parts, nodesString(v.count(id)))
 	if ui := s.UserInfo; ui != nil {
 		if r := ui.Remaining(); r >= 0 {
-			parts = append(parts, bytesString(r)+" left of "+bytesString(ui.Total))
+			parts = append(parts, tr("profiles.dataLeft", M{"Left": bytesString(r), "Total": bytesString(ui.Total)}))
 		} else if used := ui.Upload + ui.Download; used > 0 {
-			parts = append(parts, bytesString(used)+" used")
+			parts = append(parts, tr("profiles.dataUsed", M{"Used": bytesString(used)}))
 		}
 		if !ui.Expire.IsZero() {
-			parts = append(parts, "expires "+ui.Expire.Local().Format("2006-01-02"))
+			parts = append(parts, tr("profiles.expires", M{"Date": fmtr().Date(ui.Expire)}))
 		}
 	}
 	now := time.Now()
-	if s.LastSuccess.IsZero() {
-		parts = append(parts, "never refreshed")
-	} else {
-		parts = append(parts, "refreshed "+ageString(now, s.LastSuccess)+" ago")
+	switch {
+	case s.URL == "":
+		parts = append(parts, tr("profiles.importedFromFileAgo", M{"Age": ageString(now, s.LastSuccess)}))
+	case s.LastSuccess.IsZero():
+		parts = append(parts, tr("profiles.neverRefreshed"))
+	default:
+		parts = append(parts, tr("profiles.refreshedAgo", M{"Age": ageString(now, s.LastSuccess)}))
 	}
 	detail = strings.Join(parts, " · ")
 	if s.LastError != "" {
-		detail += "\nLast refresh failed " + ageString(now, s.LastAttempt) + " ago: " + s.LastError
+		detail += "\n" + tr("profiles.lastRefreshFailed", M{"Age": ageString(now, s.LastAttempt), "Err": s.LastError})
 		bad = true
 	}
 	return title, detail, bad
@@ -257,6 +273,30 @@ func (v *profilesView) filter() {
 			}
 		}
 		v.shown = append(v.shown, n)
+	}
+	// After "test all": by latency (api.SortByLatency), untested nodes
+	// after the tested ones, each in the provider's order otherwise.
+	v.mu.Lock()
+	order := v.order
+	v.mu.Unlock()
+	if len(order) > 0 {
+		place := func(n *profile.Node) int {
+			if i, ok := order[n.ID]; ok {
+				return i
+			}
+			return len(order)
+		}
+		sort.SliceStable(v.shown, func(i, j int) bool { return place(v.shown[i]) < place(v.shown[j]) })
+	}
+	switch {
+	case len(v.shown) > 0:
+		v.noNodes.Hide()
+	case len(v.p.Nodes) == 0:
+		v.noNodes.SetText(tr("profiles.noNodes"))
+		v.noNodes.Show()
+	default:
+		v.noNodes.SetText(tr("profiles.noMatch"))
+		v.noNodes.Show()
 	}
 	v.nodeList.Refresh()
 }
@@ -289,40 +329,77 @@ func (v *profilesView) say(msg string, bad bool) {
 func (v *profilesView) addFromEntry() {
 	s := strings.TrimSpace(v.url.Text)
 	if s == "" {
-		v.say("Enter a subscription URL or a share link first.", true)
+		v.say(tr("profiles.enterFirst"), true)
 		return
 	}
 	v.url.SetText("")
-	v.addText(s, "the link")
+	v.addText(s, tr("profiles.fromLink"))
 }
 
 func (v *profilesView) addFromClipboard() {
 	s := strings.TrimSpace(v.u.fa.Clipboard().Content())
 	if s == "" {
-		v.say("The clipboard is empty: copy a subscription URL or share links first.", true)
+		v.say(tr("profiles.clipboardEmpty"), true)
 		return
 	}
-	v.addText(s, "the clipboard")
+	v.addText(s, tr("profiles.fromClipboard"))
 }
 
+// addFromFile asks for a file to import: a path can be typed or pasted,
+// or picked with Browse (Fyne's file dialog, which takes no typed path).
 func (v *profilesView) addFromFile() {
-	d := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			v.say("Could not open the file: "+err.Error(), true)
-			return
+	path := widget.NewEntry()
+	path.SetPlaceHolder(tr("profiles.filePath"))
+	var d dialog.Dialog
+	browse := widget.NewButtonWithIcon(tr("profiles.browse"), theme.FolderOpenIcon(), func() {
+		fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil {
+				v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
+				return
+			}
+			if r == nil {
+				return
+			}
+			r.Close()
+			path.SetText(r.URI().Path())
+		}, v.u.win)
+		fd.Resize(fyne.NewSize(700, 480))
+		fd.Show()
+	})
+	form := container.NewBorder(nil, nil, nil, browse, path)
+	d = dialog.NewCustomConfirm(tr("profiles.fileTitle"), tr("profiles.import"), tr("dialog.cancel"), form, func(ok bool) {
+		if ok {
+			v.importFile(strings.TrimSpace(path.Text))
 		}
-		if r == nil {
-			return
-		}
-		defer r.Close()
-		b, err := io.ReadAll(io.LimitReader(r, subscription.MaxBodySize+1))
-		if err != nil {
-			v.say("Could not read the file: "+err.Error(), true)
-			return
-		}
-		v.addBody(b, r.URI().Name())
 	}, v.u.win)
+	path.OnSubmitted = func(string) { d.Hide(); v.importFile(strings.TrimSpace(path.Text)) }
+	d.Resize(fyne.NewSize(560, 160))
 	d.Show()
+	v.u.win.Canvas().Focus(path)
+}
+
+// importFile imports the nodes of the file at path.
+func (v *profilesView) importFile(path string) {
+	if path == "" {
+		return
+	}
+	if strings.HasPrefix(path, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = filepath.Join(home, path[2:])
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
+		return
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, subscription.MaxBodySize+1))
+	if err != nil {
+		v.say(tr("profiles.fileReadFailed", M{"Err": err.Error()}), true)
+		return
+	}
+	v.importBody(b, filepath.Base(path), filepath.Base(path))
 }
 
 // addText adds s: a subscription URL, or share links / a subscription body.
@@ -332,18 +409,19 @@ func (v *profilesView) addText(s, source string) {
 		v.AddSubscription(s)
 		return
 	}
-	v.addBody([]byte(s), source)
+	v.importBody([]byte(s), source, "")
 }
 
-// addBody imports the nodes in b (share links, base64, Clash, sing-box or
-// SIP008) as nodes added by hand.
-func (v *profilesView) addBody(b []byte, source string) {
+// importBody imports the nodes in b (share links, base64, Clash, sing-box
+// or SIP008), read from source: as a subscription named file when b is a
+// file's (file is its name), else as nodes added by hand.
+func (v *profilesView) importBody(b []byte, source, file string) {
 	ctx, cancel := context.WithTimeout(v.u.ctx, 30*time.Second)
 	defer cancel()
-	res, err := v.u.b.Import(ctx, api.ImportRequest{Body: string(b)})
+	res, err := v.u.b.Import(ctx, api.ImportRequest{Body: string(b), Source: file})
 	v.u.reloadProfile()
 	if err != nil {
-		msg := fmt.Sprintf("Nothing could be imported from %s: %s", source, strings.TrimPrefix(err.Error(), "import: "))
+		msg := tr("profiles.importFailed", M{"Source": source, "Err": strings.TrimPrefix(err.Error(), "import: ")})
 		if res != nil && len(res.Warnings) > 0 {
 			msg += " (" + res.Warnings[0] + ")"
 		}
@@ -351,21 +429,21 @@ func (v *profilesView) addBody(b []byte, source string) {
 		return
 	}
 	added := res.Added
-	msg := fmt.Sprintf("Imported %d nodes from %s", added, source)
+	msg := trN("profiles.imported", added, M{"Source": source})
 	if dup := res.Nodes - added; dup > 0 {
-		msg += fmt.Sprintf(" (%d were already there)", dup)
+		msg += " " + trN("profiles.importedDuplicates", dup)
 	}
 	if n := len(res.Unsupported); n > 0 {
-		msg += fmt.Sprintf("; %d cannot be used by this Skiff yet (greyed)", n)
+		msg += " " + trN("profiles.importedUnsupported", n)
 	}
-	v.say(msg+".", false)
+	v.say(msg, false)
 }
 
 // AddSubscription adds rawURL (or finds it) and fetches it, in the
 // background (the core does: api.Backend.Import). A new subscription whose
 // first fetch fails is not kept; the error says why.
 func (v *profilesView) AddSubscription(rawURL string) {
-	v.say("Adding the subscription…", false)
+	v.say(tr("profiles.adding"), false)
 	var (
 		res *api.ImportResult
 		err error
@@ -375,14 +453,10 @@ func (v *profilesView) AddSubscription(rawURL string) {
 	}, func() {
 		v.u.reloadProfile()
 		if err != nil {
-			v.say("The subscription could not be added: "+err.Error(), true)
+			v.say(tr("profiles.addFailed", M{"Err": err.Error()}), true)
 			return
 		}
-		m := fmt.Sprintf("Added: %d nodes (%s)", res.Nodes, res.Format)
-		if u := len(res.Unsupported); u > 0 {
-			m += fmt.Sprintf(", %d not usable yet", u)
-		}
-		v.say(m, false)
+		v.say(tr("profiles.added", M{"What": fetchedString(res)}), false)
 	})
 }
 
@@ -391,14 +465,16 @@ func (v *profilesView) AddSubscription(rawURL string) {
 func (v *profilesView) refreshSubs(ids []string) {
 	if ids == nil {
 		for _, s := range v.p.Subscriptions {
-			ids = append(ids, s.ID)
+			if s.URL != "" { // a file's import has nothing to fetch
+				ids = append(ids, s.ID)
+			}
 		}
 	}
 	if len(ids) == 0 {
-		v.say("There is no subscription to refresh: add one above.", true)
+		v.say(tr("profiles.nothingToRefresh"), true)
 		return
 	}
-	v.say(fmt.Sprintf("Refreshing %d subscription(s)…", len(ids)), false)
+	v.say(trN("profiles.refreshing", len(ids)), false)
 	var msgs []string
 	failed := false
 	v.u.background(func(ctx context.Context) {
@@ -407,13 +483,9 @@ func (v *profilesView) refreshSubs(ids []string) {
 			switch {
 			case err != nil:
 				failed = true
-				msgs = append(msgs, "Refresh failed: "+err.Error())
+				msgs = append(msgs, tr("profiles.refreshFailed", M{"Err": err.Error()}))
 			case res != nil:
-				m := fmt.Sprintf("%d nodes (%s)", res.Nodes, res.Format)
-				if u := len(res.Unsupported); u > 0 {
-					m += fmt.Sprintf(", %d not usable yet", u)
-				}
-				msgs = append(msgs, "Refreshed: "+m)
+				msgs = append(msgs, tr("profiles.refreshed", M{"What": fetchedString(res)}))
 			}
 		}
 	}, func() {
@@ -427,11 +499,11 @@ func (v *profilesView) refreshSubs(ids []string) {
 func (v *profilesView) removeSource() {
 	src := v.source
 	if src == sourceAll {
-		v.say("Select a subscription on the left to remove it.", true)
+		v.say(tr("profiles.selectToRemove"), true)
 		return
 	}
 	title, _, _ := v.describeSource(src)
-	dialog.ShowConfirm("Remove", fmt.Sprintf("Remove %q and its %d nodes?", title, v.count(src)), func(ok bool) {
+	dialog.ShowConfirm(tr("profiles.removeTitle"), trN("profiles.removeConfirm", v.count(src), M{"Name": title}), func(ok bool) {
 		if !ok {
 			return
 		}
@@ -456,7 +528,7 @@ func (v *profilesView) removeSource() {
 			return nil
 		})
 		if err != nil {
-			v.say("Could not save the profile: "+err.Error(), true)
+			v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		}
 	}, v.u.win)
 }
@@ -464,11 +536,11 @@ func (v *profilesView) removeSource() {
 // use makes node id the profile's selection.
 func (v *profilesView) use(id string) {
 	if err := v.u.update(func(p *profile.Profile) error { p.Selected = id; return nil }); err != nil {
-		v.say("Could not save the profile: "+err.Error(), true)
+		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		return
 	}
 	if v.u.status().State == core.Running {
-		v.say("Selected. Disconnect and connect again to switch to it.", false)
+		v.say(tr("profiles.selectedReconnect"), false)
 	}
 }
 
@@ -490,25 +562,56 @@ func (v *profilesView) test(nodes []*profile.Node) {
 		res, err := v.u.b.Probe(ctx, ids)
 		if err != nil {
 			for _, id := range ids {
-				v.setLatency(id, "failed")
+				v.setLatency(id, tr("latency.failed"))
 			}
 			return
 		}
 		for _, r := range res {
 			v.setLatency(r.ID, latencyText(r))
 		}
-	}, nil)
+		if len(res) > 1 {
+			api.SortByLatency(res)
+			v.mu.Lock()
+			v.order = make(map[string]int, len(res))
+			for i, r := range res {
+				v.order[r.ID] = i
+			}
+			v.mu.Unlock()
+		}
+	}, func() {
+		if len(ids) > 1 {
+			v.filter()
+		}
+	})
+}
+
+// fetchedString says what a fetch brought: "12 nodes (Clash), 2 not usable yet".
+func fetchedString(res *api.ImportResult) string {
+	s := tr("profiles.fetched", M{"Nodes": nodesString(res.Nodes), "Format": res.Format})
+	if u := len(res.Unsupported); u > 0 {
+		s += ", " + trN("profiles.notUsableYet", u)
+	}
+	return s
+}
+
+// subscriptionTitle is how a subscription is named: its own name, else its
+// address without secrets.
+func subscriptionTitle(s *profile.Subscription) string {
+	if t := s.DisplayName(); t != "" {
+		return t
+	}
+	return subscription.Redact(s.URL)
 }
 
 // latencyText is how a probe's outcome is shown.
 func latencyText(r api.ProbeResult) string {
 	switch {
 	case r.Timeout:
-		return "timeout"
+		return tr("latency.timeout")
 	case r.Error != nil:
-		return "failed"
+		return tr("latency.failed")
 	}
-	return fmt.Sprintf("%d ms", r.Latency.Milliseconds())
+	return tr("unit.ms", M{"N": r.Latency.Milliseconds()})
 }
 
 func (v *profilesView) setLatency(id, s string) {

@@ -13,13 +13,22 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/subscription"
 )
 
-// Rule presets.
+// Rule presets, in the order shown.
 const (
-	presetGlobal   = "Everything through the proxy"
-	presetBypass   = "Bypass LAN and private addresses"
-	presetCustom   = "Custom rules"
+	presetGlobal = iota
+	presetBypass
+	presetCustom
+)
+
+func presetLabels() []string {
+	return []string{tr("routes.presetGlobal"), tr("routes.presetBypass"), tr("routes.presetCustom")}
+}
+
+// Rule targets.
+const (
 	targetDirect   = "direct"
 	targetBlock    = "block"
 	ruleTypeCustom = "domain_suffix"
@@ -27,6 +36,28 @@ const (
 
 // ruleTypes are the rule kinds the simple editor offers.
 var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr", "port", "private"}
+
+// ruleTypeLabel is how a rule kind is shown.
+func ruleTypeLabel(t string) string {
+	switch t {
+	case "domain":
+		return tr("rule.domain")
+	case "domain_suffix":
+		return tr("rule.domainSuffix")
+	case "domain_keyword":
+		return tr("rule.domainKeyword")
+	case "ip_cidr":
+		return tr("rule.ipCIDR")
+	case "port":
+		return tr("rule.port")
+	case "private":
+		return tr("rule.private")
+	}
+	return t
+}
+
+// ruleTargets are the targets the simple editor offers.
+var ruleTargets = []string{targetDirect, targetBlock, core.TargetProxy}
 
 // routesView shows the failover groups, their live health and the switch
 // log, and the routing rules.
@@ -40,6 +71,7 @@ type routesView struct {
 	note       *widget.Label
 	preset     *widget.Select
 	ruleList   *widget.List
+	noRules    *widget.Label // the rule list's empty state
 
 	p        *profile.Profile
 	selGroup int
@@ -55,7 +87,13 @@ func newRoutesView(u *UI) *routesView {
 		func() fyne.CanvasObject { return widget.NewLabel("group name") },
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			g := v.p.Groups[i]
-			s := fmt.Sprintf("%s (%s, %d)", g.Name, g.Type, len(g.Members))
+			s := tr("routes.groupRow", M{"Name": g.Name, "Type": groupTypeLabel(g.Type), "N": len(g.Members)})
+			switch g.Origin {
+			case profile.OriginProvider:
+				s += " · " + tr("routes.originProvider")
+			case profile.OriginAuto:
+				s += " · " + tr("routes.originAuto")
+			}
 			if v.p.Selected == g.ID {
 				s = "● " + s
 			}
@@ -85,7 +123,7 @@ func newRoutesView(u *UI) *routesView {
 			if n := v.p.Node(id); n != nil {
 				label, proto = n.Name(), protocolLabel(&n.Config)
 			} else if g := v.p.Group(id); g != nil {
-				label, proto = g.Name, "group"
+				label, proto = g.Name, tr("routes.memberGroup")
 			}
 			prefix := fmt.Sprintf("%d. ", i+1)
 			if label == v.current && v.current != "" {
@@ -97,6 +135,20 @@ func newRoutesView(u *UI) *routesView {
 			btns.Objects[1].(*widget.Button).OnTapped = func() { v.move(i, +1) }
 		},
 	)
+	// A member's health and a switch's reason may be cut in their rows:
+	// selecting one opens it whole.
+	v.memberList.OnSelected = func(i widget.ListItemID) {
+		if ids := v.members(); i < len(ids) {
+			name := ids[i]
+			if n := v.p.Node(name); n != nil {
+				name = n.Name()
+			} else if g := v.p.Group(name); g != nil {
+				name = g.Name
+			}
+			showDetails(v.u.win, name, v.healthOf(name))
+		}
+		v.memberList.UnselectAll()
+	}
 	v.switchLog = widget.NewList(
 		func() int { return len(v.switches) },
 		func() fyne.CanvasObject {
@@ -108,20 +160,27 @@ func newRoutesView(u *UI) *routesView {
 			e := v.switches[len(v.switches)-1-i] // newest first
 			from, to := e.From, e.To
 			if from == "" {
-				from = "none"
+				from = tr("routes.none")
 			}
 			if to == "" {
-				to = "none"
+				to = tr("routes.none")
 			}
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", e.Time.Local().Format("15:04:05"), e.Group, from, to, e.Reason))
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, e.Reason))
 		},
 	)
+	v.switchLog.OnSelected = func(i widget.ListItemID) {
+		if i < len(v.switches) {
+			e := v.switches[len(v.switches)-1-i]
+			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+e.Reason)
+		}
+		v.switchLog.UnselectAll()
+	}
 	v.note = widget.NewLabel("")
 	v.note.Wrapping = fyne.TextWrapWord
 	v.note.TextStyle.Italic = true
 
-	makeGroups := widget.NewButtonWithIcon("Make failover groups", theme.ContentAddIcon(), v.makeGroups)
-	useGroup := widget.NewButtonWithIcon("Use this group", theme.ConfirmIcon(), func() {
+	makeGroups := widget.NewButtonWithIcon(tr("routes.makeGroups"), theme.ContentAddIcon(), v.makeGroups)
+	useGroup := widget.NewButtonWithIcon(tr("routes.useGroup"), theme.ConfirmIcon(), func() {
 		if g := v.group(); g != nil {
 			id := g.ID
 			v.u.update(func(p *profile.Profile) error { p.Selected = id; return nil })
@@ -146,7 +205,7 @@ func newRoutesView(u *UI) *routesView {
 	})
 
 	// Rules.
-	v.preset = widget.NewSelect([]string{presetGlobal, presetBypass, presetCustom}, v.onPreset)
+	v.preset = widget.NewSelect(presetLabels(), func(string) { v.onPreset(v.preset.SelectedIndex()) })
 	v.ruleList = widget.NewList(
 		func() int { return len(v.p.Routes.Rules) },
 		func() fyne.CanvasObject {
@@ -157,50 +216,63 @@ func newRoutesView(u *UI) *routesView {
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			r := v.p.Routes.Rules[i]
 			box := o.(*fyne.Container)
-			box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%s %s → %s", r.Type, strings.Join(r.Values, ", "), v.targetName(r.Target)))
+			box.Objects[0].(*widget.Label).SetText(fmt.Sprintf("%s %s → %s", ruleTypeLabel(r.Type), strings.Join(r.Values, ", "), v.targetName(r.Target)))
 			box.Objects[1].(*widget.Button).OnTapped = func() { v.removeRule(i) }
 		},
 	)
-	kind := widget.NewSelect(ruleTypes, nil)
-	kind.SetSelected(ruleTypeCustom)
+	var kindLabels, targetLabels []string
+	for _, t := range ruleTypes {
+		kindLabels = append(kindLabels, ruleTypeLabel(t))
+	}
+	for _, t := range ruleTargets {
+		targetLabels = append(targetLabels, v.targetName(t))
+	}
+	kind := widget.NewSelect(kindLabels, nil)
+	kind.SetSelectedIndex(indexOf(ruleTypes, ruleTypeCustom))
 	values := widget.NewEntry()
-	values.SetPlaceHolder("example.com, 10.0.0.0/8 …")
-	target := widget.NewSelect([]string{targetDirect, targetBlock, "proxy"}, nil)
-	target.SetSelected(targetDirect)
-	addRule := widget.NewButtonWithIcon("Add rule", theme.ContentAddIcon(), func() {
+	values.SetPlaceHolder(tr("routes.valuesPlaceholder"))
+	target := widget.NewSelect(targetLabels, nil)
+	target.SetSelectedIndex(0)
+	addRule := widget.NewButtonWithIcon(tr("routes.addRule"), theme.ContentAddIcon(), func() {
 		var vals []string
 		for _, s := range strings.Split(values.Text, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				vals = append(vals, s)
 			}
 		}
-		if len(vals) == 0 && kind.Selected != "private" {
-			v.note.SetText("A rule needs at least one value (a domain, an address range or a port).")
+		typ := ruleTypes[max(kind.SelectedIndex(), 0)]
+		if len(vals) == 0 && typ != "private" {
+			v.note.SetText(tr("routes.ruleNeedsValue"))
 			return
 		}
-		t := target.Selected
+		t := ruleTargets[max(target.SelectedIndex(), 0)]
 		values.SetText("")
 		v.u.update(func(p *profile.Profile) error {
-			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: kind.Selected, Values: vals, Target: t})
+			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: typ, Values: vals, Target: t})
 			return nil
 		})
 	})
 
 	groupsPane := container.NewBorder(
-		container.NewHBox(widget.NewLabelWithStyle("Failover groups", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
+		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
 		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
-	membersPane := container.NewBorder(widget.NewLabelWithStyle("Members in order (live health, last RTT)", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
+	membersHead := widget.NewLabelWithStyle(tr("routes.members"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	membersHead.Wrapping = fyne.TextWrapWord
+	membersPane := container.NewBorder(membersHead,
 		nil, nil, nil, v.memberList)
 	top := container.NewHSplit(groupsPane, membersPane)
 	top.Offset = 0.4
-	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle("Switch log", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
+	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle(tr("routes.switchLog"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
 	editor := container.NewVBox(
 		container.NewGridWithColumns(2, kind, target),
 		container.NewBorder(nil, nil, nil, addRule, values),
 	)
+	v.noRules = widget.NewLabel(tr("routes.noRules"))
+	v.noRules.Wrapping = fyne.TextWrapWord
+	v.noRules.TextStyle.Italic = true
 	rulesPane := container.NewBorder(
-		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle("Rules", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
-		nil, nil, nil, v.ruleList)
+		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), editor),
+		nil, nil, nil, container.NewStack(v.ruleList, container.NewVBox(v.noRules)))
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
 	all := container.NewVSplit(top, bottom)
@@ -229,6 +301,8 @@ func (v *routesView) setProfile(p *profile.Profile) {
 	}
 	v.groupList.Refresh()
 	v.memberList.Refresh()
+	v.noRules.Hidden = len(p.Routes.Rules) > 0
+	v.noRules.Refresh()
 	v.ruleList.Refresh()
 }
 
@@ -262,9 +336,9 @@ func (v *routesView) update() {
 	}
 	v.switches = v.u.Switches()
 	if len(v.p.Groups) == 0 {
-		v.note.SetText("No failover group yet. \"Make failover groups\" makes one for every server your subscriptions offer over several protocols (Hysteria2 first, VLESS+WS+TLS second).")
+		v.note.SetText(tr("routes.noGroups"))
 	} else if len(v.switches) == 0 {
-		v.note.SetText("No switch yet: the first member in order carries traffic while it is healthy.")
+		v.note.SetText(tr("routes.noSwitches"))
 	} else {
 		v.note.SetText("")
 	}
@@ -278,22 +352,25 @@ func (v *routesView) healthOf(name string) string {
 		if m.Name != name {
 			continue
 		}
-		s := m.Health.String()
+		s := healthLabel(m.Health)
+		if m.Throttled {
+			s += " · " + tr("health.throttled")
+		}
 		if m.RTT > 0 {
-			s += fmt.Sprintf(" · %d ms", m.RTT.Milliseconds())
+			s += " · " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
 		}
 		if m.LastError != "" {
 			s += " · " + m.LastError
 		}
 		if !m.LastCheck.IsZero() {
-			s += " · checked " + ageString(time.Now(), m.LastCheck) + " ago"
+			s += " · " + tr("routes.checkedAgo", M{"Age": ageString(time.Now(), m.LastCheck)})
 		}
 		return s
 	}
 	if v.current == name {
-		return "carrying traffic"
+		return tr("routes.carrying")
 	}
-	return "not in use"
+	return tr("routes.notInUse")
 }
 
 // move moves member i of the selected group by delta places and saves.
@@ -315,24 +392,26 @@ func (v *routesView) move(i, delta int) {
 	})
 }
 
-// makeGroups adds the default failover groups the profile's nodes suggest.
+// makeGroups makes the groups an import makes by itself
+// (subscription.ApplyGroups) for the nodes added by hand; a subscription's
+// are made when it is imported and on every refresh.
 func (v *routesView) makeGroups() {
-	added := 0
+	before, after := 0, 0
 	v.u.update(func(p *profile.Profile) error {
-		gs := defaultGroups(p)
-		added = len(gs)
-		p.Groups = append(p.Groups, gs...)
+		before = len(p.Groups)
+		subscription.ApplyGroups(p, "", nil)
+		after = len(p.Groups)
 		return nil
 	})
-	if added == 0 {
-		v.note.SetText("No server is offered over several protocols, so there is no failover group to make. Add a subscription on Profiles.")
+	if after <= before {
+		v.note.SetText(tr("routes.nothingToGroup"))
 	} else {
-		v.note.SetText(fmt.Sprintf("Made %d failover group(s): Hysteria2 first, VLESS+WS+TLS second.", added))
+		v.note.SetText(trN("routes.madeGroups", after-before))
 	}
 }
 
-func (v *routesView) onPreset(s string) {
-	switch s {
+func (v *routesView) onPreset(preset int) {
+	switch preset {
 	case presetGlobal:
 		if len(v.p.Routes.Rules) > 0 && !v.isBypass() {
 			return // custom rules stay until removed one by one
@@ -367,10 +446,12 @@ func (v *routesView) removeRule(i int) {
 // targetName shows a rule's target by name.
 func (v *routesView) targetName(t string) string {
 	switch t {
-	case targetDirect, targetBlock:
-		return t
+	case targetDirect:
+		return tr("routes.targetDirect")
+	case targetBlock:
+		return tr("routes.targetBlock")
 	case "", core.TargetProxy:
-		return "proxy"
+		return tr("routes.targetProxy")
 	}
 	if g := v.p.Group(t); g != nil {
 		return g.Name
@@ -379,4 +460,30 @@ func (v *routesView) targetName(t string) string {
 		return n.Name()
 	}
 	return t
+}
+
+// groupTypeLabel is how a group's type is shown.
+func groupTypeLabel(t string) string {
+	switch t {
+	case profile.GroupFailover:
+		return tr("group.failover")
+	case profile.GroupSelector:
+		return tr("group.selector")
+	case profile.GroupURLTest:
+		return tr("group.urltest")
+	}
+	return t
+}
+
+// healthLabel is how a member's health is shown.
+func healthLabel(h group.Health) string {
+	switch h {
+	case group.Healthy:
+		return tr("health.healthy")
+	case group.Failing:
+		return tr("health.failing")
+	case group.Recovering:
+		return tr("health.recovering")
+	}
+	return tr("health.untried")
 }

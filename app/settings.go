@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"image/color"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,11 +17,20 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/i18n"
 	"github.com/skiffvpn/skiff/internal/version"
 )
 
 // refreshChoices are the subscription refresh intervals offered.
-var refreshChoices = []string{"1h", "6h", "12h", "24h", "72h"}
+var refreshChoices = []time.Duration{time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 72 * time.Hour}
+
+func refreshLabels() []string {
+	out := make([]string, len(refreshChoices))
+	for i, d := range refreshChoices {
+		out[i] = trN("settings.everyHours", int(d.Hours()))
+	}
+	return out
+}
 
 // settingsView edits the preferences and the profile's settings.
 type settingsView struct {
@@ -30,6 +38,7 @@ type settingsView struct {
 	obj fyne.CanvasObject
 
 	startLogin, startConn *widget.Check
+	resume                *widget.Check // the profile's ConnectAtStart
 	listen                *widget.Entry
 	strict, ipv6          *widget.Check
 	killSwitch            *widget.Check
@@ -37,28 +46,58 @@ type settingsView struct {
 	dns                   *widget.Select
 	probe                 *widget.Entry
 	refresh, themeSel     *widget.Select
+	langSel               *widget.Select
 	status                *widget.Label
+}
+
+// themes are the Theme choices in the order shown.
+var themes = []string{ThemeSystem, ThemeLight, ThemeDark}
+
+func themeLabels() []string {
+	return []string{tr("settings.themeSystem"), tr("settings.themeLight"), tr("settings.themeDark")}
+}
+
+// languageLabels are the Language choices: the system's, then each
+// bundle under its own name (i18n.Languages' order).
+func languageLabels() []string {
+	out := []string{tr("settings.languageSystem", M{"Name": i18n.Match(systemLocales()...).Name})}
+	for _, l := range i18n.Languages {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// indexOf returns where s is in list, or 0.
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return 0
 }
 
 func newSettingsView(u *UI) *settingsView {
 	v := &settingsView{u: u}
-	v.startLogin = widget.NewCheck("Start Skiff when I log in", nil)
-	v.startConn = widget.NewCheck("Connect when Skiff starts", nil)
+	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
+	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
+	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
-	v.strict = widget.NewCheck("Strict route (no traffic around the tunnel)", nil)
-	v.ipv6 = widget.NewCheck("Route IPv6 too", nil)
-	v.killSwitch = widget.NewCheck("Block all traffic outside Skiff (kill switch; also while disconnected)", nil)
+	v.strict = widget.NewCheck(tr("settings.strictRoute"), nil)
+	v.ipv6 = widget.NewCheck(tr("settings.ipv6"), nil)
+	v.killSwitch = widget.NewCheck(tr("settings.killSwitch"), nil)
 	v.mtu = widget.NewEntry()
-	v.mtu.SetPlaceHolder("default (9000)")
+	v.mtu.SetPlaceHolder(tr("settings.mtuDefault", M{"MTU": 9000}))
 	v.dns = widget.NewSelect([]string{"fake-ip", "real-ip"}, nil)
 	v.probe = widget.NewEntry()
 	v.probe.SetPlaceHolder(defaultProbeURL)
-	v.refresh = widget.NewSelect(refreshChoices, nil)
-	v.themeSel = widget.NewSelect([]string{ThemeSystem, ThemeLight, ThemeDark}, nil)
+	v.refresh = widget.NewSelect(refreshLabels(), nil)
+	v.themeSel = widget.NewSelect(themeLabels(), nil)
+	v.langSel = widget.NewSelect(languageLabels(), nil)
 	v.status = widget.NewLabel("")
 	v.status.Wrapping = fyne.TextWrapWord
-	save := widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), v.save)
+	save := widget.NewButtonWithIcon(tr("settings.save"), theme.DocumentSaveIcon(), v.save)
 	save.Importance = widget.HighImportance
 
 	tunNote := widget.NewLabel("")
@@ -70,15 +109,16 @@ func newSettingsView(u *UI) *settingsView {
 		tunNote.Hide()
 	}
 	form := widget.NewForm(
-		widget.NewFormItem("Startup", container.NewVBox(v.startLogin, v.startConn)),
-		widget.NewFormItem("Local proxy address", v.listen),
-		widget.NewFormItem("TUN", container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
-		widget.NewFormItem("TUN MTU", v.mtu),
-		widget.NewFormItem("DNS mode", v.dns),
-		widget.NewFormItem("Probe URL", v.probe),
-		widget.NewFormItem("Refresh subscriptions every", v.refresh),
-		widget.NewFormItem("Theme", v.themeSel),
-		widget.NewFormItem("Version", widget.NewLabel("Skiff "+version.Get().String())),
+		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
+		widget.NewFormItem(tr("settings.listen"), v.listen),
+		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
+		widget.NewFormItem(tr("settings.mtu"), v.mtu),
+		widget.NewFormItem(tr("settings.dns"), v.dns),
+		widget.NewFormItem(tr("settings.probeURL"), v.probe),
+		widget.NewFormItem(tr("settings.refreshEvery"), v.refresh),
+		widget.NewFormItem(tr("settings.language"), v.langSel),
+		widget.NewFormItem(tr("settings.theme"), v.themeSel),
+		widget.NewFormItem(tr("settings.version"), widget.NewLabel(tr("settings.versionText", M{"Version": version.Get().String()}))),
 	)
 	v.obj = container.NewPadded(container.NewVScroll(container.NewVBox(form, container.NewHBox(save), v.status)))
 	v.showPrefs(u.Prefs())
@@ -95,10 +135,12 @@ func (v *settingsView) showPrefs(p Prefs) {
 	} else {
 		v.dns.SetSelected(p.DNSMode)
 	}
-	if p.Theme == "" {
-		v.themeSel.SetSelected(ThemeSystem)
-	} else {
-		v.themeSel.SetSelected(p.Theme)
+	v.themeSel.SetSelectedIndex(indexOf(themes, p.Theme))
+	v.langSel.SetSelectedIndex(0)
+	for i, l := range i18n.Languages {
+		if l.Code == p.Language {
+			v.langSel.SetSelectedIndex(i + 1)
+		}
 	}
 }
 
@@ -107,6 +149,7 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	s := p.Settings
 	v.strict.SetChecked(s.TUN.Strict())
 	v.killSwitch.SetChecked(s.TUN.KillSwitch)
+	v.resume.SetChecked(s.ConnectAtStart)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -117,7 +160,12 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	if iv <= 0 {
 		iv = 24 * time.Hour
 	}
-	v.refresh.SetSelected(strings.TrimSuffix(strings.TrimSuffix(iv.String(), "0s"), "0m"))
+	v.refresh.SetSelectedIndex(len(refreshChoices) - 2) // 24 h
+	for i, c := range refreshChoices {
+		if c == iv {
+			v.refresh.SetSelectedIndex(i)
+		}
+	}
 }
 
 // save checks and stores the settings.
@@ -128,16 +176,22 @@ func (v *settingsView) save() {
 	p.StartConnected = v.startConn.Checked
 	p.IPv6 = v.ipv6.Checked
 	p.DNSMode = v.dns.Selected
-	p.Theme = v.themeSel.Selected
+	if i := v.themeSel.SelectedIndex(); i >= 0 {
+		p.Theme = themes[i]
+	}
+	p.Language = ""
+	if i := v.langSel.SelectedIndex(); i > 0 {
+		p.Language = i18n.Languages[i-1].Code
+	}
 	listen := strings.TrimSpace(v.listen.Text)
 	if listen != "" {
 		host, port, err := net.SplitHostPort(listen)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			v.say("The local proxy address must be a loopback address and port, like 127.0.0.1:1080.", true)
+			v.say(tr("settings.listenInvalid"), true)
 			return
 		}
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			v.say("The local proxy port must be a number from 1 to 65535.", true)
+			v.say(tr("settings.portInvalid"), true)
 			return
 		}
 	}
@@ -146,19 +200,19 @@ func (v *settingsView) save() {
 	if s := strings.TrimSpace(v.mtu.Text); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1280 || n > 65535 {
-			v.say("The MTU must be a number from 1280 to 65535, or empty for the default.", true)
+			v.say(tr("settings.mtuInvalid"), true)
 			return
 		}
 		mtu = n
 	}
 	probe := strings.TrimSpace(v.probe.Text)
 	if probe != "" && !strings.HasPrefix(probe, "http://") && !strings.HasPrefix(probe, "https://") {
-		v.say("The probe URL must start with http:// or https://.", true)
+		v.say(tr("settings.probeInvalid"), true)
 		return
 	}
-	iv, err := time.ParseDuration(v.refresh.Selected)
-	if err != nil {
-		iv = 24 * time.Hour
+	iv := 24 * time.Hour
+	if i := v.refresh.SelectedIndex(); i >= 0 {
+		iv = refreshChoices[i]
 	}
 	if err := v.u.setPrefs(p); err != nil {
 		v.say(err.Error(), true)
@@ -167,28 +221,38 @@ func (v *settingsView) save() {
 	if p.StartOnLogin == old.StartOnLogin {
 		// nothing to change in the desktop's autostart
 	} else if err := setAutostart(p.StartOnLogin); err != nil {
-		v.say("Saved, but starting on login could not be set up: "+err.Error(), true)
+		v.say(tr("settings.autostartFailed", M{"Err": err.Error()}), true)
 		return
 	}
 	if err := v.u.update(func(pr *profile.Profile) error {
 		strict := v.strict.Checked
 		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
+		pr.Settings.ConnectAtStart = v.resume.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.RefreshInterval = profile.Duration(iv)
 		return nil
 	}); err != nil {
-		v.say("Could not save the profile: "+err.Error(), true)
+		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		return
 	}
-	// The kill switch takes effect at once, either way.
-	tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
-	if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
-		v.say("Saved, but the kill switch could not be changed now (it needs the rights TUN mode needs): "+err.Error(), true)
+	// The kill switch takes effect at once, either way: the service applies
+	// the saved setting itself (as root); the core in this process needs
+	// it done here.
+	if !v.u.service {
+		tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
+		if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
+			v.say(tr("settings.killSwitchFailed", M{"Err": err.Error()}), true)
+			return
+		}
+	}
+	if p.Language != old.Language {
+		v.u.relabel() // the views are built again in the new language
+		v.u.settings.say(tr("settings.saved"), false)
 		return
 	}
-	v.say("Saved. The proxy address and TUN options apply the next time you connect.", false)
+	v.say(tr("settings.saved"), false)
 }
 
 func (v *settingsView) say(msg string, bad bool) {
@@ -231,29 +295,4 @@ func setAutostart(on bool) error {
 	entry := "[Desktop Entry]\nType=Application\nName=Skiff\nComment=Skiff VPN\nExec=" + exe + "\nIcon=" + ID +
 		"\nX-GNOME-Autostart-enabled=true\n"
 	return os.WriteFile(path, []byte(entry), 0o644)
-}
-
-// applyTheme follows the system, or forces the user's light/dark choice.
-func (u *UI) applyTheme() {
-	switch u.Prefs().Theme {
-	case ThemeLight:
-		u.fa.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantLight})
-	case ThemeDark:
-		u.fa.Settings().SetTheme(variantTheme{theme.DefaultTheme(), theme.VariantDark})
-	default:
-		if _, forced := u.fa.Settings().Theme().(variantTheme); forced {
-			u.fa.Settings().SetTheme(theme.DefaultTheme())
-		}
-	}
-}
-
-// variantTheme is the default theme held to one variant.
-type variantTheme struct {
-	fyne.Theme
-	v fyne.ThemeVariant
-}
-
-// Color implements fyne.Theme.
-func (t variantTheme) Color(n fyne.ThemeColorName, _ fyne.ThemeVariant) color.Color {
-	return t.Theme.Color(n, t.v)
 }

@@ -17,6 +17,8 @@ type tray struct {
 	da      desktop.App
 	toggle  *fyne.MenuItem
 	current *fyne.MenuItem
+	open    *fyne.MenuItem
+	quit    *fyne.MenuItem
 	menu    *fyne.Menu
 	state   core.State
 	via     string // the member shown
@@ -30,19 +32,19 @@ func setupTray(u *UI) *tray {
 		return nil
 	}
 	t := &tray{u: u, da: da, state: -1}
-	t.toggle = fyne.NewMenuItem("Connect", func() {
+	t.toggle = fyne.NewMenuItem(tr("home.connect"), func() {
 		if u.status().State == core.Running {
 			u.Disconnect()
 		} else {
 			u.Connect()
 		}
 	})
-	t.current = fyne.NewMenuItem("Not connected", nil)
+	t.current = fyne.NewMenuItem(tr("tray.notConnected"), nil)
 	t.current.Disabled = true
-	open := fyne.NewMenuItem("Open Skiff", func() { u.win.Show(); u.win.RequestFocus() })
-	quit := fyne.NewMenuItem("Quit", u.Quit)
-	quit.IsQuit = true
-	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), open, quit)
+	t.open = fyne.NewMenuItem(tr("tray.open"), u.showWindow)
+	t.quit = fyne.NewMenuItem(tr("tray.quit"), u.Quit)
+	t.quit.IsQuit = true
+	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.open, t.quit)
 	da.SetSystemTrayMenu(t.menu)
 	da.SetSystemTrayIcon(iconTrayOff)
 	return t
@@ -60,15 +62,22 @@ func (t *tray) update(st api.Status) {
 	}
 	t.state, t.via = st.State, via
 	if st.State == core.Running {
-		t.toggle.Label = "Disconnect"
-		t.current.Label = "Via " + via
+		t.toggle.Label = tr("home.disconnect")
+		t.current.Label = tr("tray.via", M{"Name": via})
 		t.da.SetSystemTrayIcon(iconTrayOn)
 	} else {
-		t.toggle.Label = "Connect"
-		t.current.Label = "Not connected"
+		t.toggle.Label = tr("home.connect")
+		t.current.Label = tr("tray.notConnected")
 		t.da.SetSystemTrayIcon(iconTrayOff)
 	}
 	t.menu.Refresh()
+}
+
+// relabel redraws the menu in the window's language.
+func (t *tray) relabel() {
+	t.open.Label, t.quit.Label = tr("tray.open"), tr("tray.quit")
+	t.state = -1 // update sets the rest
+	t.update(t.u.status())
 }
 
 // hasTrayHost reports whether the session has a StatusNotifier host (the

@@ -218,34 +218,30 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
-	var tr *tunRun
+	r := &run{stats: stats.New(), panics: guard.NewReporter(c.log)}
+	// What was built so far is torn down the one way a run ends (close).
+	fail := func(err error) (*run, Status, error) {
+		r.close()
+		return nil, Status{}, err
+	}
 	if cfg.TUN != nil {
 		// The device and routes come first: the outbounds need its dialer.
 		t, err := openTUN(ctx, cfg.TUN, cfg.Nodes, c.log)
 		if err != nil {
 			return nil, Status{}, err
 		}
-		tr = &tunRun{tunnel: t}
+		r.tun = &tunRun{tunnel: t}
 		cfg.Dialer = t.Dialer()
 	}
 	if cfg.Dialer == nil {
 		cfg.Dialer = proxyModeDialer()
-	}
-	fail := func(err error, closers ...func() error) (*run, Status, error) {
-		for _, c := range closers {
-			c()
-		}
-		if tr != nil {
-			tr.close()
-		}
-		return nil, Status{}, err
 	}
 	rt, err := buildRouting(&cfg, c.onSwitch, c.log)
 	if err != nil {
 		return fail(err)
 	}
 	name := rt.proxy
-	r := &run{stats: stats.New(), routing: rt, tun: tr, panics: guard.NewReporter(c.log)}
+	r.routing = rt
 	eng := NewEngine(rt.router, r.stats, c.log)
 	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
 		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),
@@ -258,14 +254,14 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		Panics:           r.panics,
 	}, eng)
 	if err != nil {
-		return fail(err, rt.close)
+		return fail(err)
 	}
 	st := Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}
-	if tr != nil {
-		if tr.stack, err = startTUN(tr.tunnel, cfg.TUN, eng, rt, c.log, r.panics, r.restore); err != nil {
-			return fail(err, r.inbound.Close, rt.close)
+	if r.tun != nil {
+		if r.tun.stack, err = startTUN(r.tun.tunnel, cfg.TUN, eng, rt, c.log, r.panics, r.restore); err != nil {
+			return fail(err)
 		}
-		st.TUN = tr.tunnel.Name()
+		st.TUN = r.tun.tunnel.Name()
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -287,14 +283,47 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	return r, st, nil
 }
 
-// restore puts the machine's routes, rules and DNS back as they were
-// before the run, for a process about to die of a panic; Stop does the
-// orderly teardown.
-func (r *run) restore() {
-	if r.tun != nil && r.tun.tunnel != nil {
-		r.tun.tunnel.Close()
+// close is the one teardown of a run, for Stop and for a start that
+// failed half-way: whatever parts were built stop in order — no re-dial
+// or repair, no new flows from the TUN, the listener and its flows, the
+// run's loops, the outbounds — and last the routes, rules and DNS go back
+// as they were (restore).
+func (r *run) close() error {
+	if r.netmon != nil {
+		r.netmon.Stop()
 	}
+	var errs []error
+	if r.tun != nil && r.tun.stack != nil {
+		errs = append(errs, r.tun.stack.Close())
+	}
+	if r.inbound != nil {
+		errs = append(errs, r.inbound.Close()) // ends the flows and waits for them
+	}
+	r.stats.CloseAll() // flows that outlive their inbound, if any
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	if r.routing != nil {
+		errs = append(errs, r.routing.close())
+	}
+	errs = append(errs, r.restoreRoutes())
+	return errors.Join(errs...)
 }
+
+// restoreRoutes puts the machine's routes, rules and DNS back as they were
+// before the run: the last step of close, and all that a process about to
+// die of a panic does (restore).
+func (r *run) restoreRoutes() error {
+	if r.tun != nil && r.tun.tunnel != nil {
+		return r.tun.tunnel.Close()
+	}
+	return nil
+}
+
+// restore is restoreRoutes for the panic handlers (guard.Fatal, the
+// netstack's), which take a func().
+func (r *run) restore() { r.restoreRoutes() }
 
 // nodeName is how a node is named in the status and the stats.
 func nodeName(n *node.Node) string {
@@ -320,20 +349,7 @@ func (c *Controller) Stop() error {
 		}
 		return nil
 	}
-	r.netmon.Stop() // no re-dial or repair while tearing down
-	var errs []error
-	if r.tun != nil && r.tun.stack != nil {
-		errs = append(errs, r.tun.stack.Close()) // no new flows from the TUN
-	}
-	errs = append(errs, r.inbound.Close()) // ends the flows and waits for them
-	r.stats.CloseAll()                     // flows that outlive their inbound, if any
-	r.cancel()
-	r.wg.Wait()
-	errs = append(errs, r.routing.close())
-	if r.tun != nil && r.tun.tunnel != nil {
-		errs = append(errs, r.tun.tunnel.Close()) // routes back as they were
-	}
-	err := errors.Join(errs...)
+	err := r.close()
 	c.log.Info("core: stopped")
 	c.setStatus(Status{State: Stopped})
 	return err

@@ -141,3 +141,35 @@ func TestLogSubscribe(t *testing.T) {
 		c.Logger().Info("flood")
 	}
 }
+
+// TestControllerStartFailureLeavesNothing: a start that fails after its
+// routing was built (the listener's port is taken) tears down what it had
+// built the same way Stop does: no goroutine of the run is left, and the
+// next start works.
+func TestControllerStartFailureLeavesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	c := NewController(Options{LogOutput: &bytes.Buffer{}})
+	before := runtime.NumGoroutine()
+	for range 3 {
+		if err := c.Start(context.Background(), Config{Nodes: []*node.Node{testNode()}, Listen: taken.Addr().String()}); err == nil {
+			t.Fatal("Start on a taken port succeeded")
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after three failed starts, %d before", n, before)
+	}
+	if err := c.Start(context.Background(), Config{Nodes: []*node.Node{testNode()}, Listen: "127.0.0.1:0"}); err != nil {
+		t.Fatalf("Start after the failures: %v", err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // ProbeTimeout bounds one latency test.
@@ -27,7 +28,7 @@ func (c *Controller) Probe(ctx context.Context, n *node.Node, url string) (time.
 	if d == nil {
 		d = &outbound.SystemDialer{}
 	}
-	ob, err := NewOutbound(n, d)
+	ob, err := protocol.NewOutbound(n, d)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/block"
 	"github.com/skiffvpn/skiff/core/outbound/direct"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/route"
 	"github.com/skiffvpn/skiff/core/rule"
 )
@@ -57,7 +58,7 @@ func buildRouting(cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*r
 	}}
 	var members []group.Member
 	for i, n := range cfg.Nodes {
-		ob, err := NewOutbound(n, cfg.Dialer)
+		ob, err := protocol.NewOutbound(n, cfg.Dialer)
 		if err != nil {
 			r.close()
 			return nil, fmt.Errorf("server %d: %w", i+1, err)

@@ -257,14 +257,3 @@ func startTUN(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing, log *slog.
 	}
 	return netstack.New(t.Device, h, netstack.Options{MTU: t.MTU(), Logger: log, Panics: panics, Restore: restore})
 }
-
-func (tr *tunRun) close() error {
-	var errs []error
-	if tr.stack != nil {
-		errs = append(errs, tr.stack.Close())
-	}
-	if tr.tunnel != nil {
-		errs = append(errs, tr.tunnel.Close())
-	}
-	return errors.Join(errs...)
-}

@@ -92,7 +92,12 @@ func newTestStack(t *testing.T, h *testHandler, opts Options) *netstack.Net {
 	t.Helper()
 	h.upstream = nettest.TCPEcho(t).String()
 	h.metas = make(chan flow.Metadata, 16)
+	return newStackWith(t, h, opts)
+}
 
+// newStackWith is newTestStack with any handler.
+func newStackWith(t *testing.T, h flow.Handler, opts Options) *netstack.Net {
+	t.Helper()
 	ch := tuntest.NewChannelTUN()
 	s, err := New(ch.TUN(), h, opts)
 	if err != nil {

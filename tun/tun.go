@@ -20,6 +20,7 @@ import (
 	wgtun "golang.zx2c4.com/wireguard/tun"
 
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/internal/pidalive"
 )
 
 // Defaults for Config.
@@ -279,7 +280,7 @@ func Cleanup(stateFile string, log *slog.Logger) error {
 		}
 		return err
 	}
-	if pid := st.State.PID; pid != os.Getpid() && processAlive(pid) {
+	if pid := st.State.PID; pid != os.Getpid() && pidalive.Alive(pid) {
 		return fmt.Errorf("tun: %s: %w (pid %d): stop it first", stateFile, ErrStillRunning, pid)
 	}
 	log.Info("tun: restoring routes left by a previous run", "pid", st.State.PID, "state", stateFile)

@@ -134,10 +134,6 @@ func routeGone(err error) bool {
 	return strings.Contains(err.Error(), "not in table") || pfReleaseGone(err)
 }
 
-func processAlive(pid int) bool {
-	return pid > 0 && unix.Kill(pid, 0) != unix.ESRCH
-}
-
 // repairPlatform has nothing to put back here: the routes are the
 // system's, changed with its commands, and the bypass follows the default
 // interface by itself.

@@ -1,13 +1,10 @@
 package tun
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -239,21 +236,4 @@ func netlinkRoute(r Route) (*netlink.Route, error) {
 		nr.Family = netlink.FAMILY_V4
 	}
 	return nr, nil
-}
-
-// processAlive reports whether a process with this id exists and has not
-// exited (a zombie, not yet reaped by its parent, has).
-func processAlive(pid int) bool {
-	if pid <= 0 || unix.Kill(pid, 0) == unix.ESRCH {
-		return false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// pid (comm) S ...: the state follows the last ')'.
-	if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
-		return b[i+2] != 'Z' && b[i+2] != 'X'
-	}
-	return true
 }

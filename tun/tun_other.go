@@ -16,8 +16,6 @@ func openPlatform(t *Tunnel) error {
 
 func undo(c Change) error { return errors.New("tun: cannot undo changes on " + runtime.GOOS) }
 
-func processAlive(pid int) bool { return false }
-
 // repairPlatform has nothing to put back here: the routes are the
 // system's, changed with its commands, and the bypass follows the default
 // interface by itself.

@@ -169,19 +169,6 @@ func routeGone(err error) bool {
 	return strings.Contains(s, "element not found") || strings.Contains(s, "cannot find")
 }
 
-func processAlive(pid int) bool {
-	h, err := windows.OpenProcess(windows.PROCESS_QUERY_LIMITED_INFORMATION, false, uint32(pid))
-	if err != nil {
-		return false
-	}
-	defer windows.CloseHandle(h)
-	var code uint32
-	if err := windows.GetExitCodeProcess(h, &code); err != nil {
-		return false
-	}
-	return code == 259 // STILL_ACTIVE
-}
-
 // strictWindows turns on strict route for the adapter with index idx. The
 // system resolver is given a DNS server inside the tunnel, on the adapter
 // (else, with DNS to other interfaces blocked, it would have none that

@@ -12,6 +12,7 @@ package api
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -138,6 +139,11 @@ type ImportRequest struct {
 	URL  string `json:"url,omitempty"`  // an http(s) subscription URL (or ssconf://, clash://install-config, …)
 	Name string `json:"name,omitempty"` // the user's name for a new subscription
 	Body string `json:"body,omitempty"` // links, base64, Clash YAML, sing-box JSON or SIP008 JSON
+	// Source is the name of the file Body was read from: the import is
+	// listed as a subscription of that name (one without a URL, so never
+	// refreshed), and importing the same name again replaces its nodes.
+	// Empty: the nodes are added by hand.
+	Source string `json:"source,omitempty"`
 }
 
 // ImportResult is what an import found.
@@ -187,3 +193,25 @@ func Update(ctx context.Context, b Backend, fn func(*profile.Profile) error) err
 
 // IsCode reports whether err carries code c.
 func IsCode(err error, c Code) bool { return err != nil && CodeOf(err) == c }
+
+// SortByLatency orders probe results as a node list shows them after "test
+// all": the nodes that answered, fastest first, then those that timed out,
+// then those that failed; ties keep their order.
+func SortByLatency(rs []ProbeResult) {
+	rank := func(r ProbeResult) int {
+		switch {
+		case r.Error == nil && r.Latency > 0:
+			return 0
+		case r.Timeout:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		ri, rj := rank(rs[i]), rank(rs[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return ri == 0 && rs[i].Latency < rs[j].Latency
+	})
+}

@@ -230,3 +230,60 @@ func FuzzDecodeRequest(f *testing.F) {
 		DecodeRequest(strings.NewReader(string(b)), maxRequest, nil)
 	})
 }
+
+func TestSortByLatency(t *testing.T) {
+	rs := []ProbeResult{
+		{ID: "failed", Error: &Error{Code: CodeInternal, Message: "x"}},
+		{ID: "slow", Latency: 300 * time.Millisecond},
+		{ID: "timeout", Timeout: true, Error: &Error{Code: CodeInternal, Message: "timeout"}},
+		{ID: "fast", Latency: 20 * time.Millisecond},
+		{ID: "mid", Latency: 80 * time.Millisecond},
+		{ID: "failed2", Error: &Error{Code: CodeInternal, Message: "y"}},
+	}
+	SortByLatency(rs)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.ID)
+	}
+	if want := "fast,mid,slow,timeout,failed,failed2"; strings.Join(got, ",") != want {
+		t.Errorf("order %s, want %s", strings.Join(got, ","), want)
+	}
+}
+
+// TestImportFileIsASubscription: a body with a file name is listed as a
+// subscription of that name, with the groups an import makes; the same
+// file again replaces its nodes; it has no URL to refresh.
+func TestImportFileIsASubscription(t *testing.T) {
+	store, err := profile.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
+	body := "hysteria2://pw@hk.example.com:443#HK Hy2\nvless://b831381d-6324-4d53-ad4f-8cda48b30811@hk.example.com:443?encryption=none&security=tls&type=ws&path=%2Fws#HK WS\n"
+	res, err := l.Import(context.Background(), ImportRequest{Body: body, Source: "my-vpn.txt"})
+	if err != nil || res.Added != 2 || res.Subscription == "" || res.Existing {
+		t.Fatalf("%+v %v", res, err)
+	}
+	p, _ := store.Load()
+	s := p.Subscription(res.Subscription)
+	if s == nil || s.DisplayName() != "my-vpn.txt" || len(p.Groups) != 2 {
+		t.Fatalf("subscription %+v, %d groups", s, len(p.Groups))
+	}
+	for _, n := range p.Nodes {
+		if n.Subscription != s.ID {
+			t.Errorf("node %s is not the file's", n.Name())
+		}
+	}
+	if res, err = l.Import(context.Background(), ImportRequest{Body: body, Source: "my-vpn.txt"}); err != nil || res.Added != 0 || !res.Existing {
+		t.Errorf("the same file again: %+v %v", res, err)
+	}
+	if _, err := l.Refresh(context.Background(), s.ID); !IsCode(err, CodeBadRequest) {
+		t.Errorf("refreshing a file's import: %v", err)
+	}
+	if err := CheckProfile(p); err != nil {
+		t.Errorf("a profile with a file's import is refused: %v", err)
+	}
+	if _, err := l.Import(context.Background(), ImportRequest{Body: body, Source: "bad\nname"}); !IsCode(err, CodeBadRequest) {
+		t.Errorf("a source with a line break: %v", err)
+	}
+}

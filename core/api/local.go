@@ -1,15 +1,19 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,8 +22,10 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
 // Local is the Backend that runs the core in this process: the service's,
@@ -103,8 +109,8 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
-	if r.Mode == plan.ModeTUN {
-		rt.Mode = plan.ModeTUN
+	if r.Mode != "" {
+		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
 	}
 	l.mu.Lock()
 	prev := l.route
@@ -116,19 +122,86 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		l.mu.Unlock()
 		return nil, Wrap(err)
 	}
+	// What was asked is kept for Resume; a failure to write it costs only
+	// the reconnection at the next start.
+	if err := l.remember(&r); err != nil {
+		l.log.Warn("api: remembering the connection for the next start", "err", err)
+	}
 	return rt, nil
 }
 
-// Disconnect implements Backend.
+// Disconnect implements Backend. The user's disconnect is remembered: the
+// next start does not reconnect (Resume).
 func (l *Local) Disconnect(context.Context) error {
 	err := l.ctrl.Stop()
 	l.mu.Lock()
 	l.route = nil
 	l.mu.Unlock()
+	if rerr := l.remember(nil); rerr != nil {
+		l.log.Warn("api: forgetting the connection", "err", rerr)
+	}
 	if err != nil {
 		return Wrap(err)
 	}
 	return nil
+}
+
+// ConnectionFile is the file beside the profile that holds the last
+// Connect request while connected; an explicit Disconnect removes it. A
+// stop of the process (the service stopping, a crash, a reboot) leaves it,
+// so that Resume can connect again.
+const ConnectionFile = "connection.json"
+
+// remember writes r as the connection to restore, or removes the record
+// when r is nil.
+func (l *Local) remember(r *plan.Request) error {
+	path := filepath.Join(l.store.Dir(), ConnectionFile)
+	if r == nil {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b, 0o600)
+}
+
+// Resume connects as the last Connect did when the profile asks for it
+// (Settings.ConnectAtStart) and the user had not disconnected since; the
+// service calls it when it starts. It returns nil, nil when there is
+// nothing to restore. A record that does not decode or validate is
+// removed and reported.
+func (l *Local) Resume(ctx context.Context) (*Route, error) {
+	p, err := l.store.Load()
+	if p == nil {
+		return nil, fmt.Errorf("profile: %w", err)
+	}
+	if !p.Settings.ConnectAtStart {
+		return nil, nil
+	}
+	path := filepath.Join(l.store.Dir(), ConnectionFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("api: resume: %w", err)
+	}
+	var r plan.Request
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&r)
+	if err == nil {
+		err = r.Validate()
+	}
+	if err != nil {
+		l.remember(nil)
+		return nil, fmt.Errorf("api: resume: %s: %w", path, err)
+	}
+	return l.Connect(ctx, r)
 }
 
 // Status implements Backend.
@@ -352,6 +425,9 @@ func CheckProfile(p *profile.Profile) error {
 		return err
 	}
 	for _, s := range p.Subscriptions {
+		if s.URL == "" {
+			continue // imported from a file: nothing to fetch
+		}
 		u, err := url.Parse(s.URL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return fmt.Errorf("subscription %s: not an http(s) URL", s.ID)
@@ -385,19 +461,39 @@ func (l *Local) Import(ctx context.Context, r ImportRequest) (*ImportResult, err
 		}
 		return l.importURL(ctx, u, r.Name)
 	case r.Body != "":
-		return l.importBody([]byte(r.Body))
+		if len(r.Source) > 255 || strings.ContainsFunc(r.Source, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+			return nil, errorf(CodeBadRequest, "import: source: not a file name")
+		}
+		return l.importBody([]byte(r.Body), r.Source)
 	}
 	return nil, errorf(CodeBadRequest, "import: nothing to import")
 }
 
-func (l *Local) importBody(body []byte) (*ImportResult, error) {
+func (l *Local) importBody(body []byte, source string) (*ImportResult, error) {
 	res, err := subscription.Parse(body)
 	out := result(res)
 	if err != nil {
 		return out, errorf(CodeBadRequest, "import: "+err.Error())
 	}
 	err = l.update(func(p *profile.Profile) error {
-		out.Added = subscription.AddNodes(p, res.Nodes)
+		if source == "" {
+			out.Added = subscription.AddNodes(p, res.Nodes)
+			return nil
+		}
+		sub, isNew := subscription.FileSubscription(p, source)
+		before := map[string]bool{}
+		for _, n := range p.Nodes {
+			if n.Subscription == sub.ID {
+				before[n.ID] = true
+			}
+		}
+		subscription.Apply(p, sub, res, time.Now().UTC())
+		for _, n := range p.Nodes {
+			if n.Subscription == sub.ID && !before[n.ID] {
+				out.Added++
+			}
+		}
+		out.Subscription, out.Existing = sub.ID, !isNew
 		return nil
 	})
 	if err != nil {
@@ -455,8 +551,12 @@ func (l *Local) Refresh(ctx context.Context, id string) (*ImportResult, error) {
 	if p == nil {
 		return nil, err
 	}
-	if p.Subscription(id) == nil {
+	s := p.Subscription(id)
+	if s == nil {
 		return nil, errorf(CodeNotFound, "subscription "+id+": not in the profile")
+	}
+	if s.URL == "" {
+		return nil, errorf(CodeBadRequest, "subscription "+s.DisplayName()+": imported from a file, it has no URL to refresh (import the file again)")
 	}
 	return l.refresh(ctx, id)
 }
@@ -485,7 +585,7 @@ func result(res *subscription.Result) *ImportResult {
 	out.Format = string(res.Format)
 	out.Nodes = len(res.Nodes)
 	for _, n := range res.Nodes {
-		if ok, why := subscription.Supported(n); !ok {
+		if ok, why := protocol.Supported(n); !ok {
 			out.Unsupported = append(out.Unsupported, n.Name+": "+why)
 		}
 	}

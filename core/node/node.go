@@ -252,3 +252,18 @@ func (n *Node) Validate() error {
 	}
 	return nil
 }
+
+// FailoverRank orders protocols for default failover, lowest first:
+// Hysteria2 (fastest where UDP passes), then VLESS over WebSocket with TLS
+// (where only TCP to 443 does), then other VLESS, then the rest.
+func (n *Node) FailoverRank() int {
+	switch {
+	case n.Protocol == Hysteria2:
+		return 0
+	case n.Protocol == VLESS && n.Transport != nil && n.Transport.Type == TransportWS && n.TLS != nil:
+		return 1
+	case n.Protocol == VLESS:
+		return 2
+	}
+	return 3
+}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
-	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
 )
 
@@ -24,12 +24,17 @@ import (
 const (
 	ModeProxy = "proxy" // the local SOCKS5/HTTP proxy only
 	ModeTUN   = "tun"   // the proxy and the system-wide VPN (TUN device, routes, DNS)
+	// ModeSystemProxy is the local proxy with the desktop's proxy settings
+	// pointed at it. The core runs as in ModeProxy; the user's session
+	// (the window, `skiff run --system-proxy`) sets the desktop's settings
+	// (package sysproxy), because they are the user's, not the service's.
+	ModeSystemProxy = "system-proxy"
 )
 
 // Request is what a front end asks for when it connects. It is data only:
 // the service validates every field.
 type Request struct {
-	Mode   string `json:"mode,omitempty"`   // ModeProxy (default) or ModeTUN
+	Mode   string `json:"mode,omitempty"`   // ModeProxy (default), ModeSystemProxy or ModeTUN
 	Target string `json:"target,omitempty"` // a node or group ID; "": the profile's selection
 	Listen string `json:"listen,omitempty"` // the local proxy's loopback address; "": core.DefaultListen
 	// NoIPv6 keeps IPv6 out of the tunnel (TUN mode).
@@ -42,9 +47,9 @@ type Request struct {
 // Validate checks r's fields.
 func (r Request) Validate() error {
 	switch r.Mode {
-	case "", ModeProxy, ModeTUN:
+	case "", ModeProxy, ModeSystemProxy, ModeTUN:
 	default:
-		return fmt.Errorf("mode %q: want %q or %q", r.Mode, ModeProxy, ModeTUN)
+		return fmt.Errorf("mode %q: want %q, %q or %q", r.Mode, ModeProxy, ModeSystemProxy, ModeTUN)
 	}
 	switch r.DNS {
 	case "", core.DNSFakeIP, core.DNSRealIP:
@@ -81,8 +86,9 @@ var ErrNoServer = core.ErrNoServer
 const maxDefaultRoute = 8
 
 // Build picks what to connect through: r.Target, else the profile's
-// selection (a group or a node), else its first group, else up to eight
-// usable nodes with Hysteria2 first. Nodes the core cannot dial are left
+// selection (a group or a node), else its first group made by the user or
+// a provider, else up to eight usable nodes with Hysteria2 first (the
+// groups Skiff made by itself are there to be picked, not the default). Nodes the core cannot dial are left
 // out. A group keeps its saved type (failover, urltest, selector).
 func Build(p *profile.Profile, r Request) (*Plan, error) {
 	if err := r.Validate(); err != nil {
@@ -96,15 +102,38 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	if r.Target != "" {
 		if p.Group(r.Target) == nil && p.Node(r.Target) == nil {
 			n, err := p.FindNode(r.Target)
-			if err != nil {
+			if err == nil {
+				r.Target = n.ID
+			} else if g, gerr := p.FindGroup(r.Target); gerr == nil {
+				r.Target = g.ID
+			} else {
 				return nil, fmt.Errorf("target: %w", err)
 			}
-			r.Target = n.ID
 		}
 		sel = r.Target
 	}
 	useGroup := func(g *profile.Group) {
-		pl.Name, pl.GroupID, ids = g.Name, g.ID, g.Members
+		pl.Name, pl.GroupID = g.Name, g.ID
+		// A selector whose pick is a group runs that group, and so does
+		// one with no pick whose first member is a group (Clash starts a
+		// select group on its first member: a provider's "PROXY" over its
+		// "Auto" runs "Auto"). Other member groups give their servers, in
+		// order.
+		for range maxNesting {
+			if g.Type != profile.GroupSelector {
+				break
+			}
+			pick := g.Selected
+			if pick == "" && len(g.Members) > 0 {
+				pick = g.Members[0]
+			}
+			next := p.Group(pick)
+			if next == nil {
+				break
+			}
+			g = next
+		}
+		ids = Members(p, g)
 		switch g.Type {
 		case profile.GroupURLTest:
 			mode = group.URLTest
@@ -119,8 +148,8 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	case sel != "" && p.Node(sel) != nil:
 		n := p.Node(sel)
 		pl.Name, ids = n.Name(), []string{n.ID}
-	case len(p.Groups) > 0:
-		useGroup(p.Groups[0])
+	case firstGroup(p) != nil:
+		useGroup(firstGroup(p))
 	default:
 		pl.Name = "all servers"
 		for _, n := range SortedByPreference(p.Nodes) {
@@ -133,13 +162,13 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	for _, id := range ids {
 		n := p.Node(id)
 		if n == nil {
-			continue // a nested group: not run by the core yet
+			continue
 		}
 		if n.Unsupported != "" {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+n.Unsupported)
 			continue
 		}
-		if ok, why := core.Supported(&n.Config); !ok {
+		if ok, why := protocol.Supported(&n.Config); !ok {
 			pl.Skipped = append(pl.Skipped, n.Name()+": "+why)
 			continue
 		}
@@ -176,6 +205,44 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 		pl.Config.Final = t
 	}
 	return pl, nil
+}
+
+// firstGroup is the first group of p that the user or a provider made.
+func firstGroup(p *profile.Profile) *profile.Group {
+	for _, g := range p.Groups {
+		if g.Origin != profile.OriginAuto {
+			return g
+		}
+	}
+	return nil
+}
+
+// maxNesting bounds how deep groups of groups are followed.
+const maxNesting = 8
+
+// Members returns the node IDs of group g in order, the nodes of member
+// groups in their place (each node once; a group that contains itself, or
+// nesting deeper than maxNesting, adds nothing more).
+func Members(p *profile.Profile, g *profile.Group) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(g *profile.Group, depth int)
+	walk = func(g *profile.Group, depth int) {
+		if depth > maxNesting || seen[g.ID] {
+			return
+		}
+		seen[g.ID] = true
+		for _, id := range g.Members {
+			if sub := p.Group(id); sub != nil {
+				walk(sub, depth+1)
+			} else if !seen[id] && p.Node(id) != nil {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	walk(g, 0)
+	return out
 }
 
 // TUN is the TUN configuration of the profile's settings over the defaults
@@ -259,20 +326,6 @@ func Rules(in []profile.Rule) ([]rule.Rule, error) {
 	return out, nil
 }
 
-// ProtocolRank orders protocols for default failover: Hysteria2 first, then
-// VLESS over WebSocket with TLS, then the rest.
-func ProtocolRank(n *node.Node) int {
-	switch {
-	case n.Protocol == node.Hysteria2:
-		return 0
-	case n.Protocol == node.VLESS && n.Transport != nil && n.Transport.Type == node.TransportWS && n.TLS != nil:
-		return 1
-	case n.Protocol == node.VLESS:
-		return 2
-	}
-	return 3
-}
-
 // SortedByPreference returns the usable nodes, best protocol first, keeping
 // the provider's order otherwise.
 func SortedByPreference(nodes []*profile.Node) []*profile.Node {
@@ -282,6 +335,6 @@ func SortedByPreference(nodes []*profile.Node) []*profile.Node {
 			out = append(out, n)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return ProtocolRank(&out[i].Config) < ProtocolRank(&out[j].Config) })
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Config.FailoverRank() < out[j].Config.FailoverRank() })
 	return out
 }

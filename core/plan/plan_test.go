@@ -1,7 +1,8 @@
-package plan
+package plan_test
 
 import (
 	"errors"
+	"github.com/skiffvpn/skiff/core/plan"
 	"net/netip"
 	"strings"
 	"testing"
@@ -49,24 +50,24 @@ func TestBuild(t *testing.T) {
 	tests := []struct {
 		name    string
 		edit    func(p *profile.Profile)
-		req     Request
+		req     plan.Request
 		first   string
 		mode    group.Mode
 		wantErr string
 	}{
-		{"no selection: Hysteria2 first", nil, Request{}, "Hy2 Home", group.Failover, ""},
-		{"a node", func(p *profile.Profile) { p.Selected = p.Nodes[hy2].ID }, Request{}, "Hy2 Home", group.Failover, ""},
-		{"a target by name", nil, Request{Target: "VLESS Home"}, "VLESS Home", group.Failover, ""},
-		{"an unusable node", func(p *profile.Profile) { p.Selected = p.Nodes[tuic].ID }, Request{}, "", "", "can be used"},
-		{"a failover group", inGroup(profile.GroupFailover), Request{}, "VLESS Home", group.Failover, ""},
-		{"an urltest group", inGroup(profile.GroupURLTest), Request{}, "VLESS Home", group.URLTest, ""},
-		{"a selector group", inGroup(profile.GroupSelector), Request{}, "VLESS Home", group.Selector, ""},
-		{"nothing", func(p *profile.Profile) { p.Nodes = nil }, Request{}, "", "", "no server"},
+		{"no selection: Hysteria2 first", nil, plan.Request{}, "Hy2 Home", group.Failover, ""},
+		{"a node", func(p *profile.Profile) { p.Selected = p.Nodes[hy2].ID }, plan.Request{}, "Hy2 Home", group.Failover, ""},
+		{"a target by name", nil, plan.Request{Target: "VLESS Home"}, "VLESS Home", group.Failover, ""},
+		{"an unusable node", func(p *profile.Profile) { p.Selected = p.Nodes[tuic].ID }, plan.Request{}, "", "", "can be used"},
+		{"a failover group", inGroup(profile.GroupFailover), plan.Request{}, "VLESS Home", group.Failover, ""},
+		{"an urltest group", inGroup(profile.GroupURLTest), plan.Request{}, "VLESS Home", group.URLTest, ""},
+		{"a selector group", inGroup(profile.GroupSelector), plan.Request{}, "VLESS Home", group.Selector, ""},
+		{"nothing", func(p *profile.Profile) { p.Nodes = nil }, plan.Request{}, "", "", "no server"},
 		{"a bad rule", func(p *profile.Profile) {
 			p.Routes.Rules = []profile.Rule{{Type: "ip_cidr", Values: []string{"nonsense"}, Target: "direct"}}
-		}, Request{}, "", "", "rule 1"},
-		{"a bad mode", nil, Request{Mode: "root"}, "", "", "mode"},
-		{"a listen address off loopback", nil, Request{Listen: "0.0.0.0:1080"}, "", "", "loopback"},
+		}, plan.Request{}, "", "", "rule 1"},
+		{"a bad mode", nil, plan.Request{Mode: "root"}, "", "", "mode"},
+		{"a listen address off loopback", nil, plan.Request{Listen: "0.0.0.0:1080"}, "", "", "loopback"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +75,7 @@ func TestBuild(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(p)
 			}
-			pl, err := Build(p, tt.req)
+			pl, err := plan.Build(p, tt.req)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one with %q", err, tt.wantErr)
@@ -98,15 +99,15 @@ func TestBuild(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Build(profile.New(), Request{}); !errors.Is(err, ErrNoServer) {
-		t.Errorf("empty profile: %v, want ErrNoServer", err)
+	if _, err := plan.Build(profile.New(), plan.Request{}); !errors.Is(err, plan.ErrNoServer) {
+		t.Errorf("empty profile: %v, want plan.ErrNoServer", err)
 	}
 }
 
 func TestBuildTUN(t *testing.T) {
 	p := testProfile(t)
 	p.Settings.TUN.MTU = 1500
-	pl, err := Build(p, Request{Mode: ModeTUN, DNS: core.DNSRealIP})
+	pl, err := plan.Build(p, plan.Request{Mode: plan.ModeTUN, DNS: core.DNSRealIP})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,10 +117,10 @@ func TestBuildTUN(t *testing.T) {
 	}
 	off := false
 	p.Settings.TUN.StrictRoute = &off
-	if pl, _ := Build(p, Request{Mode: ModeTUN, NoIPv6: true}); pl.Config.TUN.Strict || pl.Config.TUN.IPv6 {
+	if pl, _ := plan.Build(p, plan.Request{Mode: plan.ModeTUN, NoIPv6: true}); pl.Config.TUN.Strict || pl.Config.TUN.IPv6 {
 		t.Errorf("strict route off / no IPv6 not honoured: %+v", pl.Config.TUN)
 	}
-	if pl, _ := Build(p, Request{}); pl.Config.TUN != nil {
+	if pl, _ := plan.Build(p, plan.Request{}); pl.Config.TUN != nil {
 		t.Error("proxy mode turned TUN on")
 	}
 }
@@ -131,7 +132,7 @@ func TestRules(t *testing.T) {
 		{Type: "port", Values: []string{"443", "8000-8080"}, Target: "n123"},
 		{Type: "private", Target: "direct"},
 	}
-	out, err := Rules(in)
+	out, err := plan.Rules(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,66 @@ func TestRules(t *testing.T) {
 	if !out[3].Private {
 		t.Errorf("rule 4 = %+v", out[3])
 	}
-	if _, err := Rules([]profile.Rule{{Type: "geosite", Values: []string{"cn"}}}); err == nil {
+	if _, err := plan.Rules([]profile.Rule{{Type: "geosite", Values: []string{"cn"}}}); err == nil {
 		t.Error("an unknown rule type was accepted")
+	}
+}
+
+// TestBuildProviderGroups: a Clash subscription's groups run as the
+// provider meant: with nothing selected, its first group (a selector over
+// groups and servers) with the servers of its member groups in their
+// place; a selector whose pick is a group runs that group.
+func TestBuildProviderGroups(t *testing.T) {
+	const doc = `proxies:
+  - {name: "HK Hy2", type: hysteria2, server: 127.0.0.1, port: 443, password: pw, sni: hk.example.com}
+  - {name: "HK WS", type: vless, server: 127.0.0.1, port: 8443, uuid: b831381d-6324-4d53-ad4f-8cda48b30811, tls: true, network: ws, servername: hk.example.com, ws-opts: {path: /ws}}
+  - {name: "JP Hy2", type: hysteria2, server: 127.0.0.2, port: 443, password: pw, sni: jp.example.com}
+proxy-groups:
+  - {name: "节点选择", type: select, proxies: ["自动选择", "故障转移", "JP Hy2"]}
+  - {name: "自动选择", type: url-test, proxies: ["JP Hy2", "HK Hy2"]}
+  - {name: "故障转移", type: fallback, proxies: ["HK WS", "HK Hy2", "节点选择"]}
+`
+	res, err := subscription.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profile.New()
+	sub := &profile.Subscription{ID: "s1", URL: "https://example.com/sub"}
+	p.Subscriptions = []*profile.Subscription{sub}
+	subscription.Apply(p, sub, res, sub.LastAttempt)
+	names := func(pl *plan.Plan) string {
+		var s []string
+		for _, n := range pl.Config.Nodes {
+			s = append(s, n.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	pl, err := plan.Build(p, plan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing picked: the selector starts on its first member, a group.
+	if pl.Name != "节点选择" || pl.Config.Mode != group.URLTest || names(pl) != "JP Hy2,HK Hy2" {
+		t.Errorf("no selection: %q %s [%s]", pl.Name, pl.Config.Mode, names(pl))
+	}
+	// A selector whose members are servers and groups, picked by name:
+	// the servers of its groups in their place.
+	sel, _ := p.FindGroup("节点选择")
+	jp, _ := p.FindNode("JP Hy2")
+	sel.Selected = jp.ID
+	if pl, err = plan.Build(p, plan.Request{}); err != nil || pl.Config.Mode != group.Selector || names(pl) != "JP Hy2,HK Hy2,HK WS" || pl.Config.Selected != "JP Hy2" {
+		t.Errorf("a server picked: %v %s [%s] %q", err, pl.Config.Mode, names(pl), pl.Config.Selected)
+	}
+	fb, _ := p.FindGroup("故障转移")
+	sel.Selected = fb.ID
+	if pl, err = plan.Build(p, plan.Request{}); err != nil || pl.Config.Mode != group.Failover || names(pl) != "HK WS,HK Hy2,JP Hy2" {
+		t.Errorf("the selector's pick is a group: %v %s [%s]", err, pl.Config.Mode, names(pl))
+	}
+	// The group that contains itself (故障转移 → 节点选择 → 故障转移) ends.
+	if got := plan.Members(p, fb); len(got) != 3 {
+		t.Errorf("members of a group in a cycle: %v", got)
+	}
+	if pl, err = plan.Build(p, plan.Request{Target: "Fastest"}); err != nil || pl.Config.Mode != group.URLTest || len(pl.Config.Nodes) != 3 {
+		t.Errorf("Fastest by name: %v %+v", err, pl)
 	}
 }

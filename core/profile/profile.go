@@ -167,15 +167,62 @@ const (
 	GroupSelector = "selector" // the member the user picked
 )
 
+// Group origins: who made a group.
+const (
+	OriginUser     = ""         // the user
+	OriginAuto     = "auto"     // Skiff, from a subscription's nodes (per server, fastest)
+	OriginProvider = "provider" // the subscription itself (Clash proxy-groups)
+)
+
 // Group is an ordered set of nodes (or other groups) used as one outbound.
 type Group struct {
-	ID       string   `json:"id"`
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`               // one of the Group* constants
-	Members  []string `json:"members"`            // node or group IDs, in priority order
-	Selected string   `json:"selected,omitempty"` // selector: the chosen member
-	ProbeURL string   `json:"probeURL,omitempty"` // empty: Settings.ProbeURL
-	Interval Duration `json:"interval,omitempty"` // probe interval; zero: the engine's default
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type"` // one of the Group* constants
+	// Subscription is the subscription whose import made the group (""
+	// with OriginAuto: the nodes imported by hand), Origin who made it. A
+	// refresh replaces the groups it made; the user's own stay.
+	Subscription string   `json:"subscription,omitempty"`
+	Origin       string   `json:"origin,omitempty"`
+	Members      []string `json:"members"`            // node or group IDs, in priority order
+	Selected     string   `json:"selected,omitempty"` // selector: the chosen member
+	ProbeURL     string   `json:"probeURL,omitempty"` // empty: Settings.ProbeURL
+	Interval     Duration `json:"interval,omitempty"` // probe interval; zero: the engine's default
+}
+
+// GroupID derives the stable ID of a group made by an import from where
+// it came from (a subscription ID, "" for the nodes imported by hand), who
+// made it and its name, so that a refresh keeps the user's choice of it
+// and the rules that name it.
+func GroupID(source, origin, name string) string {
+	h := sha256.New()
+	for _, s := range []string{source, origin, name} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "g" + hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// FindGroup returns the group whose ID or name is name; a subscription's
+// rules name its groups by name. A name shared by several groups is an
+// error that says so.
+func (p *Profile) FindGroup(name string) (*Group, error) {
+	if g := p.Group(name); g != nil {
+		return g, nil
+	}
+	var found []*Group
+	for _, g := range p.Groups {
+		if g.Name == name {
+			found = append(found, g)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("no group named %q", name)
+	case 1:
+		return found[0], nil
+	}
+	return nil, fmt.Errorf("%d groups are named %q: use the group's ID", len(found), name)
 }
 
 // Routes is the routing table as data; core/route interprets it.
@@ -197,6 +244,10 @@ type Settings struct {
 	ProbeURL        string   `json:"probeURL,omitempty"`        // health-check URL; empty: the engine's default
 	TUN             TUN      `json:"tun"`
 	LogLevel        string   `json:"logLevel,omitempty"`
+	// ConnectAtStart: when the service starts (at boot, or restarted after
+	// a crash) it connects again as it was connected when it stopped,
+	// unless the user had disconnected (core/api Local.Resume).
+	ConnectAtStart bool `json:"connectAtStart,omitempty"`
 }
 
 // TUN is the TUN mode's settings; core/plan applies them over the core's
@@ -337,6 +388,11 @@ func (p *Profile) Validate() error {
 		case GroupFailover, GroupURLTest, GroupSelector:
 		default:
 			return fmt.Errorf("profile: group %q: unknown type %q", g.Name, g.Type)
+		}
+		switch g.Origin {
+		case OriginUser, OriginAuto, OriginProvider:
+		default:
+			return fmt.Errorf("profile: group %q: unknown origin %q", g.Name, g.Origin)
 		}
 	}
 	return nil

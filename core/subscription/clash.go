@@ -145,6 +145,7 @@ func parseClash(root *yaml.Node, res *Result) error {
 		}
 		res.Nodes = append(res.Nodes, n)
 	}
+	parseClashGroups(root, res)
 	return nil
 }
 

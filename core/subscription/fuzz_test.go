@@ -3,8 +3,10 @@ package subscription
 import (
 	"encoding/base64"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // checkResult holds for every parser: nodes are valid, warnings have
@@ -21,7 +23,7 @@ func checkResult(t *testing.T, res *Result, err error) {
 		if verr := n.Validate(); verr != nil {
 			t.Fatalf("invalid node accepted: %v", verr)
 		}
-		Supported(n)
+		protocol.Supported(n)
 		profile.NodeID("s", n)
 	}
 	for _, w := range res.Warnings {
@@ -71,6 +73,8 @@ func FuzzClash(f *testing.F) {
 	f.Add([]byte(clashYAML))
 	f.Add([]byte("proxies:\n  - {name: a, type: hysteria2, server: a, port: 1, up: '1 gbps'}\n"))
 	f.Add([]byte("a: &a [1]\nproxies: [*a, *a]\n"))
+	f.Add([]byte(clashGroupsYAML))
+	f.Add([]byte("proxies: []\nproxy-groups: &g [{name: a, type: select, proxies: [a, b]}, {name: b, type: url-test, include-all: true, filter: '('}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		d, err := detectYAML(b)
 		if err != nil || d.format != FormatClash {
@@ -81,12 +85,23 @@ func FuzzClash(f *testing.F) {
 			return
 		}
 		checkResult(t, res, nil)
+		// The groups land in a profile that validates, whatever they say.
+		p := profile.New()
+		sub := &profile.Subscription{ID: "s"}
+		p.Subscriptions = []*profile.Subscription{sub}
+		if len(res.Nodes) > 0 {
+			Apply(p, sub, res, time.Time{})
+			if err := p.Validate(); err != nil {
+				t.Fatalf("groups make an invalid profile: %v", err)
+			}
+		}
 	})
 }
 
 func FuzzSingBox(f *testing.F) {
 	f.Add([]byte(singBoxJSON))
 	f.Add([]byte(`{"outbounds":[{"type":"vless","server":"a","server_port":1,"transport":{"type":"http"}}]}`))
+	f.Add([]byte(`{"outbounds":[{"type":"selector","tag":"a","outbounds":["a","b"]},{"type":"urltest","tag":"b","outbounds":["a"],"interval":"x"},{"type":"direct","tag":"b"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		res := &Result{Format: FormatSingBox}
 		if err := parseSingBox(b, res); err != nil {

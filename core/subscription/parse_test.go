@@ -12,6 +12,7 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 const testUUID = "b831381d-6324-4d53-ad4f-8cda48b30811"
@@ -247,13 +248,13 @@ func TestParseClash(t *testing.T) {
 	if !reflect.DeepEqual(vl, wantVL) {
 		t.Errorf("vless:\n got %+v %+v %+v\nwant %+v", vl, vl.TLS, vl.Transport, wantVL)
 	}
-	if ok, _ := Supported(vl); !ok {
+	if ok, _ := protocol.Supported(vl); !ok {
 		t.Error("vless+ws+tls not supported")
 	}
 	if r := res.Nodes[2].TLS.Reality; r == nil || r.ShortID != "6ba85179e30d4fc2" {
 		t.Errorf("reality: %+v", r)
 	}
-	if ok, why := Supported(res.Nodes[2]); ok || !strings.Contains(why, "flow") {
+	if ok, why := protocol.Supported(res.Nodes[2]); ok || !strings.Contains(why, "flow") {
 		t.Errorf("reality node supported=%v %q", ok, why)
 	}
 	if g := res.Nodes[3].Transport; g == nil || g.Type != node.TransportGRPC || g.ServiceName != "gun" {
@@ -587,7 +588,7 @@ func TestSupported(t *testing.T) {
 		{&node.Node{Protocol: node.VMess, Server: "v.example", Port: 443, VMess: &node.VMessOptions{UUID: testUUID, AlterID: 64}}, false},
 		{&node.Node{Protocol: "wireguard"}, false},
 	} {
-		ok, why := Supported(tc.n)
+		ok, why := protocol.Supported(tc.n)
 		if ok != tc.ok || (!ok && why == "") {
 			t.Errorf("%s %+v: got %v %q", tc.n.Protocol, tc.n.Transport, ok, why)
 		}

@@ -2,6 +2,8 @@ package subscription
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // Refresh defaults.
@@ -22,9 +25,11 @@ const (
 	DefaultPoll      = time.Minute      // how often the Refresher looks for new subscriptions
 )
 
-// Apply makes res the node list of subscription sub in p. Nodes keep their
-// IDs across refreshes (profile.NodeID), so the user's renames carry over;
-// group members and selections whose node is gone are pruned. The caller
+// Apply makes res the node list of subscription sub in p, and its groups
+// (ApplyGroups: the provider's, a fastest one, one failover group per
+// server). Nodes keep their IDs across refreshes (profile.NodeID), so the
+// user's renames carry over; group members and selections whose node is
+// gone are pruned. The caller
 // has checked that res holds nodes: an empty result must never reach here.
 func Apply(p *profile.Profile, sub *profile.Subscription, res *Result, now time.Time) {
 	old := make(map[string]*profile.Node)
@@ -46,15 +51,31 @@ func Apply(p *profile.Profile, sub *profile.Subscription, res *Result, now time.
 	}
 	p.Nodes = append(kept[:pos:pos], append(fresh, kept[pos:]...)...)
 	p.Prune()
+	gw := ApplyGroups(p, sub.ID, res.Groups)
 
 	sub.Format = string(res.Format)
-	sub.Warnings = res.Warnings
+	sub.Warnings = append(res.Warnings[:len(res.Warnings):len(res.Warnings)], gw...)
 	sub.LastAttempt, sub.LastSuccess = now, now
 	sub.LastError = ""
 	sub.Failures = 0
 	if res.UserInfo != nil {
 		sub.UserInfo = res.UserInfo
 	}
+}
+
+// FileSubscription returns the subscription that stands for the file
+// named name (an import of a file, without a URL), adding it to p when it
+// is new. Its ID derives from the name, so importing the file again
+// replaces the same subscription's nodes.
+func FileSubscription(p *profile.Profile, name string) (*profile.Subscription, bool) {
+	h := sha256.Sum256([]byte("file\x00" + name))
+	id := "f" + hex.EncodeToString(h[:6])
+	if s := p.Subscription(id); s != nil {
+		return s, false
+	}
+	s := &profile.Subscription{ID: id, Title: name}
+	p.Subscriptions = append(p.Subscriptions, s)
+	return s, true
 }
 
 // ApplyInfo records what the response headers said about sub.
@@ -102,7 +123,7 @@ func makeNodes(source string, nodes []*node.Node, old map[string]*profile.Node, 
 			continue
 		}
 		pn := &profile.Node{ID: id, Subscription: source, Config: *n}
-		if _, reason := Supported(n); reason != "" {
+		if _, reason := protocol.Supported(n); reason != "" {
 			pn.Unsupported = reason
 		}
 		if o := old[id]; o != nil {

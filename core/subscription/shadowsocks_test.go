@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 const ssPSK = "AAAAAAAAAAAAAAAAAAAAAA==" // 16 zero bytes, base64
@@ -86,7 +87,7 @@ func TestShadowsocksFields(t *testing.T) {
 				if n.Protocol != node.Shadowsocks || o.Method != w.method || o.Plugin != w.plugin || o.PluginOpts != w.opts || o.UDPOverTCP != w.uot {
 					t.Errorf("node %d: %+v, want %+v", i, o, w)
 				}
-				ok, why := Supported(n)
+				ok, why := protocol.Supported(n)
 				if ok != w.ok || (!ok && !strings.Contains(why, w.why)) {
 					t.Errorf("node %d (%s): supported %v %q, want %v %q", i, n.Server, ok, why, w.ok, w.why)
 				}

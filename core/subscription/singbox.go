@@ -79,6 +79,11 @@ type sbOutbound struct {
 	ServerPorts listable    `json:"server_ports"`
 	HopInterval hopInterval `json:"hop_interval"`
 
+	// selector and urltest: the group's members by tag, and urltest's probe.
+	Outbounds []string `json:"outbounds"`
+	URL       string   `json:"url"`
+	Interval  string   `json:"interval"`
+
 	Password            string      `json:"password"`
 	UUID                string      `json:"uuid"`
 	Flow                string      `json:"flow"`
@@ -137,12 +142,39 @@ type sbOutbound struct {
 	} `json:"transport"`
 }
 
+// group is a selector or urltest outbound as a provider's group: its
+// members are other outbounds' tags (a direct or block one names no
+// server, and is reported as such when the groups are applied).
+func (o *sbOutbound) group(line int) Group {
+	g := Group{Name: o.Tag, Type: profile.GroupSelector, Members: o.Outbounds, Line: line}
+	if o.Type == "urltest" {
+		g.Type, g.ProbeURL = profile.GroupURLTest, o.URL
+		if d, err := time.ParseDuration(o.Interval); err == nil && d > 0 {
+			g.Interval = d
+		}
+	}
+	return g
+}
+
 // sbSkip lists outbound types that are not servers.
 var sbSkip = map[string]bool{"direct": true, "block": true, "dns": true, "selector": true, "urltest": true}
 
 // parseSingBox maps a sing-box config's outbounds to nodes, reporting each
 // unusable outbound with the line it starts on.
 func parseSingBox(body []byte, res *Result) error {
+	notServer := map[string]bool{} // tags of direct, block and dns outbounds
+	defer func() {
+		for i := range res.Groups {
+			g := &res.Groups[i]
+			kept := g.Members[:0:0]
+			for _, m := range g.Members {
+				if !notServer[m] {
+					kept = append(kept, m)
+				}
+			}
+			g.Members = kept
+		}
+	}()
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return jsonError(body, err)
@@ -176,7 +208,12 @@ func parseSingBox(body []byte, res *Result) error {
 				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid outbound: " + jsonFieldError(err)})
 				continue
 			}
+			if o.Type == "selector" || o.Type == "urltest" {
+				res.Groups = append(res.Groups, o.group(line))
+				continue
+			}
 			if sbSkip[o.Type] {
+				notServer[o.Tag] = true
 				continue
 			}
 			n, err := o.node()

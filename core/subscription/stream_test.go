@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // The Trojan and VMess fields of the Clash and sing-box formats, and
@@ -94,7 +95,7 @@ func TestTrojanVMessFields(t *testing.T) {
 			if !tc.check(n) {
 				t.Errorf("node %+v (vmess %+v, trojan %+v, transport %+v, tls %+v)", n, n.VMess, n.Trojan, n.Transport, n.TLS)
 			}
-			ok, why := Supported(n)
+			ok, why := protocol.Supported(n)
 			switch {
 			case tc.reason == "" && !ok:
 				t.Errorf("not supported: %s", why)
@@ -120,7 +121,7 @@ func FuzzStreamFields(f *testing.F) {
 			return
 		}
 		for _, n := range res.Nodes {
-			ok, why := Supported(n)
+			ok, why := protocol.Supported(n)
 			if ok {
 				continue
 			}

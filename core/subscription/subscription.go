@@ -19,6 +19,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"gopkg.in/yaml.v3"
 )
 
@@ -51,16 +52,17 @@ var (
 // Result is what Parse found.
 type Result struct {
 	Format   Format
-	Nodes    []*node.Node      // every server found, including those Skiff cannot dial yet (see Supported)
+	Nodes    []*node.Node      // every server found, including those Skiff cannot dial yet (see protocol.Supported)
 	Warnings []profile.Warning // entries that were skipped, with line and reason
 	UserInfo *profile.UserInfo // traffic figures carried in the body (SIP008), if any
+	Groups   []Group           // the provider's own groups (Clash proxy-groups)
 }
 
-// Unsupported counts the nodes Supported rejects.
+// Unsupported counts the nodes protocol.Supported rejects.
 func (r *Result) Unsupported() int {
 	c := 0
 	for _, n := range r.Nodes {
-		if ok, _ := Supported(n); !ok {
+		if ok, _ := protocol.Supported(n); !ok {
 			c++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // TestTUICAndAnyTLSFields: the TUIC (0-RTT, heartbeat, relay mode) and
@@ -40,11 +41,11 @@ func TestTUICAndAnyTLSFields(t *testing.T) {
 			t.Errorf("%s: anytls %+v, want %+v", name, got, wantAny)
 		}
 		for _, n := range res.Nodes[:2] {
-			if ok, why := Supported(n); !ok {
+			if ok, why := protocol.Supported(n); !ok {
 				t.Errorf("%s: %s not supported: %s", name, n.Name, why)
 			}
 		}
-		if ok, why := Supported(res.Nodes[2]); ok || !strings.Contains(why, "udp_over_stream") {
+		if ok, why := protocol.Supported(res.Nodes[2]); ok || !strings.Contains(why, "udp_over_stream") {
 			t.Errorf("%s: udp_over_stream node: supported %v %q", name, ok, why)
 		}
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,20 @@ func runCleanup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	routes, ks := tun.HasLeftovers(*state), tun.KillSwitchOn(*state)
+	// This user's system proxy, when a crashed run left it on.
+	if sp, err := systemProxy(""); err == nil {
+		restored, err := sp.Recover(context.Background())
+		if err != nil {
+			fmt.Fprintf(stderr, "skiff cleanup: %v\n", err)
+			return 1
+		}
+		if restored {
+			fmt.Fprintln(stdout, "system proxy settings restored")
+			if !routes && !ks {
+				return 0
+			}
+		}
+	}
 	if !routes && !ks {
 		fmt.Fprintln(stdout, "nothing to clean")
 		return 0

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -112,9 +111,12 @@ func runConnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&r.Listen, "listen", "", "the local proxy's loopback address (default "+core.DefaultListen+")")
 	fs.StringVar(&r.DNS, "dns", "", "with --tun: fake-ip (default) or real-ip")
 	fs.BoolVar(&r.NoIPv6, "no-ipv6", false, "with --tun: leave IPv6 out of the tunnel")
+	atStart := fs.Bool("at-start", false, "also reconnect like this whenever the service starts (at boot, after a crash) until you disconnect; --at-start=false turns that off (the profile's connectAtStart)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	setAtStart := false
+	fs.Visit(func(f *flag.Flag) { setAtStart = setAtStart || f.Name == "at-start" })
 	if *tunMode {
 		r.Mode = plan.ModeTUN
 	}
@@ -134,7 +136,31 @@ func runConnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	for _, s := range rt.Skipped {
 		fmt.Fprintf(stdout, "  left out: %s\n", s)
 	}
+	if setAtStart {
+		if err := setConnectAtStart(ctx, c, *atStart); err != nil {
+			return failed(stderr, "connect --at-start", err)
+		}
+		if *atStart {
+			fmt.Fprintln(stdout, "the service reconnects like this when it starts, until you disconnect")
+		} else {
+			fmt.Fprintln(stdout, "the service no longer reconnects when it starts")
+		}
+	}
 	return 0
+}
+
+// setConnectAtStart saves the profile's connectAtStart setting through the
+// service, against the revision it read.
+func setConnectAtStart(ctx context.Context, c *api.Client, on bool) error {
+	p, rev, err := c.Profile(ctx)
+	if err != nil {
+		return err
+	}
+	if p.Settings.ConnectAtStart == on {
+		return nil
+	}
+	p.Settings.ConnectAtStart = on
+	return c.SetProfile(ctx, p, rev)
 }
 
 func runDisconnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -175,16 +201,18 @@ func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		json.NewEncoder(stdout).Encode(cs)
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNET\tDESTINATION\tOUTBOUND\tUP\tDOWN")
+	rows := [][]string{{"ID", "NET", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
 	for _, ci := range cs {
 		dst := ci.Destination
 		if ci.Host != "" {
 			dst = ci.Host
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\n", ci.ID, ci.Network, dst, ci.Outbound, ci.Up, ci.Down)
+		rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(dst), tabSafe(ci.Outbound),
+			strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})
 	}
-	tw.Flush()
+	if writeTable(stdout, rows) != nil {
+		return 1
+	}
 	return 0
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return importURL(ctx, b, u, *name, stdout, stderr)
 	}
 	var body []byte
-	source := arg
+	source, file := arg, ""
 	switch {
 	case arg == "-":
 		source = "standard input"
@@ -66,6 +67,8 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		source = "the link"
 		body = []byte(arg)
 	default:
+		// A file is listed as a subscription of its name.
+		file = filepath.Base(arg)
 		body, err = readFileLimited(arg)
 	}
 	if err != nil {
@@ -76,7 +79,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skiff import: %s: over %d bytes\n", source, subscription.MaxBodySize)
 		return 1
 	}
-	res, err := b.Import(ctx, api.ImportRequest{Body: string(body)})
+	res, err := b.Import(ctx, api.ImportRequest{Body: string(body), Source: file})
 	if err != nil {
 		printWarnings(stderr, res)
 		msg := err.Error()
@@ -85,6 +88,9 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "imported %d nodes from %s (%s)", res.Added, source, res.Format)
+	if file != "" {
+		fmt.Fprintf(stdout, " as subscription %q", file)
+	}
 	if dup := res.Nodes - res.Added; dup > 0 {
 		fmt.Fprintf(stdout, "; %d already present", dup)
 	}

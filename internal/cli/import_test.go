@@ -45,10 +45,18 @@ func TestImportFileStdinAndNodes(t *testing.T) {
 	if !strings.Contains(errOut, "line 5:") {
 		t.Errorf("warnings: %s", errOut)
 	}
-	// The same links again from stdin add nothing new.
-	code, out, _ = runCLI(t, importList, "import", "-")
+	if !strings.Contains(out, `as subscription "list.txt"`) {
+		t.Errorf("a file's import is not listed under its name: %s", out)
+	}
+	// The same file again adds nothing new.
+	code, out, _ = runCLI(t, "", "import", file)
 	if code != 0 || !strings.Contains(out, "imported 0 nodes") || !strings.Contains(out, "3 already present") {
 		t.Errorf("re-import: %d %s", code, out)
+	}
+	// Standard input: nodes added by hand.
+	code, out, _ = runCLI(t, "hy2://y@e.example.com:8443#from stdin\n", "import", "-")
+	if code != 0 || !strings.Contains(out, "imported 1 nodes from standard input") {
+		t.Errorf("stdin import: %d %s", code, out)
 	}
 	// A link on the command line.
 	code, out, _ = runCLI(t, "", "import", "hy2://x@d.example.com:8443#direct")
@@ -64,7 +72,7 @@ func TestImportFileStdinAndNodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 4 {
+	if len(list) != 5 {
 		t.Fatalf("%d nodes", len(list))
 	}
 	first := list[0]

@@ -7,13 +7,12 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/internal/service"
 )
 
@@ -56,7 +55,7 @@ type tlsJSON struct {
 
 func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 	c := &n.Config
-	ok, why := subscription.Supported(c)
+	ok, why := protocol.Supported(c)
 	j := nodeJSON{
 		ID: n.ID, Name: n.Name(), Protocol: c.Protocol, Server: c.Server, Port: c.Port,
 		Supported: ok, Reason: why, Selected: p.Selected == n.ID, Subscription: n.Subscription,
@@ -119,11 +118,10 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if len(list) == 0 {
-		fmt.Fprintln(stdout, "no nodes yet: add some with `skiff import URL|FILE|-`")
+		fmt.Fprintln(stdout, words().T("cli.noNodes", nil))
 		return 0
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\tNAME\tPROTOCOL\tADDRESS\tTRANSPORT\tTLS\tSTATUS\tID")
+	rows := [][]string{{"", "NAME", "PROTOCOL", "ADDRESS", "TRANSPORT", "TLS", "STATUS", "ID"}}
 	for _, j := range list {
 		mark := ""
 		if j.Selected {
@@ -133,10 +131,10 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !j.Supported {
 			status = "unsupported: " + j.Reason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", mark, tabSafe(j.Name), j.Protocol,
-			(&node.Node{Server: j.Server, Port: j.Port}).Address(), transportText(j.Transport), tlsText(j), status, j.ID)
+		rows = append(rows, []string{mark, tabSafe(j.Name), j.Protocol,
+			(&node.Node{Server: j.Server, Port: j.Port}).Address(), transportText(j.Transport), tlsText(j), status, j.ID})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(stdout, rows); err != nil {
 		return 1
 	}
 	return 0
@@ -207,7 +205,7 @@ func lookupNodeIn(dir, name string) (*node.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--node: %w", err)
 	}
-	if ok, why := subscription.Supported(&n.Config); !ok {
+	if ok, why := protocol.Supported(&n.Config); !ok {
 		return nil, fmt.Errorf("--node %q: %s", name, why)
 	}
 	cfg := n.Config

@@ -12,8 +12,9 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"os"
-	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -21,10 +22,25 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/internal/procs"
+	"github.com/skiffvpn/skiff/sysproxy"
 	"github.com/skiffvpn/skiff/tun"
 )
+
+// systemProxy is this user's system proxy, recorded in the profile's
+// directory (dir, else the default).
+func systemProxy(dir string) (*sysproxy.Proxy, error) {
+	if dir == "" {
+		d, err := profile.DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	return sysproxy.New(dir), nil
+}
 
 // links collects repeated --link flags.
 type links []string
@@ -48,6 +64,10 @@ type runFlags struct {
 	base     *core.Config
 	probeSet bool // --probe-url was given
 	speedSet bool // --speed-url was given
+	// systemProxy points the desktop's proxy settings at the local proxy
+	// while the run lasts; configDir is where they are recorded.
+	systemProxy bool
+	configDir   string
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -61,9 +81,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		level     string
 		configDir string
 	)
-	fs.Var(&ls, "link", "a server's share link (hysteria2://, vless://, …); repeat for failover order")
-	fs.Var(&saved, "node", "a saved node's or group's name or ID (see `skiff nodes`): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
+	fs.Var(&ls, "link", "a server's share `LINK` (hysteria2://, vless://, …); repeat for failover order")
+	fs.Var(&saved, "node", "the `NAME` or ID of a saved node or group (skiff nodes lists them): run as the profile plans it (group type, rules); repeat for a failover group of nodes, after any --link")
 	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
+	fs.BoolVar(&rf.systemProxy, "system-proxy", false, "point this desktop session's proxy settings (GNOME, KDE, new shells; Windows, macOS) at the local proxy until the run ends")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
 	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
@@ -113,6 +134,10 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 		}
 	} else if rf.tun.killSwitch {
 		return nil, errors.New("--kill-switch: needs --tun")
+	}
+	rf.configDir = configDir
+	if rf.systemProxy && rf.allowLAN {
+		return nil, errors.New("--system-proxy: points this machine at a loopback proxy; it does not go with --allow-lan")
 	}
 	if len(ls)+len(saved) == 0 {
 		return nil, errors.New("--link or --node: at least one server is needed")
@@ -186,8 +211,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ignoreSIGPIPE()
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := stopContext()
 	defer stop()
 
 	c := core.NewController(core.Options{LogOutput: stderr, LogLevel: rf.level})
@@ -223,6 +247,19 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if rf.tun.on {
 		cfg.TUN = rf.tun.config()
 	}
+	// A run killed while it had the system proxy on left it pointing at a
+	// dead port: put it back first, whatever this run does.
+	sp, err := systemProxy(rf.configDir)
+	if err == nil {
+		if restored, rerr := sp.Recover(ctx); rerr != nil {
+			fmt.Fprintf(stderr, "skiff run: %v\n", rerr)
+		} else if restored {
+			fmt.Fprintln(stderr, "skiff: restored the system proxy settings an earlier run left")
+		}
+	} else if rf.systemProxy {
+		fmt.Fprintf(stderr, "skiff run: --system-proxy: %v\n", err)
+		return 1
+	}
 	if err := c.Start(ctx, cfg); err != nil {
 		fmt.Fprintf(stderr, "skiff run: %v\n", err)
 		return 1
@@ -231,6 +268,23 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skiff: TUN %s up\n", name)
 	}
 	fmt.Fprintf(stderr, "skiff: listening on %s\n", c.Status().Listen)
+	if rf.systemProxy {
+		addr, _ := netip.ParseAddrPort(c.Status().Listen)
+		names, err := sp.Enable(ctx, sysproxy.Config{Addr: addr})
+		if err != nil {
+			fmt.Fprintf(stderr, "skiff run: --system-proxy: %v\n", err)
+			c.Stop()
+			return 1
+		}
+		fmt.Fprintf(stderr, "skiff: system proxy set (%s); new shells read %s\n", strings.Join(names, ", "), sysproxy.EnvHook(filepath.Dir(sp.StatePath())))
+		defer func() {
+			if err := sp.Disable(context.Background()); err != nil {
+				fmt.Fprintf(stderr, "skiff run: %v\n", err)
+			} else {
+				fmt.Fprintln(stderr, "skiff: system proxy settings restored")
+			}
+		}()
+	}
 
 	<-ctx.Done()
 	stop() // a second signal now ends the process at once

@@ -109,7 +109,8 @@ func TestRunUntilSignal(t *testing.T) {
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte("goroutine profile")) {
 		t.Errorf("pprof: %d %.100q", resp.StatusCode, body)
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+	self, _ := os.FindProcess(os.Getpid())
+	if err := self.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {

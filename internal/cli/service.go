@@ -1,16 +1,13 @@
 package cli
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"syscall"
 
 	"github.com/skiffvpn/skiff/internal/procs"
 	"github.com/skiffvpn/skiff/internal/service"
@@ -85,7 +82,7 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(runGCPercent)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopContext()
 	defer stop()
 	defer procs.Start(ctx, procs.DefaultPolicy(), slog.New(slog.NewTextHandler(stderr, nil)))()
 	if err := service.RunManaged(ctx, o); err != nil {

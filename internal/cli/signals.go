@@ -1,10 +1,21 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"os/signal"
 	"syscall"
 )
+
+// stopContext is the context of a command that holds routes while it runs
+// (`skiff run`, `skiff service`): it ends on one of stopSignals, after
+// which the command stops the core, which restores them. A closed stdout
+// or stderr does not kill it (ignoreSIGPIPE). Calling stop makes a second
+// signal end the process at once.
+func stopContext() (ctx context.Context, stop context.CancelFunc) {
+	ignoreSIGPIPE()
+	return signal.NotifyContext(context.Background(), stopSignals...)
+}
 
 // stopSignals end a run cleanly (routes restored): Ctrl-C, the service
 // manager's SIGTERM, and SIGHUP when the terminal goes away.

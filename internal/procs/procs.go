@@ -142,3 +142,33 @@ func Start(ctx context.Context, p Policy, log *slog.Logger) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// Follow runs Govern while on reports true: it asks on at the start and
+// after every value of changes, and starts or stops Govern to match, until
+// ctx is done or changes is closed. A window with the core inside it
+// follows the core's state this way, so that a disconnected window has no
+// sampling timer at all.
+func Follow[E any](ctx context.Context, p Policy, log *slog.Logger, changes <-chan E, on func() bool) {
+	var stop func()
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for {
+		if want := on(); want && stop == nil {
+			stop = Start(ctx, p, log)
+		} else if !want && stop != nil {
+			stop()
+			stop = nil
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package procs
 import (
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 )
@@ -69,6 +70,55 @@ func TestGovernRestores(t *testing.T) {
 	stop()
 	if got := runtime.GOMAXPROCS(0); got != full {
 		t.Errorf("after stop GOMAXPROCS = %d, want %d", got, full)
+	}
+}
+
+// TestFollow: the governor runs while on holds, and only then.
+func TestFollow(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	if runtime.NumCPU() < 2 {
+		t.Skip("one CPU: Govern has nothing to do")
+	}
+	runtime.SetDefaultGOMAXPROCS()
+	full := runtime.GOMAXPROCS(0)
+	var mu sync.Mutex
+	running := false
+	set := func(v bool) { mu.Lock(); running = v; mu.Unlock() }
+	on := func() bool { mu.Lock(); defer mu.Unlock(); return running }
+	changes := make(chan struct{})
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(done)
+		Follow(ctx, DefaultPolicy(), nil, changes, on)
+	}()
+	waitProcs := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.GOMAXPROCS(0) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: GOMAXPROCS %d, want %d", what, runtime.GOMAXPROCS(0), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	changes <- struct{}{} // off, off: nothing runs
+	if got := runtime.GOMAXPROCS(0); got != full {
+		t.Fatalf("governed while off: GOMAXPROCS %d", got)
+	}
+	set(true)
+	changes <- struct{}{}
+	waitProcs("on", 1)
+	set(false)
+	changes <- struct{}{}
+	waitProcs("off again", full)
+	set(true)
+	changes <- struct{}{}
+	waitProcs("on again", 1)
+	cancel() // ending Follow ends its governor
+	<-done
+	if got := runtime.GOMAXPROCS(0); got != full {
+		t.Errorf("after Follow ended: GOMAXPROCS %d, want %d", got, full)
 	}
 }
 

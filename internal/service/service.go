@@ -105,6 +105,14 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("service: listening", "socket", o.Socket, "group", o.Group, "state", filepath.Clean(o.StateDir))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// The connection the service had when it stopped (a reboot, a crash),
+	// when the profile asks for it; clients already see it connecting.
+	switch rt, err := local.Resume(ctx); {
+	case err != nil:
+		log.Error("service: reconnecting as before the stop", "err", err)
+	case rt != nil:
+		log.Info("service: reconnected as before the stop", "route", rt.Name, "mode", rt.Mode)
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-errc:

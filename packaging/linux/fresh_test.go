@@ -101,7 +101,7 @@ func TestFreshRoot(t *testing.T) {
 		}
 	}
 	t.Logf("fresh root: apt-get update %.0f s, apt-get install ./%s %.0f s (%s)", update.Seconds(), filepath.Base(f.deb), time.Since(start).Seconds(), newly)
-	if out, err := chroot("sh", "-c", "ldd /usr/bin/skiff | grep 'not found' || true"); err != nil || strings.TrimSpace(out) != "" {
+	if out, err := chroot("sh", "-c", "ldd /usr/bin/skiff-window | grep 'not found' || true"); err != nil || strings.TrimSpace(out) != "" {
 		t.Errorf("libraries missing in the fresh root: %v\n%s", err, out)
 	}
 	if out, err := chroot("/usr/bin/skiff", "--version"); err != nil || !strings.HasPrefix(lastLine(out), "skiff ") {

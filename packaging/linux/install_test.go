@@ -88,6 +88,9 @@ func TestInstallPurge(t *testing.T) {
 	if out, err := exec.Command("/usr/bin/skiff", "--version").Output(); err != nil || !strings.HasPrefix(lastLine(string(out)), "skiff 0.1.0") {
 		t.Errorf("/usr/bin/skiff --version: %v %q", err, out)
 	}
+	if out, err := exec.Command("/usr/bin/skiff-window", "--version").Output(); err != nil || !strings.HasPrefix(lastLine(string(out)), "skiff-window 0.1.0") {
+		t.Errorf("/usr/bin/skiff-window --version: %v %q", err, out)
+	}
 
 	// The installed service, started directly as the unit would.
 	svc := exec.Command("/usr/bin/skiff", "service")
@@ -116,8 +119,8 @@ func TestInstallPurge(t *testing.T) {
 	if mode := st.Mode & 0o777; mode != 0o660 || st.Uid != 0 || fmt.Sprint(st.Gid) != g.Gid {
 		t.Errorf("%s: mode %o uid %d gid %d, want 0660 root:skiff (%s)", sock, mode, st.Uid, st.Gid, g.Gid)
 	}
-	if out, err := asUser(member, "/usr/bin/skiff", "status"); err != nil || !strings.Contains(out, "state: ") {
-		t.Errorf("skiff status as %s (a member of skiff): %v\n%s", member, err, out)
+	if out, err := asUser(member, "/usr/bin/skiff", "status"); err != nil || !strings.Contains(out, "state: ") || strings.Contains(out, "Fyne") {
+		t.Errorf("skiff status as %s (a member of skiff; LANG=C.UTF-8, no Fyne line expected): %v\n%s", member, err, out)
 	} else {
 		t.Logf("skiff status as the unprivileged member %s:\n%s", member, out)
 	}

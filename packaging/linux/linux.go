@@ -1,5 +1,6 @@
 // Package linux builds Skiff's Linux packages, a .deb and an .rpm, with
-// nfpm used as a library. One Spec describes both: the binary, the systemd
+// nfpm used as a library. One Spec describes both: the two binaries (skiff,
+// the cgo-free command line and service, and skiff-window), the systemd
 // unit the binary prints (`skiff service unit`, so the unit text lives in
 // the service code alone), the desktop entry, the hicolor icons rendered
 // from the app icon, the AppStream metainfo, the manual page, the licence,
@@ -39,7 +40,8 @@ type Spec struct {
 	Version string    // upstream version, e.g. "0.1.0"
 	Release string    // package release, e.g. "1"
 	Date    time.Time // the build's date (changelog, metainfo, file times); the commit's for reproducible builds
-	Binary  string    // the linux/amd64 skiff binary
+	Binary  string    // the linux/amd64 skiff binary (command line and service; cgo-free)
+	Window  string    // the linux/amd64 skiff-window binary (the window; links GLFW)
 	Unit    string    // the systemd unit (`skiff service unit`); "" builds packages without the service
 	Repo    string    // the repository root (assets/, LICENSE, packaging/linux/)
 	Out     string    // where the packages go
@@ -59,9 +61,9 @@ func (s Spec) FileName(format string) string {
 	return ""
 }
 
-// DebDepends are the Debian/Ubuntu packages of the libraries the binary
-// links (GLFW's X11 and OpenGL, through Fyne), and of the tools the
-// maintainer scripts call.
+// DebDepends are the Debian/Ubuntu packages of the libraries the window
+// binary links (GLFW's X11 and OpenGL, through Fyne; skiff itself is
+// static), and of the tools the maintainer scripts call.
 var DebDepends = []string{
 	"libc6 (>= 2.34)", "libgl1", "libx11-6", "libxcursor1", "libxrandr2", "libxinerama1", "libxi6", "libxxf86vm1",
 	"passwd",
@@ -210,6 +212,7 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	}
 	c := files.Contents{
 		file(s.Binary, "/usr/bin/skiff", 0o755),
+		file(s.Window, "/usr/bin/skiff-window", 0o755),
 		file(filepath.Join(dir, AppID+".desktop"), "/usr/share/applications/"+AppID+".desktop", 0o644),
 		file(filepath.Join(s.Repo, "assets", "icon.svg"), "/usr/share/icons/hicolor/scalable/apps/"+AppID+".svg", 0o644),
 	}
@@ -255,7 +258,10 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	if err := writeGzip(filepath.Join(stage, "skiff.1.gz"), man); err != nil {
 		return nil, err
 	}
-	c = append(c, file(filepath.Join(stage, "skiff.1.gz"), "/usr/share/man/man1/skiff.1.gz", 0o644))
+	c = append(c, file(filepath.Join(stage, "skiff.1.gz"), "/usr/share/man/man1/skiff.1.gz", 0o644),
+		// one page describes both programs
+		&files.Content{Source: "skiff.1.gz", Destination: "/usr/share/man/man1/skiff-window.1.gz", Type: files.TypeSymlink,
+			FileInfo: &files.ContentFileInfo{Mode: 0o777, MTime: s.Date}})
 
 	license, err := os.ReadFile(filepath.Join(s.Repo, "LICENSE"))
 	if err != nil {

@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 type fixture struct {
 	dir       string // the packages
 	deb, rpm  string
-	bin, unit string // the binary packaged and its unit ("" without the service)
+	bin, unit string // skiff as packaged and its unit ("" without the service)
+	window    string // skiff-window as packaged
 	unitText  string
 	extracted string // the deb unpacked
 	repo      string
@@ -55,13 +56,24 @@ func buildFixture() (*fixture, error) {
 		return nil, err
 	}
 	fixtureDir = dir
-	f := &fixture{dir: dir, repo: repo, bin: filepath.Join(repo, "dist", "linux", "skiff")}
-	if _, err := os.Stat(f.bin); err != nil {
-		f.bin = filepath.Join(dir, "skiff")
-		cmd := exec.Command("go", "build", "-o", f.bin, ".")
+	f := &fixture{dir: dir, repo: repo}
+	// skiff is built without cgo (it must not link Fyne), the window with
+	// it, as the Makefile builds them.
+	for _, b := range []struct {
+		path       *string
+		name, main string
+		cgo        string
+	}{{&f.bin, "skiff", ".", "0"}, {&f.window, "skiff-window", "./cmd/skiff-window", "1"}} {
+		*b.path = filepath.Join(repo, "dist", "linux", b.name)
+		if _, err := os.Stat(*b.path); err == nil {
+			continue
+		}
+		*b.path = filepath.Join(dir, b.name)
+		cmd := exec.Command("go", "build", "-o", *b.path, b.main)
 		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, &cmdError{"go build", err, out}
+			return nil, &cmdError{"go build " + b.main, err, out}
 		}
 	}
 	if out, err := exec.Command(f.bin, "service", "unit").Output(); err == nil && len(out) > 0 {
@@ -73,7 +85,7 @@ func buildFixture() (*fixture, error) {
 	}
 	paths, err := Build(Spec{
 		Version: version, Release: release, Date: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		Binary: f.bin, Unit: f.unit, Repo: repo, Out: dir,
+		Binary: f.bin, Window: f.window, Unit: f.unit, Repo: repo, Out: dir,
 	})
 	if err != nil {
 		return nil, err
@@ -123,10 +135,12 @@ func run(t *testing.T, name string, args ...string) string {
 func wantFiles(unitPath string) []string {
 	w := []string{
 		"/usr/bin/skiff",
+		"/usr/bin/skiff-window",
 		"/usr/share/applications/" + AppID + ".desktop",
 		"/usr/share/icons/hicolor/scalable/apps/" + AppID + ".svg",
 		"/usr/share/metainfo/" + AppID + ".metainfo.xml",
 		"/usr/share/man/man1/skiff.1.gz",
+		"/usr/share/man/man1/skiff-window.1.gz",
 	}
 	for _, s := range []string{"16", "22", "24", "32", "48", "64", "128", "256"} {
 		w = append(w, "/usr/share/icons/hicolor/"+s+"x"+s+"/apps/"+AppID+".png")
@@ -164,12 +178,26 @@ func TestDebMetadata(t *testing.T) {
 	}
 }
 
+// TestSkiffIsStatic checks that the packaged skiff — the command line and
+// the service — links no shared library (it is built without cgo, so Fyne
+// and GLFW are not in it) and names no Fyne package.
+func TestSkiffIsStatic(t *testing.T) {
+	f := need(t, "readelf", "go")
+	if out := run(t, "readelf", "-d", f.bin); strings.Contains(out, "(NEEDED)") {
+		t.Errorf("/usr/bin/skiff links shared libraries:\n%s", out)
+	}
+	mods := run(t, "go", "version", "-m", f.bin)
+	if strings.Contains(mods, "fyne.io") || !strings.Contains(mods, "CGO_ENABLED=0") {
+		t.Errorf("/usr/bin/skiff was built with cgo or with Fyne:\n%s", mods)
+	}
+}
+
 // TestDebDependsCoverLinkedLibraries checks that every shared library the
-// binary links (readelf's NEEDED entries) belongs to a package the deb
-// depends on, so that apt install pulls what the binary needs.
+// window binary links (readelf's NEEDED entries) belongs to a package the
+// deb depends on, so that apt install pulls what the binary needs.
 func TestDebDependsCoverLinkedLibraries(t *testing.T) {
 	f := need(t, "readelf", "dpkg")
-	out := run(t, "readelf", "-d", f.bin)
+	out := run(t, "readelf", "-d", f.window)
 	libs := regexp.MustCompile(`\(NEEDED\)\s+Shared library: \[([^\]]+)\]`).FindAllStringSubmatch(out, -1)
 	if len(libs) == 0 {
 		t.Fatalf("readelf shows no NEEDED libraries:\n%s", out)
@@ -228,8 +256,11 @@ func TestDebContents(t *testing.T) {
 			continue
 		}
 		want := "-rw-r--r-- root/root"
-		if p == "/usr/bin/skiff" {
+		switch p {
+		case "/usr/bin/skiff", "/usr/bin/skiff-window":
 			want = "-rwxr-xr-x root/root"
+		case "/usr/share/man/man1/skiff-window.1.gz":
+			want = "lrwxrwxrwx root/root" // to skiff.1.gz
 		}
 		if got != want {
 			t.Errorf("%s: %s, want %s", p, got, want)
@@ -343,6 +374,9 @@ var lintianAccepted = map[string]string{
 	"binary-has-unneeded-section":    "the .comment section comes from the cgo objects; -s -w strips the rest; info level",
 	"package-supports-alternative-init-but-no-init.d-script": "where systemd does not run, `skiff service` is " +
 		"started directly (the postinst says so); no sysvinit script is kept; info level",
+	"statically-linked-binary": "/usr/bin/skiff — the command line and the service — is built with CGO_ENABLED=0 on " +
+		"purpose, so that the privileged service links neither Fyne nor any C library (skiff-window, the window, " +
+		"links them dynamically)",
 	"initial-upload-closes-no-bugs": "the package is not uploaded to Debian, so there is no ITP bug to close",
 	"maintainer-script-calls-systemctl": "one set of scripts serves the deb and the rpm, and deb-systemd-helper " +
 		"exists only on Debian; the scripts call systemctl only when systemd runs (/run/systemd/system)",

@@ -4,8 +4,11 @@
 #
 #   packaging/macos/build-pkg.sh 0.1.0 [build]
 #
-# 1. builds skiff for arm64 and amd64 with cgo and joins them (lipo);
-# 2. assembles Skiff.app (Info.plist, the binary, an .icns made from
+# 1. builds skiff (the command line and the service, without cgo) and
+#    skiff-window (the window, with cgo) for arm64 and amd64 and joins
+#    each pair (lipo);
+# 2. assembles Skiff.app (Info.plist, skiff-window as the bundle's
+#    executable with skiff beside it in Contents/MacOS, an .icns made from
 #    assets/icon.png);
 # 3. signs the app with the hardened runtime (codesign, identity in
 #    SKIFF_SIGN_APP, e.g. "Developer ID Application: … (TEAMID)");
@@ -36,12 +39,16 @@ ldflags="-s -w -X github.com/skiffvpn/skiff/internal/version.version=$version -X
 rm -rf "$out"
 mkdir -p "$out/build" "$out/root/Applications"
 
-# 1. the binary, for both architectures
+# 1. the binaries, for both architectures; the service runs skiff, which
+# must not link Fyne
 for arch in arm64 amd64; do
-	(cd "$repo" && CGO_ENABLED=1 GOOS=darwin GOARCH=$arch MACOSX_DEPLOYMENT_TARGET=11.0 \
+	(cd "$repo" && CGO_ENABLED=0 GOOS=darwin GOARCH=$arch \
 		go build -trimpath -ldflags "$ldflags" -o "$out/build/skiff-$arch" .)
+	(cd "$repo" && CGO_ENABLED=1 GOOS=darwin GOARCH=$arch MACOSX_DEPLOYMENT_TARGET=11.0 \
+		go build -trimpath -ldflags "$ldflags" -o "$out/build/skiff-window-$arch" ./cmd/skiff-window)
 done
 lipo -create -output "$out/build/skiff" "$out/build/skiff-arm64" "$out/build/skiff-amd64"
+lipo -create -output "$out/build/skiff-window" "$out/build/skiff-window-arm64" "$out/build/skiff-window-amd64"
 
 # 2. the bundle
 app=$out/root/Applications/Skiff.app
@@ -49,6 +56,7 @@ mkdir -p "$app/Contents/MacOS" "$app/Contents/Resources"
 sed -e "s/@VERSION@/$version/" -e "s/@BUILD@/$build/" "$here/Info.plist" >"$app/Contents/Info.plist"
 plutil -lint "$app/Contents/Info.plist"
 cp "$out/build/skiff" "$app/Contents/MacOS/skiff"
+cp "$out/build/skiff-window" "$app/Contents/MacOS/skiff-window"
 iconset=$out/build/skiff.iconset
 mkdir -p "$iconset"
 for s in 16 32 128 256; do
@@ -60,6 +68,8 @@ iconutil -c icns -o "$app/Contents/Resources/skiff.icns" "$iconset"
 
 # 3. sign the app
 if [ -n "${SKIFF_SIGN_APP:-}" ]; then
+	# the helper executable first (nested code), then the bundle
+	codesign --force --options runtime --timestamp --sign "$SKIFF_SIGN_APP" "$app/Contents/MacOS/skiff"
 	codesign --force --options runtime --timestamp --sign "$SKIFF_SIGN_APP" "$app"
 	codesign --verify --strict --verbose=2 "$app"
 else

@@ -2,8 +2,9 @@
 ; it with makensis from the files it staged in dist/windows:
 ;   makensis -DVERSION=0.1.0 -DFILEVERSION=0.1.0.1 -DSRC=dist/windows
 ;            -DOUT=dist/skiff-0.1.0-windows-amd64-setup.exe [-DWINTUN] skiff.nsi
-; It installs skiff.exe (and wintun.dll when the build has it) into Program
-; Files, registers and starts the service (`skiff service install`), adds
+; It installs skiff.exe (the command line and the service, a console
+; program), skiff-window.exe (the window) and wintun.dll when the build has
+; it into Program Files, registers and starts the service (`skiff service install`), adds
 ; the Start-menu entry and an uninstaller that stops and removes the
 ; service and restores the routes (`skiff cleanup`). The users' own data
 ; (%APPDATA%\skiff) is left alone.
@@ -49,7 +50,7 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 !define MUI_ICON "${SRC}\skiff.ico"
 !define MUI_UNICON "${SRC}\skiff.ico"
 !define MUI_ABORTWARNING
-!define MUI_FINISHPAGE_RUN "$INSTDIR\skiff.exe"
+!define MUI_FINISHPAGE_RUN "$INSTDIR\skiff-window.exe"
 !define MUI_FINISHPAGE_RUN_TEXT "Open Skiff"
 
 !insertmacro MUI_PAGE_LICENSE "${SRC}\LICENSE.txt"
@@ -85,6 +86,7 @@ Section "Skiff" SecMain
   ${EndIf}
 
   File "${SRC}\skiff.exe"
+  File "${SRC}\skiff-window.exe"
   File "${SRC}\LICENSE.txt"
   File "${SRC}\skiff.ico"
 !ifdef WINTUN
@@ -95,7 +97,7 @@ Section "Skiff" SecMain
 !endif
 
   WriteUninstaller "$INSTDIR\uninstall.exe"
-  CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff.exe" "" "$INSTDIR\skiff.ico"
+  CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff-window.exe" "" "$INSTDIR\skiff.ico"
 
   WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "Skiff"
   WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
@@ -131,6 +133,7 @@ Section "Uninstall"
 
   Delete "$SMPROGRAMS\Skiff.lnk"
   Delete "$INSTDIR\skiff.exe"
+  Delete "$INSTDIR\skiff-window.exe"
   Delete "$INSTDIR\wintun.dll"
   Delete "$INSTDIR\skiff.ico"
   Delete "$INSTDIR\LICENSE.txt"

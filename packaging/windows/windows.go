@@ -50,8 +50,11 @@ func CheckWintun(path string) error {
 // Windres is the resource compiler (Debian's binutils-mingw-w64-x86-64).
 var Windres = "x86_64-w64-mingw32-windres"
 
-// Resource describes skiff.exe's resource.
+// Resource describes the resource of one of Skiff's two executables:
+// skiff.exe (the command line and the service, cgo-free) or
+// skiff-window.exe (the window).
 type Resource struct {
+	Program string // "skiff" or "skiff-window"; "" is "skiff"
 	Version string // "0.1.0"
 	Build   string // the fourth version field, e.g. "1"
 	Commit  string // shown in the version's product string
@@ -92,6 +95,13 @@ func (r Resource) RC(ico, manifest string) (string, error) {
 	if r.Commit != "" {
 		product += " (commit " + r.Commit + ")"
 	}
+	program, desc := r.Program, "Skiff VPN client (command line and service)"
+	if program == "" {
+		program = "skiff"
+	}
+	if program != "skiff" {
+		desc = "Skiff VPN client"
+	}
 	q := func(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 	var b strings.Builder
 	fmt.Fprintf(&b, "1 ICON %s\n", q(filepath.ToSlash(ico)))
@@ -100,11 +110,11 @@ func (r Resource) RC(ico, manifest string) (string, error) {
 	b.WriteString("  BLOCK \"StringFileInfo\"\n  BEGIN\n    BLOCK \"040904B0\"\n    BEGIN\n")
 	for _, kv := range [][2]string{
 		{"CompanyName", "Skiff"},
-		{"FileDescription", "Skiff VPN client"},
+		{"FileDescription", desc},
 		{"FileVersion", r.Version},
-		{"InternalName", "skiff"},
+		{"InternalName", program},
 		{"LegalCopyright", fmt.Sprintf("Copyright (c) %d The Skiff Authors, MIT licence", r.Year)},
-		{"OriginalFilename", "skiff.exe"},
+		{"OriginalFilename", program + ".exe"},
 		{"ProductName", "Skiff"},
 		{"ProductVersion", product},
 	} {

@@ -6,13 +6,17 @@ package gui
 import (
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,6 +131,15 @@ func writeProfile(t *testing.T, s *harness.Server, listen, probeURL string) stri
 		t.Fatal(err)
 	}
 	err = store.Update(func(p *profile.Profile) error {
+		// First in the node list: two CJK names and one of characters no
+		// font has, which checkGlyphs compares.
+		for i, name := range glyphNames {
+			c, err := link.Parse(fmt.Sprintf("hysteria2://nobody@127.0.0.1:%d/?insecure=1#%s", 19+10*i, url.PathEscape(name)))
+			if err != nil {
+				return err
+			}
+			p.Nodes = append(p.Nodes, &profile.Node{ID: profile.NodeID("", c), Config: *c})
+		}
 		g := &profile.Group{ID: "g1", Name: "Home", Type: profile.GroupFailover}
 		for _, n := range []*node.Node{n, down} {
 			id := profile.NodeID("", n)
@@ -252,93 +265,120 @@ func fetchThrough(t *testing.T, proxy, origin string) int {
 	return int(n)
 }
 
-// Tab positions in the window (the tab bar's labels), from the layout at
-// Fyne's default scale.
-var tabs = []struct {
-	name string
-	x    int
-}{{"home", 45}, {"profiles", 135}, {"routes", 232}, {"connections", 343}, {"logs", 448}, {"settings", 537}}
+// tabNames name the tabs in the screenshots, in the window's order.
+var tabNames = []string{"home", "profiles", "routes", "connections", "logs", "settings"}
+
+// languages are the locales the window is run in (as LANG) and where its
+// tabs are (the middle of each tab button, from the layout at Fyne's
+// default scale: the app's test driver gives the same).
+var languages = []struct {
+	code, lang string
+	tabX       []int
+}{
+	{"en", "en_US.UTF-8", []int{45, 136, 230, 342, 445, 534}},
+	{"zh-CN", "zh_CN.UTF-8", []int{38, 110, 182, 254, 326, 398}},
+}
+
+// clickConnect clicks Home's connect switch until the local proxy at
+// listen answers. On a loaded machine the first click can come before the
+// window handles input: it clicks again while the proxy is not up.
+func clickConnect(t *testing.T, display, id, listen string) {
+	t.Helper()
+	for try := 1; !socksOK(listen); try++ {
+		if try > 3 {
+			t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
+		}
+		click(t, display, id, 100, 75)
+		deadline := time.Now().Add(10 * time.Second)
+		for !socksOK(listen) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
 
 func TestWindowUnderXvfb(t *testing.T) {
 	paths := needTools(t)
+	harness.NeedWindow(t) // `skiff` without a command starts the skiff-window beside it
 	bin := harness.NeedSkiff(t)
 	srv := hy2Server(t)
 	origin := bigOrigin(t)
 
-	for _, size := range [][2]int{{1024, 768}, {800, 600}} {
-		for _, th := range []string{"light", "dark"} {
-			name := fmt.Sprintf("%dx%d-%s", size[0], size[1], th)
-			t.Run(name, func(t *testing.T) {
-				display := startXvfb(t, paths["Xvfb"], size[0], size[1])
-				port, err := harness.FreePort()
-				if err != nil {
-					t.Fatal(err)
-				}
-				listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-				dir := writeProfile(t, srv, listen, "http://"+origin+"/generate_204")
-				t.Setenv("DISPLAY", display)
-				t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
-				t.Setenv("FYNE_THEME", th)
-				t.Setenv("SKIFF_CONFIG_DIR", dir)
-				t.Setenv("DBUS_SESSION_BUS_ADDRESS", "") // no tray host: closing the window quits
-				gui := harness.Start(t, "skiff-gui", bin)
-
-				id := findWindow(t, display)
-				fitWindow(t, display, id, size[0], size[1])
-				screenshot(t, display, "gui-"+name+"-home-off")
-
-				// Click the connect switch. On a loaded machine the first
-				// click can come before the window handles input: click
-				// again while the proxy is not up.
-				for try := 1; !socksOK(listen); try++ {
-					if try > 3 {
-						t.Fatalf("the local proxy %s never answered after clicking connect 3 times", listen)
+	for _, lang := range languages {
+		for _, size := range [][2]int{{1024, 768}, {800, 600}} {
+			for _, th := range []string{"light", "dark"} {
+				name := fmt.Sprintf("%s-%dx%d-%s", lang.code, size[0], size[1], th)
+				tabs := lang.tabX
+				t.Run(name, func(t *testing.T) {
+					display := startXvfb(t, paths["Xvfb"], size[0], size[1])
+					port, err := harness.FreePort()
+					if err != nil {
+						t.Fatal(err)
 					}
-					click(t, display, id, 100, 75)
-					deadline := time.Now().Add(10 * time.Second)
-					for !socksOK(listen) && time.Now().Before(deadline) {
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
-				if n := fetchThrough(t, listen, origin); n < 1<<20 {
-					t.Fatalf("fetched %d bytes through the window's core, want at least 1 MiB", n)
-				}
-				time.Sleep(3 * time.Second) // let the graph and totals show the transfer
-				screenshot(t, display, "gui-"+name+"-home-on")
-				// Hold a connection open for the Connections tab.
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				held, err := harness.DialSOCKS(ctx, listen, origin)
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer held.Close()
-				fmt.Fprintf(held, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", origin)
-				io.ReadFull(held, make([]byte, 64<<10))
-				for _, tab := range tabs[1:] {
-					click(t, display, id, tab.x, 21)
-					time.Sleep(700 * time.Millisecond)
-					screenshot(t, display, "gui-"+name+"-"+tab.name)
-					if tab.name == "profiles" {
-						click(t, display, id, size[0]-50, 106) // Test all
-						time.Sleep(2 * time.Second)
-						screenshot(t, display, "gui-"+name+"-profiles-tested")
-					}
-				}
-				click(t, display, id, tabs[0].x, 21)
+					listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+					dir := writeProfile(t, srv, listen, "http://"+origin+"/generate_204")
+					t.Setenv("DISPLAY", display)
+					t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
+					t.Setenv("FYNE_THEME", th)
+					t.Setenv("SKIFF_CONFIG_DIR", dir)
+					t.Setenv("DBUS_SESSION_BUS_ADDRESS", "") // no tray host: closing the window quits
+					t.Setenv("LANG", lang.lang)              // the window follows the system's language
+					t.Setenv("LC_ALL", "")
+					t.Setenv("LC_MESSAGES", "")
+					t.Setenv("LANGUAGE", "")
+					gui := harness.Start(t, "skiff-gui", bin)
 
-				select {
-				case <-gui.Done():
-					t.Fatalf("skiff exited: %s\n%s", gui.ExitStatus(), gui.Output())
-				default:
-				}
-				if !strings.Contains(gui.Output(), "core: running") {
-					t.Errorf("the core did not log that it runs:\n%s", gui.Output())
-				}
-				if name == "1024x768-dark" {
-					measureIdle(t, "gui", gui.Pid())
-				}
-			})
+					id := findWindow(t, display)
+					fitWindow(t, display, id, size[0], size[1])
+					screenshot(t, display, "gui-"+name+"-home-off")
+
+					clickConnect(t, display, id, listen)
+					if n := fetchThrough(t, listen, origin); n < 1<<20 {
+						t.Fatalf("fetched %d bytes through the window's core, want at least 1 MiB", n)
+					}
+					time.Sleep(3 * time.Second) // let the graph and totals show the transfer
+					screenshot(t, display, "gui-"+name+"-home-on")
+					// Hold a connection open for the Connections tab.
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					held, err := harness.DialSOCKS(ctx, listen, origin)
+					cancel()
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer held.Close()
+					fmt.Fprintf(held, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", origin)
+					io.ReadFull(held, make([]byte, 64<<10))
+					for i, x := range tabs[1:] {
+						tab := tabNames[i+1]
+						// Clicked twice: on a loaded machine a click can
+						// come before the window takes input (selecting a
+						// tab again does nothing).
+						for i := 0; i < 2; i++ {
+							click(t, display, id, x, 21)
+							time.Sleep(700 * time.Millisecond)
+						}
+						shot := screenshot(t, display, "gui-"+name+"-"+tab)
+						if tab == "profiles" {
+							checkGlyphs(t, shot, size[0])
+							click(t, display, id, size[0]-50, 106) // Test all
+							time.Sleep(2 * time.Second)
+							screenshot(t, display, "gui-"+name+"-profiles-tested")
+						}
+					}
+					click(t, display, id, tabs[0], 21)
+
+					select {
+					case <-gui.Done():
+						t.Fatalf("skiff exited: %s\n%s", gui.ExitStatus(), gui.Output())
+					default:
+					}
+					if !strings.Contains(gui.Output(), "core: running") {
+						t.Errorf("the core did not log that it runs:\n%s", gui.Output())
+					}
+					if size[0] == 1024 && th == "dark" {
+						measureIdle(t, "gui ("+lang.code+")", gui.Pid())
+					}
+				})
+			}
 		}
 	}
 }
@@ -421,4 +461,143 @@ func bigOrigin(t *testing.T) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
+}
+
+// glyphNames are the first nodes of the test's profile: two CJK names of
+// the same length, and the same length of private-use characters, which
+// every font draws as its replacement box.
+var glyphNames = []string{"香港 01", "东京 01", "\U000F0001\U000F0002 01"}
+
+// checkGlyphs reads the Profiles screenshot at path (a window width wide)
+// and checks that the CJK names of the first two rows are drawn as
+// glyphs: each differs from the third row's replacement boxes and from
+// the other (two names of boxes would look alike).
+func checkGlyphs(t *testing.T, path string, width int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node list's names start after the subscription pane (a third
+	// of the width) and its first row below the search bar.
+	x0, x1 := width*2/5-20, width*7/10
+	bands := inkBands(img, x0, x1, 125, img.Bounds().Max.Y)
+	if len(bands) < 6 {
+		t.Fatalf("%s: found %d lines of text in the node list, want at least 6 (3 rows)", path, len(bands))
+	}
+	names := [3]image.Rectangle{}
+	for i := range names {
+		b := bands[2*i] // name line, then the detail line
+		names[i] = image.Rect(x0, b[0]-2, x1, b[1]+2)
+	}
+	same := func(a, b image.Rectangle) bool {
+		for dy := 0; dy < min(a.Dy(), b.Dy()); dy++ {
+			for dx := 0; dx < a.Dx(); dx++ {
+				if img.At(a.Min.X+dx, a.Min.Y+dy) != img.At(b.Min.X+dx, b.Min.Y+dy) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if same(names[0], names[2]) || same(names[1], names[2]) {
+		t.Errorf("%s: a CJK node name is drawn like the replacement boxes", path)
+	}
+	if same(names[0], names[1]) {
+		t.Errorf("%s: %q and %q are drawn alike (boxes, not glyphs)", path, glyphNames[0], glyphNames[1])
+	}
+}
+
+// inkBands returns the runs of pixel rows (from, to) between y0 and y1
+// that hold anything but the background in columns x0..x1; runs under 5
+// rows (separators) are left out.
+func inkBands(img image.Image, x0, x1, y0, y1 int) [][2]int {
+	var out [][2]int
+	start := -1
+	for y := y0; y <= y1; y++ {
+		ink := false
+		if y < y1 {
+			bg := img.At(x0, y)
+			br, bgc, bb, _ := bg.RGBA()
+			for x := x0; x < x1 && !ink; x++ {
+				r, g, b, _ := img.At(x, y).RGBA()
+				ink = diff(r, br) > 0x3000 || diff(g, bgc) > 0x3000 || diff(b, bb) > 0x3000
+			}
+		}
+		switch {
+		case ink && start < 0:
+			start = y
+		case !ink && start >= 0:
+			if y-start >= 5 {
+				out = append(out, [2]int{start, y})
+			}
+			start = -1
+		}
+	}
+	return out
+}
+
+func diff(a, b uint32) uint32 {
+	if a > b {
+		return a - b
+	}
+	return b - a
+}
+
+// TestIdleRSSByLanguage measures the window's idle RSS in each of its
+// languages (LANG), with the CJK fonts installed, disconnected, the core
+// in the window's process (no service): RSS after 15 s idle, median of
+// SKIFF_GUI_RSS_RUNS runs (default 3). It is a measurement, not a check:
+// it runs only with SKIFF_GUI_RSS=1 and writes test/out/gui-rss.txt.
+func TestIdleRSSByLanguage(t *testing.T) {
+	if os.Getenv("SKIFF_GUI_RSS") == "" {
+		t.Skip("a measurement: SKIFF_GUI_RSS=1 runs it")
+	}
+	paths := needTools(t)
+	bin := harness.NeedSkiff(t)
+	runs := 3
+	if n, err := strconv.Atoi(os.Getenv("SKIFF_GUI_RSS_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	var report strings.Builder
+	for _, l := range []struct{ code, lang string }{{"en", "en_US.UTF-8"}, {"zh-CN", "zh_CN.UTF-8"}, {"zh-TW", "zh_TW.UTF-8"}, {"ru", "ru_RU.UTF-8"}} {
+		var rss []float64
+		for i := 0; i < runs; i++ {
+			t.Run(fmt.Sprintf("%s-%d", l.code, i+1), func(t *testing.T) {
+				display := startXvfb(t, paths["Xvfb"], 1024, 768)
+				t.Setenv("DISPLAY", display)
+				t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
+				t.Setenv("SKIFF_CONFIG_DIR", t.TempDir())
+				t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
+				t.Setenv("LANG", l.lang)
+				t.Setenv("LC_ALL", "")
+				t.Setenv("LANGUAGE", "")
+				gui := harness.Start(t, "skiff-gui-"+l.code, bin)
+				id := findWindow(t, display)
+				fitWindow(t, display, id, 1024, 768)
+				time.Sleep(15 * time.Second)
+				rss = append(rss, float64(rssKiB(t, gui.Pid()))/1024)
+				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", gui.Pid())); err == nil {
+					t.Logf("%s smaps_rollup:\n%s", l.code, b) // what the RSS is: anonymous (Go heap, GL buffers) or files (libraries)
+				}
+				screenshot(t, display, "gui-rss-"+l.code)
+				gui.Stop()
+			})
+		}
+		if len(rss) == 0 {
+			t.Fatalf("%s: no run measured", l.code)
+		}
+		sort.Float64s(rss)
+		line := fmt.Sprintf("%s: idle RSS median %.1f MiB of %d runs %v\n", l.code, rss[len(rss)/2], runs, rss)
+		t.Log(line)
+		report.WriteString(line)
+	}
+	if out, err := harness.OutDir(); err == nil {
+		os.WriteFile(filepath.Join(out, "gui-rss.txt"), []byte(report.String()), 0o644)
+	}
 }

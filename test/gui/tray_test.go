@@ -3,9 +3,11 @@ package gui
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +99,7 @@ func clickItem(t *testing.T, conn *dbus.Conn, dest, label string) {
 
 func TestTrayWithAHost(t *testing.T) {
 	paths := needTools(t)
+	harness.NeedWindow(t) // `skiff` without a command starts the skiff-window beside it
 	bin := harness.NeedSkiff(t)
 	bus := startSessionBus(t)
 	conn, err := dbus.Connect(bus)
@@ -132,7 +135,7 @@ func TestTrayWithAHost(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("skiff registered no tray item:\n%s", gui.Output())
 	}
-	findWindow(t, display)
+	id := findWindow(t, display)
 	labels := func() []string {
 		var l []string
 		for _, it := range menuItems(t, conn, item) {
@@ -161,6 +164,24 @@ func TestTrayWithAHost(t *testing.T) {
 		t.Errorf("tray shows %q as the current member, want Via Home server", l[1])
 	}
 
+	// Closing the window hides it to the tray (the VPN stays up); the
+	// tray's Open brings it back.
+	if wmclose, err := buildTool("wmclose", "gcc", "-O2", "-o", "OUT", "test/gui/testdata/wmclose/wmclose.c", "-lX11"); err != nil {
+		t.Logf("not closing the window to the tray: %v", err)
+	} else {
+		cmd := exec.Command(wmclose, id)
+		cmd.Env = append(os.Environ(), "DISPLAY="+display)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("wmclose: %v\n%s", err, out)
+		}
+		waitMapped(t, display, false)
+		if !socksOK(listen) {
+			t.Error("closing the window to the tray dropped the local proxy")
+		}
+		clickItem(t, conn, item, "Open Skiff")
+		waitMapped(t, display, true)
+	}
+
 	clickItem(t, conn, item, "Quit")
 	select {
 	case <-gui.Done():
@@ -169,5 +190,24 @@ func TestTrayWithAHost(t *testing.T) {
 	}
 	if socksOK(listen) {
 		t.Error("the local proxy still answers after Quit")
+	}
+}
+
+// waitMapped waits until the window named Skiff is on screen (mapped) or
+// not.
+func waitMapped(t *testing.T, display string, mapped bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cmd := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Skiff$")
+		cmd.Env = append(os.Environ(), "DISPLAY="+display)
+		out, _ := cmd.Output()
+		if (len(strings.Fields(string(out))) > 0) == mapped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the window is not %s after 10 s", map[bool]string{true: "shown", false: "hidden"}[mapped])
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -64,19 +64,35 @@ func OutDir() (string, error) {
 }
 
 var (
-	skiffOnce     = sync.OnceValues(func() (string, error) { return buildSkiff("skiff", true) })
-	skiffCoreOnce = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-core", false) })
-	singBoxOnce   = sync.OnceValues(buildSingBox)
+	skiffOnce   = sync.OnceValues(func() (string, error) { return buildSkiff("skiff", ".", false) })
+	windowOnce  = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-window", "./cmd/skiff-window", true) })
+	singBoxOnce = sync.OnceValues(buildSingBox)
 )
 
-// SkiffBinary builds the skiff binary from the parent module into test/bin
-// (once per process) and returns its path.
+// SkiffBinary builds skiff — the command line, `skiff run` and `skiff
+// service`, without cgo as every package ships it, so no Fyne — from the
+// parent module into test/bin (once per process) and returns its path.
 func SkiffBinary() (string, error) { return skiffOnce() }
 
-// SkiffCoreBinary builds skiff without its window (CGO_ENABLED=0, so no
-// Fyne linked in) into test/bin/skiff-core. Benchmarks measure it: like
-// the field's published figures, they are of the network core alone.
-func SkiffCoreBinary() (string, error) { return skiffCoreOnce() }
+// SkiffCoreBinary is SkiffBinary: skiff itself is the cgo-free core binary
+// since the window became a program of its own (WindowBinary).
+func SkiffCoreBinary() (string, error) { return skiffOnce() }
+
+// WindowBinary builds the window, skiff-window (cgo, Fyne), into test/bin
+// beside skiff, where `skiff window` looks for it, and returns its path.
+func WindowBinary() (string, error) { return windowOnce() }
+
+// NeedWindow is WindowBinary for tests; it builds skiff as well, so that
+// `skiff window` (which starts the skiff-window next to it) works.
+func NeedWindow(t testing.TB) string {
+	t.Helper()
+	NeedSkiff(t)
+	p, err := WindowBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // SingBoxBinary installs sing-box SingBoxVersion into test/bin (once per
 // process, and only when the binary there is not already that version) and
@@ -103,7 +119,7 @@ func NeedSingBox(t testing.TB) string {
 	return p
 }
 
-func buildSkiff(name string, cgo bool) (string, error) {
+func buildSkiff(name, main string, cgo bool) (string, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return "", err
@@ -114,13 +130,14 @@ func buildSkiff(name string, cgo bool) (string, error) {
 	}
 	defer unlock()
 	out := filepath.Join(bin, name)
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, ".")
-	if !cgo {
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-o", out, main)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
 	}
 	cmd.Dir = filepath.Dir(filepath.Dir(bin)) // the repository root, parent of test/
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("harness: go build skiff: %v\n%s", err, b)
+		return "", fmt.Errorf("harness: go build %s: %v\n%s", main, err, b)
 	}
 	return out, nil
 }

@@ -62,13 +62,13 @@ func xdo(display string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// startWindow runs `skiff gui` as the member on display, with its own
+// startWindow runs the window program as the member on display, with its own
 // preferences (TUN mode) in prefs.
 func (l *lab) startWindow(t *testing.T, gui, display, prefs string) *harness.Process {
 	t.Helper()
 	return harness.Start(t, "skiff-window", "setpriv", "--reuid", l.member, "--regid", l.gidOf(l.member), "--init-groups",
 		"env", "DISPLAY="+display, "HOME="+prefs, "SKIFF_CONFIG_DIR="+prefs, "SKIFF_NO_TRAY=1", "LANG=C.UTF-8",
-		gui, "gui", "--socket", l.socket)
+		gui, "--socket", l.socket)
 }
 
 // windowID waits for the window named Skiff.
@@ -111,11 +111,11 @@ func (l *lab) testWindow(t *testing.T) {
 			t.Skipf("needs %s", tool)
 		}
 	}
-	src, err := harness.SkiffBinary() // the window needs cgo (Fyne)
+	src, err := harness.WindowBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	gui := filepath.Join(l.dir, "skiff-gui")
+	gui := filepath.Join(l.dir, "skiff-window")
 	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

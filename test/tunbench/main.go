@@ -47,9 +47,11 @@ import (
 // options are the command-line settings.
 type options struct {
 	measure.Settings
-	ipv6    bool
-	diag    bool
-	timeout time.Duration
+	ipv6     bool
+	diag     bool
+	timeout  time.Duration
+	skiffVia string        // viaService or viaRun
+	window   time.Duration // settle time of the window's idle RSS reading; 0 none
 }
 
 func main() {
@@ -66,8 +68,18 @@ func main() {
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
 	flag.BoolVar(&o.diag, "diag", false, "print skiff's live heap during the first download and after the many-connection phase (forces GCs in skiff)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
+	flag.StringVar(&o.skiffVia, "skiff-via", viaService, "how skiff runs: service (`skiff service`, connected through its socket by `skiff import` and `skiff connect --tun`: what users run) or run (`skiff run --tun`, needed for -cpuprofile and -diag)")
+	flag.DurationVar(&o.window, "window", 15*time.Second, "with -skiff-via service: before each skiff run's warm-up, start the window (skiff-window) under Xvfb as a client of the service and read its RSS after this long; 0 skips it")
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
+	if o.skiffVia != viaService && o.skiffVia != viaRun {
+		fmt.Fprintf(os.Stderr, "tunbench: -skiff-via %q: service or run\n", o.skiffVia)
+		os.Exit(2)
+	}
+	if o.skiffVia == viaService && (o.CPUProfile != "" || o.diag) {
+		fmt.Fprintln(os.Stderr, "tunbench: -cpuprofile and -diag read skiff's pprof endpoint, which only `skiff run --pprof` has: use -skiff-via run")
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -103,7 +115,7 @@ func run(ctx context.Context, o options) error {
 	if b.self, err = os.Executable(); err != nil {
 		return err
 	}
-	if b.skiffBin, err = harness.SkiffCoreBinary(); err != nil {
+	if b.skiffBin, err = harness.SkiffBinary(); err != nil {
 		return err
 	}
 	if b.sbBin, err = harness.SingBoxBinary(); err != nil {
@@ -249,7 +261,9 @@ func serverConfig(s *harness.Server) ([]byte, error) {
 type client struct {
 	p        *harness.Process
 	tunDev   string
-	pprofURL string // skiff's CPU profile endpoint in the client namespace; "" none
+	pprofURL string  // skiff's CPU profile endpoint in the client namespace; "" none
+	socket   string  // skiff service's socket; "" for the other clients
+	idleMiB  float64 // skiff service's RSS before it connected; 0 for the other clients
 }
 
 // Names and ports inside the client namespace.
@@ -269,6 +283,12 @@ func (b *bench) startClient(ctx context.Context, name, proto string, s *harness.
 		link, err := serverLink(s)
 		if err != nil {
 			return nil, err
+		}
+		if b.o.skiffVia == viaService {
+			if err := b.startSkiffService(ctx, c, proto, link); err != nil {
+				return nil, err
+			}
+			break
 		}
 		args := []string{b.skiffBin, "run", "--tun", "--link", link, "--listen", "127.0.0.1:1080"}
 		if profile {
@@ -399,6 +419,20 @@ func (b *bench) throughputRun(ctx context.Context, r *result, i int, s *harness.
 		return err
 	}
 	defer c.p.Stop()
+	if c.socket != "" {
+		r.idleMiB = append(r.idleMiB, c.idleMiB)
+		fmt.Fprintf(os.Stderr, "%s via %s: the service's RSS before connecting %.1f MiB\n", proto, name, c.idleMiB)
+		if b.o.window > 0 {
+			// The window's figure is a side reading: a failure to take it
+			// is reported and the service's runs go on.
+			if w, err := b.windowIdle(ctx, c, b.o.window); err != nil {
+				fmt.Fprintf(os.Stderr, "%s via %s: the window as a client of the service: %v\n", proto, name, err)
+			} else {
+				r.windowMiB = append(r.windowMiB, w)
+				fmt.Fprintf(os.Stderr, "%s via %s: the window (skiff-window under Xvfb, a client of the service) idle RSS %.1f MiB after %v\n", proto, name, w, b.o.window)
+			}
+		}
+	}
 
 	fmt.Fprintf(os.Stderr, "%s via %s (TUN %s): run %d, warm-up %v\n", proto, name, c.tunDev, i+1, b.o.Warmup)
 	if _, err := b.load(ctx, c, harness.SinkDownload, b.o.Warmup, serverPid, "", ""); err != nil {

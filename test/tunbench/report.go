@@ -12,9 +12,11 @@ import (
 
 // result is one client's throughput figures for one protocol.
 type result struct {
-	measure.Result        // PeakRSSMiB is the highest VmHWM over the runs
-	profile        string // skiff's CPU profile of the first run of profileDir; "" none
-	profileDir     string // "download" or "upload"
+	measure.Result           // PeakRSSMiB is the highest VmHWM over the runs
+	profile        string    // skiff's CPU profile of the first run of profileDir; "" none
+	profileDir     string    // "download" or "upload"
+	idleMiB        []float64 // skiff service: its RSS before connecting, per run
+	windowMiB      []float64 // skiff service: the window's idle RSS as its client, per run
 }
 
 func printHeader(o options, skiffBin string, skiffTUN bool) {
@@ -25,7 +27,13 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 	}
 	fmt.Printf("settings:  %d TCP streams from the client namespace to the sink/source at %s, through the client's TUN;\n", o.Streams, sink)
 	fmt.Printf("           %v per direction after a %v warm-up; %d run(s), median; the clients take turns, a fresh process per run\n", o.Duration, o.Warmup, o.Runs)
-	fmt.Println("           clients: skiff run --tun (defaults: auto-route, strict route, MTU 9000, its gVisor netstack);")
+	if o.skiffVia == viaService {
+		fmt.Println("           clients: skiff service (root, in the client namespace), connected by `skiff import LINK` and")
+		fmt.Println("                    `skiff connect --tun` over its socket (the profile's defaults: strict route, its gVisor netstack);")
+		fmt.Println("                    the RSS figures of skiff are the service's")
+	} else {
+		fmt.Println("           clients: skiff run --tun (defaults: auto-route, strict route, MTU 9000, its gVisor netstack);")
+	}
 	fmt.Println("                    sing-box tun inbound, stack gvisor, auto_route, MTU 9000, route_exclude_address = server")
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "in its own namespace over a veth pair, self-signed ECDSA P-256 certificate;")
 	fmt.Println("                   Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3")
@@ -50,6 +58,14 @@ func printResults(o options, rs []result, cs []measure.ConnsResult, skiffTUN boo
 			})
 		if !skiffTUN {
 			fmt.Println("(no ratios: skiff's TUN mode is not available in this build)")
+		}
+		for _, r := range rs {
+			if len(r.idleMiB) > 0 {
+				fmt.Printf("%s: skiff service idle (started, not connected) RSS median %.1f MiB of %d runs %v\n", r.Protocol, measure.Median(r.idleMiB), len(r.idleMiB), r.idleMiB)
+			}
+			if len(r.windowMiB) > 0 {
+				fmt.Printf("%s: the window (skiff-window under Xvfb, a client of the service) idle RSS median %.1f MiB of %d runs %v (target ≤ 80 MiB)\n", r.Protocol, measure.Median(r.windowMiB), len(r.windowMiB), r.windowMiB)
+			}
 		}
 		fmt.Println()
 		fmt.Println("targets (issue 3): throughput ≥ sing-box's, efficiency (Mbps per client core) ≥ 1.3x, peak RSS ≤ 0.5x.")

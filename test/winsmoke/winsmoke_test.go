@@ -1,9 +1,9 @@
 // Package winsmoke runs Skiff's Windows build under Wine (Debian's wine64):
 // Windows code that has never run on Windows runs at least here. The binary
 // under test is skiff.exe cross-built with CGO_ENABLED=0 (the core and the
-// command line; the window needs cgo through mingw-w64, and that build,
-// dist/windows/skiff.exe from `make package-windows`, is started for its
-// --version when present). It proxies an HTTP GET and a 1 MiB echo through
+// command line; the window, skiff-window.exe, needs cgo through mingw-w64;
+// the release builds of both from `make package-windows` are started for
+// their --version when present). It proxies an HTTP GET and a 1 MiB echo through
 // a real sing-box VLESS+WebSocket+TLS server on loopback, imports a file of
 // links and lists the nodes.
 //
@@ -179,9 +179,9 @@ func (w *wine) run(t *testing.T, exe string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// start starts `skiff.exe run` with link and waits until its proxy
-// listens; it is stopped when t ends.
-func (w *wine) start(t *testing.T, link string) (*harness.Process, string) {
+// start starts `skiff.exe run` with link (and extra flags) and waits
+// until its proxy listens; it is stopped when t ends.
+func (w *wine) start(t *testing.T, link string, extra ...string) (*harness.Process, string) {
 	t.Helper()
 	port, err := harness.FreePort()
 	if err != nil {
@@ -192,7 +192,7 @@ func (w *wine) start(t *testing.T, link string) (*harness.Process, string) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	p := harness.Start(t, "skiff.exe", w.bin, append([]string{w.exe}, harness.SkiffRunArgs(listen, []string{link})...)...)
+	p := harness.Start(t, "skiff.exe", w.bin, append([]string{w.exe}, harness.SkiffRunArgs(listen, []string{link}, extra...)...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := p.WaitOutput(ctx, regexp.MustCompile(`skiff: listening on (\S+)`)); err != nil {
@@ -335,23 +335,26 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// TestGUIBuildVersion starts the release build (cgo, GUI subsystem, with
-// its resource) for its --version, when `make package-windows` made it.
+// TestGUIBuildVersion starts the release builds — skiff.exe (cgo-free,
+// console) and skiff-window.exe (cgo, GUI subsystem), each with its
+// resource — for their --version, when `make package-windows` made them.
 func TestGUIBuildVersion(t *testing.T) {
 	w := needWine(t)
 	testDir, err := harness.TestDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	exe := filepath.Join(filepath.Dir(testDir), "dist", "windows", "skiff.exe")
-	if _, err := os.Stat(exe); err != nil {
-		t.Skipf("%s is absent (make package-windows builds it); only the CGO_ENABLED=0 build was run", exe)
+	for _, name := range []string{"skiff", "skiff-window"} {
+		exe := filepath.Join(filepath.Dir(testDir), "dist", "windows", name+".exe")
+		if _, err := os.Stat(exe); err != nil {
+			t.Skipf("%s is absent (make package-windows builds it); only the CGO_ENABLED=0 build was run", exe)
+		}
+		out, err := w.run(t, exe, "--version")
+		if err != nil || !strings.HasPrefix(strings.TrimSpace(lastLine(out)), name+" ") {
+			t.Fatalf("the release %s.exe --version under Wine: %v\n%s", name, err, out)
+		}
+		t.Logf("dist/windows/%s.exe: %s", name, strings.TrimSpace(lastLine(out)))
 	}
-	out, err := w.run(t, exe, "--version")
-	if err != nil || !strings.HasPrefix(strings.TrimSpace(lastLine(out)), "skiff ") {
-		t.Fatalf("the GUI skiff.exe --version under Wine: %v\n%s", err, out)
-	}
-	t.Logf("dist/windows/skiff.exe (cgo, -H windowsgui): %s", strings.TrimSpace(lastLine(out)))
 }
 
 // TestUDPUnderWine tries Hysteria2 (QUIC over UDP) and reports what Wine

@@ -35,7 +35,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	commit := fs.String("commit", "", "source commit (windows-res)")
 	epoch := fs.String("date", os.Getenv("SOURCE_DATE_EPOCH"), "build date as Unix seconds (default: SOURCE_DATE_EPOCH, else now)")
 	repo := fs.String("repo", "..", "repository root")
-	bin := fs.String("bin", "", "the skiff binary (linux)")
+	bin := fs.String("bin", "", "the skiff binary: the command line and the service (linux)")
+	window := fs.String("window", "", "the skiff-window binary (linux)")
+	program := fs.String("program", "skiff", "the executable the resource is for: skiff or skiff-window (windows-res)")
 	unit := fs.String("unit", "", "the systemd unit from `skiff service unit` (linux); empty: no service in the packages")
 	out := fs.String("out", "", "output directory (linux) or .syso file (windows-res)")
 	ico := fs.String("ico", "", "also write the icon as a .ico here (windows-res)")
@@ -54,14 +56,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "linux":
-		if *version == "" || *bin == "" || *out == "" {
-			fmt.Fprintln(stderr, "skiffpkg linux: --version, --bin and --out are required")
+		if *version == "" || *bin == "" || *window == "" || *out == "" {
+			fmt.Fprintln(stderr, "skiffpkg linux: --version, --bin, --window and --out are required")
 			return 2
 		}
 		if *unit == "" {
 			fmt.Fprintln(stderr, "skiffpkg linux: WARNING: no --unit: the packages are built without the systemd service")
 		}
-		paths, err := linux.Build(linux.Spec{Version: *version, Release: *release, Date: date, Binary: *bin, Unit: *unit, Repo: *repo, Out: *out})
+		paths, err := linux.Build(linux.Spec{Version: *version, Release: *release, Date: date, Binary: *bin, Window: *window, Unit: *unit, Repo: *repo, Out: *out})
 		if err != nil {
 			fmt.Fprintf(stderr, "skiffpkg linux: %v\n", err)
 			return 1
@@ -74,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "skiffpkg windows-res: --version and --out are required")
 			return 2
 		}
-		r := windows.Resource{Version: *version, Build: *release, Commit: *commit, Year: date.Year(), Repo: *repo}
+		r := windows.Resource{Program: *program, Version: *version, Build: *release, Commit: *commit, Year: date.Year(), Repo: *repo}
 		if err := r.WriteSyso(*out); err != nil {
 			fmt.Fprintf(stderr, "skiffpkg windows-res: %v\n", err)
 			return 1

@@ -11,6 +11,13 @@
 // (from its --pprof endpoint), at each phase; -conns-only skips the
 // 16-stream runs, -heapprofile saves skiff's heap profile at each phase.
 //
+// skiff is the service users run: `skiff service` (root, in a mount
+// namespace with a private /run/skiff), connected by `skiff import LINK`
+// and `skiff connect --listen ADDR` over its socket; its RSS is the
+// service's. -skiff-via run measures `skiff run` instead (the core in one
+// process, with the pprof endpoint that -cpuprofile and the heap figures
+// need).
+//
 // Run it with `make bench` in test/ (or `go run ./cmd/bench -quick` for a
 // short pass). It is not a timed test and is not part of CI.
 package main
@@ -21,6 +28,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -33,8 +41,20 @@ func main() {
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up",
 		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof)", 0)
 	flag.StringVar(&heapProfile, "heapprofile", "", "many-connection phase: save skiff's heap profile at each phase to FILE-<protocol>-<phase>.pprof")
+	flag.StringVar(&skiffVia, "skiff-via", "service", "how skiff runs: service (`skiff service` as root, connected over its socket: what users run) or run (`skiff run`, needed for -cpuprofile, -heapprofile and the heap figures)")
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
+	switch {
+	case skiffVia != "service" && skiffVia != "run":
+		fmt.Fprintf(os.Stderr, "bench: -skiff-via %q: service or run\n", skiffVia)
+		os.Exit(2)
+	case skiffVia == "service" && (o.CPUProfile != "" || heapProfile != ""):
+		fmt.Fprintln(os.Stderr, "bench: -cpuprofile and -heapprofile read skiff's pprof endpoint, which only `skiff run --pprof` has: use -skiff-via run")
+		os.Exit(2)
+	case skiffVia == "service" && os.Geteuid() != 0:
+		fmt.Fprintln(os.Stderr, "bench: `skiff service` runs as root: run the benchmark as root, or use -skiff-via run")
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -44,8 +64,14 @@ func main() {
 // heapProfile is the -heapprofile prefix; "" none.
 var heapProfile string
 
+// skiffVia is -skiff-via: "service" or "run".
+var skiffVia string
+
+// services numbers the services started, for their private directories.
+var services int
+
 func run(o measure.Settings) error {
-	skiffBin, err := harness.SkiffCoreBinary()
+	skiffBin, err := harness.SkiffBinary()
 	if err != nil {
 		return err
 	}
@@ -132,6 +158,10 @@ func run(o measure.Settings) error {
 func startClient(ctx context.Context, proto, client string, s *harness.Server, pprof bool, skiffBin, sbBin, dir string) (p *harness.Process, proxy, pprofBase string, err error) {
 	switch client {
 	case "skiff":
+		if skiffVia == "service" {
+			p, proxy, err = startService(ctx, proto, s, skiffBin, dir)
+			return p, proxy, "", err
+		}
 		var extra []string
 		if pprof {
 			pp, err := harness.FreePort()
@@ -163,6 +193,36 @@ func startClient(ctx context.Context, proto, client string, s *harness.Server, p
 		return p, proxy, "", err
 	}
 	return nil, "", "", fmt.Errorf("unknown client %q", client)
+}
+
+// startService starts `skiff service` as root in a mount namespace with a
+// private /run/skiff (its TUN state file is machine-wide; this run uses
+// none, but the service cleans up what it finds there at start), imports
+// s's link and connects its local proxy on a free loopback port, through
+// the service's socket.
+func startService(ctx context.Context, proto string, s *harness.Server, skiffBin, dir string) (*harness.Process, string, error) {
+	services++
+	svc, err := harness.StartSkiffService(ctx, "skiff-service-"+proto, skiffBin, filepath.Join(dir, fmt.Sprintf("service-%d", services)),
+		"unshare", "--mount", "--propagation", "private", "sh", "-c",
+		`mkdir -p /run/skiff && mount -t tmpfs -o size=1m,mode=0700 bench /run/skiff && exec "$0" "$@"`)
+	if err != nil {
+		return nil, "", err
+	}
+	port, err := harness.FreePort()
+	if err != nil {
+		svc.Stop()
+		return nil, "", err
+	}
+	proxy := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	if _, err := svc.Connect(ctx, s.Link(s.Trusting()), "--listen", proxy); err != nil {
+		svc.Stop()
+		return nil, "", fmt.Errorf("%w\n%s", err, svc.Output())
+	}
+	if err := harness.WaitTCP(ctx, proxy); err != nil {
+		svc.Stop()
+		return nil, "", err
+	}
+	return svc.Process, proxy, nil
 }
 
 // connsClient runs the many-connection load through a fresh client and
@@ -284,6 +344,11 @@ func printHeader(o measure.Settings, skiffBin string) {
 	fmt.Printf("load:      %s (load average before the run; other work on the machine skews the figures)\n", measure.LoadAvg())
 	fmt.Printf("settings:  %d TCP streams through the client's SOCKS5 to a loopback sink/source; %v per direction after a %v warm-up; %d runs, median\n",
 		o.Streams, o.Duration, o.Warmup, o.Runs)
+	if skiffVia == "service" {
+		fmt.Println("           skiff: `skiff service` (root), connected by `skiff import LINK` and `skiff connect --listen ADDR` over its socket; its RSS is the service's")
+	} else {
+		fmt.Println("           skiff: `skiff run --link LINK` (the core in one process)")
+	}
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "on loopback, self-signed ECDSA P-256 certificate; Hysteria2 without bandwidth hints (BBR both ways), TUIC v5 with cubic, AnyTLS with the default padding scheme, VLESS over WebSocket over TLS 1.3")
 	fmt.Println("note:      everything runs on this one machine: the sing-box server, the sink/source and this program share")
 	fmt.Println("           the cores with the client under test, so absolute figures are far below a real two-host setup;")

@@ -1,4 +1,9 @@
-package core
+// Package protocol is the one place where a node's protocol meets its
+// implementation: NewOutbound builds a node's client, Supported says
+// whether Skiff can dial a node and why not. It is a leaf: the engine
+// (package core) and the data packages (core/subscription, core/plan)
+// import it, never the other way round.
+package protocol
 
 import (
 	"fmt"

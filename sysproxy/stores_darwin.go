@@ -1,0 +1,3 @@
+package sysproxy
+
+func osStores(_ string, run runner) []store { return []store{networksetup{tools{run: run}}} }

@@ -1,0 +1,3 @@
+package sysproxy
+
+func osStores(string, runner) []store { return []store{wininet{}} }
