@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 )
@@ -158,6 +159,12 @@ var validCases = []struct {
 		node.Node{Name: "TUIC v5", Protocol: node.TUIC, Server: "tuic.example.com", Port: 443,
 			TLS:  &node.TLS{SNI: "tuic.example.com", ALPN: []string{"h3"}, Insecure: true},
 			TUIC: &node.TUICOptions{UUID: testUUID, Password: "p@ss", CongestionControl: "bbr", UDPRelayMode: "native"}}},
+	{"tuic 0-RTT heartbeat quic mode", "tuic://" + testUUID + ":pw@h.example:443?udp_relay_mode=quic&reduce_rtt=1&heartbeat=5s#t",
+		node.Node{Name: "t", Protocol: node.TUIC, Server: "h.example", Port: 443,
+			TUIC: &node.TUICOptions{UUID: testUUID, Password: "pw", UDPRelayMode: "quic", ZeroRTT: true, Heartbeat: 5 * time.Second}}},
+	{"tuic heartbeat in milliseconds, zero_rtt_handshake", "tuic://" + testUUID + ":pw@h.example:443?zero_rtt_handshake=true&heartbeat=3000#t",
+		node.Node{Name: "t", Protocol: node.TUIC, Server: "h.example", Port: 443,
+			TUIC: &node.TUICOptions{UUID: testUUID, Password: "pw", ZeroRTT: true, Heartbeat: 3 * time.Second}}},
 	{"tuic IPv6 minimal", "tuic://" + testUUID + ":pw@[2001:db8::3]:8443#",
 		node.Node{Name: "[2001:db8::3]:8443", Protocol: node.TUIC, Server: "2001:db8::3", Port: 8443,
 			TUIC: &node.TUICOptions{UUID: testUUID, Password: "pw"}}},

@@ -3,6 +3,7 @@ package link
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 )
@@ -48,6 +49,23 @@ func parseTUIC(rest string) (*node.Node, error) {
 	default:
 		return nil, refuse(s, "udp_relay_mode", "unsupported", m)
 	}
+	if o.ZeroRTT, err = q.boolean(s, "reduce_rtt", "zero_rtt_handshake", "zero_rtt"); err != nil {
+		return nil, err
+	}
+	if hb := q.get("heartbeat", "heartbeat_interval"); hb != "" {
+		d, err := time.ParseDuration(hb)
+		if err != nil {
+			ms, err2 := strconv.ParseUint(hb, 10, 32) // milliseconds, as Clash writes it
+			if err2 != nil {
+				return nil, refuse(s, "heartbeat", "not a duration", hb)
+			}
+			d = time.Duration(ms) * time.Millisecond
+		}
+		if d < 0 {
+			return nil, refuse(s, "heartbeat", "negative", hb)
+		}
+		o.Heartbeat = d
+	}
 	t, err := quicTLS(s, q)
 	if err != nil {
 		return nil, err
@@ -68,6 +86,12 @@ func formatTUIC(n *node.Node) (string, error) {
 	var q query
 	q.addNonEmpty("congestion_control", o.CongestionControl)
 	q.addNonEmpty("udp_relay_mode", o.UDPRelayMode)
+	if o.ZeroRTT {
+		q.add("reduce_rtt", "1")
+	}
+	if o.Heartbeat > 0 {
+		q.add("heartbeat", o.Heartbeat.String())
+	}
 	if err := addQUICTLS(s, &q, n.TLS, "allow_insecure"); err != nil {
 		return "", err
 	}

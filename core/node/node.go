@@ -152,13 +152,28 @@ type TrojanOptions struct {
 type TUICOptions struct {
 	UUID              string `json:"uuid"`
 	Password          string `json:"password"`
-	CongestionControl string `json:"congestionControl,omitempty"`
-	UDPRelayMode      string `json:"udpRelayMode,omitempty"` // "native" or "quic"
+	CongestionControl string `json:"congestionControl,omitempty"` // "cubic", "new_reno", "bbr"
+	UDPRelayMode      string `json:"udpRelayMode,omitempty"`      // "native" or "quic"
+	// ZeroRTT is 0-RTT on resumed connections (sing-box
+	// zero_rtt_handshake, Clash reduce-rtt).
+	ZeroRTT bool `json:"zeroRTT,omitempty"`
+	// Heartbeat is the Heartbeat command's interval; 0: the client's
+	// default (10 s).
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// UDPOverStream is sing-box's udp_over_stream (UDP over TCP-like
+	// streams), which Skiff does not have.
+	UDPOverStream bool `json:"udpOverStream,omitempty"`
 }
 
 // AnyTLSOptions is AnyTLS's settings.
 type AnyTLSOptions struct {
 	Password string `json:"password"`
+	// Idle-session cleanup (sing-box idle_session_check_interval,
+	// idle_session_timeout, min_idle_session; Clash idle-session-…);
+	// zero: the client's defaults.
+	IdleSessionCheckInterval time.Duration `json:"idleSessionCheckInterval,omitempty"`
+	IdleSessionTimeout       time.Duration `json:"idleSessionTimeout,omitempty"`
+	MinIdleSession           int           `json:"minIdleSession,omitempty"`
 }
 
 // Address returns "server:port" with brackets around an IPv6 literal.

@@ -18,7 +18,7 @@ import (
 const (
 	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
-	tuicLink  = "tuic://b831381d-6324-4d53-ad4f-8cda48b30811:secret@127.0.0.1:443?congestion_control=bbr#TUIC Home" // a protocol Skiff cannot dial yet
+	tuicLink  = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?encryption=none&security=tls&type=grpc&serviceName=gun#gRPC Home" // a transport Skiff cannot dial yet
 )
 
 // testProfile holds, from one subscription, a VLESS+WS+TLS, a Hysteria2 and
@@ -94,7 +94,7 @@ func TestBuild(t *testing.T) {
 				t.Errorf("selector starts with %q, want the saved choice", c.Selected)
 			}
 			for _, n := range c.Nodes {
-				if n.Protocol == "tuic" {
+				if n.Name == "gRPC Home" {
 					t.Error("an unsupported node is in the config")
 				}
 			}

@@ -11,9 +11,11 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/anytls"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/shadowsocks"
 	"github.com/skiffvpn/skiff/core/outbound/trojan"
+	"github.com/skiffvpn/skiff/core/outbound/tuic"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/core/outbound/vmess"
 )
@@ -51,6 +53,18 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		return c, nil
 	case node.Trojan:
 		c, err := trojan.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.AnyTLS:
+		c, err := anytls.New(n, d)
+		if err != nil {
+			return nil, fmt.Errorf("node %q: %w", n.Name, err)
+		}
+		return c, nil
+	case node.TUIC:
+		c, err := tuic.New(n, d)
 		if err != nil {
 			return nil, fmt.Errorf("node %q: %w", n.Name, err)
 		}

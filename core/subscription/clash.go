@@ -79,6 +79,12 @@ type clashProxy struct {
 	Down                 string         `yaml:"down"`
 	CongestionController string         `yaml:"congestion-controller"`
 	UDPRelayMode         string         `yaml:"udp-relay-mode"`
+	ReduceRTT            bool           `yaml:"reduce-rtt"`
+	HeartbeatInterval    int            `yaml:"heartbeat-interval"` // milliseconds
+	UDPOverStream        bool           `yaml:"udp-over-stream"`
+	IdleSessionCheck     string         `yaml:"idle-session-check-interval"` // seconds
+	IdleSessionTimeout   string         `yaml:"idle-session-timeout"`        // seconds
+	MinIdleSession       int            `yaml:"min-idle-session"`
 	Token                string         `yaml:"token"` // TUIC v4
 	GlobalPadding        bool           `yaml:"global-padding"`
 	AuthenticatedLength  bool           `yaml:"authenticated-length"`
@@ -304,12 +310,24 @@ func (cp *clashProxy) build() (*node.Node, error) {
 			return nil, errors.New("TUIC v4 (token) is not supported, only v5 (uuid and password)")
 		}
 		n.Protocol = node.TUIC
-		n.TUIC = &node.TUICOptions{UUID: cp.UUID, Password: cp.Password, CongestionControl: cp.CongestionController, UDPRelayMode: cp.UDPRelayMode}
+		if cp.HeartbeatInterval < 0 {
+			return nil, errors.New("heartbeat-interval: negative")
+		}
+		n.TUIC = &node.TUICOptions{UUID: cp.UUID, Password: cp.Password, CongestionControl: cp.CongestionController, UDPRelayMode: cp.UDPRelayMode,
+			ZeroRTT: cp.ReduceRTT, Heartbeat: time.Duration(cp.HeartbeatInterval) * time.Millisecond, UDPOverStream: cp.UDPOverStream}
 		tlsOn()
 		return n, nil
 	case "anytls":
 		n.Protocol = node.AnyTLS
-		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password}
+		check, err := parseHopInterval(cp.IdleSessionCheck) // whole seconds, or a Go duration
+		if err != nil {
+			return nil, fmt.Errorf("idle-session-check-interval: %w", err)
+		}
+		timeout, err := parseHopInterval(cp.IdleSessionTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("idle-session-timeout: %w", err)
+		}
+		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password, IdleSessionCheckInterval: check, IdleSessionTimeout: timeout, MinIdleSession: cp.MinIdleSession}
 		tlsOn()
 		return n, nil
 	case "":

@@ -84,22 +84,28 @@ type sbOutbound struct {
 	URL       string   `json:"url"`
 	Interval  string   `json:"interval"`
 
-	Password            string `json:"password"`
-	UUID                string `json:"uuid"`
-	Flow                string `json:"flow"`
-	Security            string `json:"security"`
-	AlterID             int    `json:"alter_id"`
-	Method              string `json:"method"`
-	Plugin              string `json:"plugin"`
-	PluginOpts          string `json:"plugin_opts"`
-	UpMbps              int    `json:"up_mbps"`
-	DownMbps            int    `json:"down_mbps"`
-	CongestionControl   string `json:"congestion_control"`
-	UDPRelayMode        string `json:"udp_relay_mode"`
-	UDPOverTCP          sbUoT  `json:"udp_over_tcp"`
-	GlobalPadding       bool   `json:"global_padding"`
-	AuthenticatedLength bool   `json:"authenticated_length"`
-	PacketEncoding      string `json:"packet_encoding"`
+	Password            string      `json:"password"`
+	UUID                string      `json:"uuid"`
+	Flow                string      `json:"flow"`
+	Security            string      `json:"security"`
+	AlterID             int         `json:"alter_id"`
+	Method              string      `json:"method"`
+	Plugin              string      `json:"plugin"`
+	PluginOpts          string      `json:"plugin_opts"`
+	UpMbps              int         `json:"up_mbps"`
+	DownMbps            int         `json:"down_mbps"`
+	CongestionControl   string      `json:"congestion_control"`
+	UDPRelayMode        string      `json:"udp_relay_mode"`
+	ZeroRTTHandshake    bool        `json:"zero_rtt_handshake"`
+	Heartbeat           hopInterval `json:"heartbeat"` // a duration, as hop_interval
+	UDPOverStream       bool        `json:"udp_over_stream"`
+	IdleSessionCheck    hopInterval `json:"idle_session_check_interval"` // durations, as hop_interval
+	IdleSessionTimeout  hopInterval `json:"idle_session_timeout"`
+	MinIdleSession      int         `json:"min_idle_session"`
+	UDPOverTCP          sbUoT       `json:"udp_over_tcp"`
+	GlobalPadding       bool        `json:"global_padding"`
+	AuthenticatedLength bool        `json:"authenticated_length"`
+	PacketEncoding      string      `json:"packet_encoding"`
 	Multiplex           *struct {
 		Enabled  bool   `json:"enabled"`
 		Protocol string `json:"protocol"`
@@ -322,12 +328,14 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC
-		n.TUIC = &node.TUICOptions{UUID: o.UUID, Password: o.Password, CongestionControl: o.CongestionControl, UDPRelayMode: o.UDPRelayMode}
+		n.TUIC = &node.TUICOptions{UUID: o.UUID, Password: o.Password, CongestionControl: o.CongestionControl, UDPRelayMode: o.UDPRelayMode,
+			ZeroRTT: o.ZeroRTTHandshake, Heartbeat: time.Duration(o.Heartbeat), UDPOverStream: o.UDPOverStream}
 		needTLS()
 		return n, nil
 	case "anytls":
 		n.Protocol = node.AnyTLS
-		n.AnyTLS = &node.AnyTLSOptions{Password: o.Password}
+		n.AnyTLS = &node.AnyTLSOptions{Password: o.Password, IdleSessionCheckInterval: time.Duration(o.IdleSessionCheck),
+			IdleSessionTimeout: time.Duration(o.IdleSessionTimeout), MinIdleSession: o.MinIdleSession}
 		needTLS()
 		return n, nil
 	case "":

@@ -30,6 +30,8 @@ type setup struct {
 	salamander bool
 	earlyData  int
 	security   string // VMess body cipher; empty: auto
+	udpMode    string // TUIC udp_relay_mode; empty: native
+	zeroRTT    bool   // TUIC 0-RTT
 }
 
 var setups = []setup{
@@ -47,6 +49,10 @@ var setups = []setup{
 	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
 	{name: "vmess-ws-tls", kind: harness.VMessWS},
 	{name: "vmess-h2-tls", kind: harness.VMessH2},
+	{name: "tuic-native", kind: harness.TUIC},
+	{name: "tuic-quic", kind: harness.TUIC, udpMode: "quic"},
+	{name: "tuic-0rtt", kind: harness.TUIC, zeroRTT: true},
+	{name: "anytls", kind: harness.AnyTLS},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -68,8 +74,11 @@ func newServer(t *testing.T, su setup) *harness.Server {
 		if su.salamander {
 			s.ObfsPassword = "obfs-" + randomHex(12)
 		}
-	case harness.TrojanTLS, harness.TrojanWS:
+	case harness.TrojanTLS, harness.TrojanWS, harness.AnyTLS:
 		s.Password = "pw-" + randomHex(12)
+	case harness.TUIC:
+		s.UUID, s.Password = randomUUID(), "pw-"+randomHex(12)
+		s.UDPRelayMode, s.ZeroRTT = su.udpMode, su.zeroRTT
 	default:
 		s.UUID = randomUUID()
 	}
@@ -84,7 +93,7 @@ func startServer(t *testing.T, s *harness.Server) *harness.Process {
 		t.Fatal(err)
 	}
 	p := harness.SingBox(t, "sing-box-server", cfg)
-	if s.Kind != harness.Hysteria2 {
+	if s.Kind != harness.Hysteria2 && s.Kind != harness.TUIC {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := harness.WaitTCP(ctx, s.Addr()); err != nil {

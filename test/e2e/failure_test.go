@@ -103,6 +103,8 @@ var (
 	trojW  = setup{name: "trojan-ws-tls", kind: harness.TrojanWS, earlyData: 2048}
 	vmessT = setup{name: "vmess-tls", kind: harness.VMessTLS}
 	vmessW = setup{name: "vmess-ws-tls", kind: harness.VMessWS}
+	tuicN  = setup{name: "tuic", kind: harness.TUIC}
+	anyT   = setup{name: "anytls", kind: harness.AnyTLS}
 )
 
 func TestWrongCredentials(t *testing.T) {
@@ -139,6 +141,12 @@ func TestWrongCredentials(t *testing.T) {
 		{trojW, func(s *harness.Server) { s.Password = "wrong-" + randomHex(8) }, []string{""}},
 		{vmessT, func(s *harness.Server) { s.UUID = randomUUID() }, []string{"without a response"}},
 		{vmessW, func(s *harness.Server) { s.UUID = randomUUID() }, []string{"without a response"}},
+		// TUIC's server answers nothing to Authenticate: it closes the
+		// connection, which skiff reports as the authentication rejected.
+		{tuicN, func(s *harness.Server) { s.UUID = randomUUID() }, []string{"authentication rejected"}},
+		{tuicN, func(s *harness.Server) { s.Password = "wrong-" + randomHex(8) }, []string{"authentication rejected"}},
+		// AnyTLS's server closes the connection without a frame.
+		{anyT, func(s *harness.Server) { s.Password = "wrong-" + randomHex(8) }, []string{"authentication rejected"}},
 	} {
 		t.Run(tc.su.name+"-credentials", func(t *testing.T) {
 			s := newServer(t, tc.su)
@@ -153,7 +161,7 @@ func TestWrongCredentials(t *testing.T) {
 
 func TestServerDown(t *testing.T) {
 	skipIfSingBoxClient(t)
-	for _, su := range []setup{hy2, vlessW, vlessT, trojT, vmessW} {
+	for _, su := range []setup{hy2, vlessW, vlessT, trojT, vmessW, tuicN, anyT} {
 		t.Run(su.name, func(t *testing.T) {
 			s := newServer(t, su) // not started: nothing listens on its port
 			p, proxy := startSkiff(t, s, s.Link(s.Trusting()))

@@ -10,13 +10,13 @@ import (
 )
 
 // TestFallbackBehindHysteria2 runs skiff with a group of a Hysteria2
-// primary and a Trojan or VMess fallback, each on its own sing-box server.
+// primary and a Trojan, VMess, TUIC or AnyTLS fallback, each on its own sing-box server.
 // Traffic goes through the primary while it is up; once the primary's
 // server is killed, new TCP and UDP flows go through the fallback, whose
 // server's log shows their destinations.
 func TestFallbackBehindHysteria2(t *testing.T) {
 	skipIfSingBoxClient(t)
-	for _, su := range []setup{trojT, vmessW} {
+	for _, su := range []setup{trojT, vmessW, tuicN, anyT} {
 		t.Run(su.name, func(t *testing.T) {
 			primary := newServer(t, hy2)
 			primaryProc := startServer(t, primary)

@@ -28,6 +28,8 @@ const (
 	VMessTLS  Kind = "vmess-tls"  // VMess over TLS over TCP
 	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
 	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
+	TUIC      Kind = "tuic"       // TUIC v5 over QUIC
+	AnyTLS    Kind = "anytls"     // AnyTLS over TLS over TCP
 )
 
 // usesWS reports whether servers of kind k run over WebSocket.
@@ -67,6 +69,12 @@ type Server struct {
 	// TLS-terminating recorder in front of it. Links still say
 	// security=tls.
 	NoTLS bool
+
+	// TUIC: UUID and Password are the user; UDPRelayMode ("native",
+	// "quic"; empty: native) and ZeroRTT go in links and client outbounds
+	// (the server accepts 0-RTT when ZeroRTT is set).
+	UDPRelayMode string
+	ZeroRTT      bool
 }
 
 // Name returns the server's name, the fragment of its links.
@@ -93,7 +101,7 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		"key_path":         s.Cert.KeyFile,
 	}
 	in := map[string]any{"tag": "in", "listen": "127.0.0.1", "listen_port": s.Port}
-	if (!s.NoTLS && s.Kind != VMessTCP && s.Kind != Shadowsocks) || s.Kind == Hysteria2 {
+	if (!s.NoTLS && s.Kind != VMessTCP && s.Kind != Shadowsocks) || s.Kind == Hysteria2 || s.Kind == TUIC {
 		in["tls"] = tls
 	}
 	if s.Kind.usesWS() {
@@ -111,6 +119,14 @@ func (s *Server) ServerConfig() ([]byte, error) {
 			in["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case TUIC:
+		in["type"] = "tuic"
+		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "password": s.Password}}
+		in["zero_rtt_handshake"] = s.ZeroRTT
+		tls["alpn"] = []string{"h3"}
+	case AnyTLS:
+		in["type"] = "anytls"
+		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
 	case VLESSWS, VLESSTCP:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
@@ -151,7 +167,7 @@ type ClientTLS struct {
 // Trusting returns the ClientTLS under which a client accepts the test
 // certificate: Hysteria2 links pin it, VLESS links skip verification.
 func (s *Server) Trusting() ClientTLS {
-	if s.Kind == Hysteria2 {
+	if s.Kind == Hysteria2 || s.Kind == TUIC {
 		return ClientTLS{Insecure: true, Pin: s.Cert.PinSHA256}
 	}
 	return ClientTLS{Insecure: true}
@@ -174,6 +190,32 @@ func (s *Server) Link(tls ClientTLS) string {
 			q.Set("pinSHA256", tls.Pin)
 		}
 		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
+		return u.String()
+	case TUIC:
+		q.Set("alpn", "h3")
+		q.Set("congestion_control", "cubic")
+		if s.UDPRelayMode != "" {
+			q.Set("udp_relay_mode", s.UDPRelayMode)
+		}
+		if s.ZeroRTT {
+			q.Set("reduce_rtt", "1")
+		}
+		if tls.Insecure {
+			q.Set("allow_insecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pinSHA256", tls.Pin)
+		}
+		u := url.URL{Scheme: "tuic", User: url.UserPassword(s.UUID, s.Password), Host: s.linkAddr(), RawQuery: q.Encode(), Fragment: s.Name()}
+		return u.String()
+	case AnyTLS:
+		if tls.Insecure {
+			q.Set("insecure", "1")
+		}
+		if tls.Pin != "" {
+			q.Set("pinSHA256", tls.Pin)
+		}
+		u := url.URL{Scheme: "anytls", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
 	case VMessTCP, VMessTLS, VMessWS, VMessH2:
 		return s.vmessLink(tls)
@@ -274,6 +316,19 @@ func (s *Server) ClientOutbound() map[string]any {
 		if s.ObfsPassword != "" {
 			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
+		tls["alpn"] = []string{"h3"}
+	case AnyTLS:
+		out["type"] = "anytls"
+		out["password"] = s.Password
+	case TUIC:
+		out["type"] = "tuic"
+		out["uuid"] = s.UUID
+		out["password"] = s.Password
+		out["congestion_control"] = "cubic"
+		if s.UDPRelayMode != "" {
+			out["udp_relay_mode"] = s.UDPRelayMode
+		}
+		out["zero_rtt_handshake"] = s.ZeroRTT
 		tls["alpn"] = []string{"h3"}
 	case Shadowsocks:
 		s.ssOutbound(out)

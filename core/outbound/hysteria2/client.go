@@ -40,7 +40,6 @@ package hysteria2
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -56,6 +55,7 @@ import (
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
@@ -72,16 +72,16 @@ const (
 	// dialTimeout bounds one connection attempt: name resolution, QUIC
 	// and TLS handshake and authentication.
 	dialTimeout = 12 * time.Second
-	// stallTimeoutMin is the least time a stream request may go without
-	// any packet from the server before the connection is judged dead.
-	stallTimeoutMin = 2 * time.Second
 
 	// QUIC close codes (HTTP/3 error codes, as the reference uses).
 	closeCodeOK       = 0x100 // H3_NO_ERROR
 	closeCodeProtocol = 0x101 // H3_GENERAL_PROTOCOL_ERROR
 )
 
-var errClientClosed = errors.New("client closed")
+var (
+	errClientClosed     = quicconn.ErrClientClosed
+	errTooManyFragments = quicconn.ErrTooManyFragments
+)
 
 // Client is a Hysteria 2 outbound. It implements outbound.Outbound and is
 // safe for concurrent use.
@@ -98,14 +98,7 @@ type Client struct {
 	obfs     string        // Salamander password; "" without obfuscation
 	hopEvery time.Duration // hop interval with several ports
 
-	ctx    context.Context // ends on Close; parent of every dial
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // dial and connection goroutines
-
-	mu      sync.Mutex
-	closed  bool
-	cur     *qconn    // the live connection, or nil
-	dialing *dialCall // the dial in progress, or nil
+	conns *quicconn.Shared[*qconn] // the live connection and the dial in progress
 
 	udpMu   sync.RWMutex
 	udp     map[uint32]*packetConn // open UDP sessions by session ID
@@ -125,12 +118,11 @@ type qconn struct {
 
 func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
 
-// dialCall is a connection attempt that several flows may wait for.
-type dialCall struct {
-	done chan struct{}
-	conn *qconn
-	err  error
-}
+// Alive reports whether q's QUIC connection is open (quicconn.Conn).
+func (q *qconn) Alive() bool { return q.alive() }
+
+// Close closes q (quicconn.Conn).
+func (q *qconn) Close(code quic.ApplicationErrorCode) { q.close(code) }
 
 // New returns a Client for node n, whose sockets come from d (nil: the
 // system's). It does not connect; the first flow does.
@@ -193,71 +185,24 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		MaxConnectionReceiveWindow:     connReceiveWindow,
 		EnableDatagrams:                true,
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.conns = quicconn.NewShared("hysteria2", c.name, closeCodeOK, c.dial, c.run)
 	c.udp = make(map[uint32]*packetConn)
 	return c, nil
 }
 
-// conn returns the live connection, dialling one if there is none. Flows
-// that find no connection at the same time wait for the same dial; each
-// stops waiting when its ctx ends, and the dial goes on for the others.
-func (c *Client) conn(ctx context.Context) (*qconn, error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, fmt.Errorf("hysteria2: %s: %w", c.name, errClientClosed)
-	}
-	if q := c.cur; q != nil {
-		if q.alive() {
-			c.mu.Unlock()
-			return q, nil
-		}
-		c.cur = nil // its goroutine closes the socket
-	}
-	call := c.dialing
-	if call == nil {
-		call = &dialCall{done: make(chan struct{})}
-		c.dialing = call
-		c.wg.Add(1)
-		go c.dial(call, guard.FromContext(ctx))
-	}
-	c.mu.Unlock()
-	select {
-	case <-call.done:
-		return call.conn, call.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("hysteria2: connect to %s: %w", c.name, ctx.Err())
-	}
-}
+// conn returns the live connection, dialling one if there is none.
+func (c *Client) conn(ctx context.Context) (*qconn, error) { return c.conns.Get(ctx) }
 
-// dial runs one connection attempt for call. A panic while connecting
-// fails this attempt only; the waiting flows get it as their error.
-func (c *Client) dial(call *dialCall, panics *guard.Reporter) {
-	defer c.wg.Done()
-	ctx, cancel := context.WithTimeout(guard.WithReporter(c.ctx, panics), dialTimeout)
-	var q *qconn
-	err := guard.Do(ctx, "hysteria2 connect", func() (err error) {
-		q, err = c.connect(ctx)
-		return err
-	})
-	cancel()
-	if err == nil {
-		q.panics = panics
+// dial runs one connection attempt (for quicconn.Shared).
+func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	q, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
 	}
-	c.mu.Lock()
-	c.dialing = nil
-	if err == nil && c.closed {
-		q.close(closeCodeOK)
-		q, err = nil, fmt.Errorf("hysteria2: %s: %w", c.name, errClientClosed)
-	}
-	if err == nil {
-		c.cur = q
-		c.wg.Add(1)
-		go c.run(q)
-	}
-	call.conn, call.err = q, err
-	c.mu.Unlock()
-	close(call.done)
+	q.panics = panics
+	return q, nil
 }
 
 // connect opens the socket, dials QUIC and authenticates.
@@ -335,38 +280,12 @@ func hopInterval(d time.Duration) time.Duration {
 
 // resolve returns the server's address.
 func (c *Client) resolve(ctx context.Context) (netip.Addr, error) {
-	ips, err := outbound.LookupNetIP(ctx, c.dialer, "ip", c.host)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: %w", c.name, err)
-	}
-	if len(ips) == 0 {
-		return netip.Addr{}, fmt.Errorf("hysteria2: dial %s: resolve: no address", c.name)
-	}
-	return ips[0], nil
+	return quicconn.Resolve(ctx, c.dialer, "hysteria2", c.name, c.host)
 }
 
-// handshakeError names what failed in a QUIC dial: a timeout, the
-// certificate, or something else in the handshake.
+// handshakeError names what failed in a QUIC dial.
 func handshakeError(server string, ctx context.Context, err error) error {
-	var certErr *tls.CertificateVerificationError
-	var hostErr x509.HostnameError
-	var authErr x509.UnknownAuthorityError
-	var invErr x509.CertificateInvalidError
-	switch {
-	case errors.As(err, &certErr), errors.As(err, &hostErr), errors.As(err, &authErr),
-		errors.As(err, &invErr), errors.Is(err, tlsconf.ErrPinMismatch):
-		return fmt.Errorf("hysteria2: TLS handshake with %s: certificate verification failed: %w", server, err)
-	case errors.Is(ctx.Err(), context.Canceled): // only Close cancels
-		return fmt.Errorf("hysteria2: dial %s: %w", server, errClientClosed)
-	case ctx.Err() != nil:
-		return fmt.Errorf("hysteria2: dial %s: timed out: %w", server, err)
-	}
-	var hto *quic.HandshakeTimeoutError
-	var ito *quic.IdleTimeoutError
-	if errors.As(err, &hto) || errors.As(err, &ito) {
-		return fmt.Errorf("hysteria2: dial %s: QUIC handshake timed out (no answer from the server): %w", server, err)
-	}
-	return fmt.Errorf("hysteria2: dial %s: QUIC/TLS handshake: %w", server, err)
+	return quicconn.HandshakeError("hysteria2", server, ctx, err)
 }
 
 // authenticate sends the HTTP/3 auth request on q and reads the answer.
@@ -386,7 +305,7 @@ func (c *Client) authenticate(ctx context.Context, q *qconn) error {
 	resp, err := cc.RoundTrip(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
-			return errClientClosed
+			return quicconn.ErrClientClosed
 		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("timed out: %w", ctx.Err())
@@ -415,20 +334,14 @@ func (q *qconn) close(code quic.ApplicationErrorCode) {
 // run owns a live connection: it delivers its datagrams to the UDP
 // sessions and, when the connection dies, forgets it and closes its socket.
 func (c *Client) run(q *qconn) {
-	defer c.wg.Done()
 	if q.hop != nil {
-		c.wg.Add(1)
-		go c.hopLoop(q)
+		c.conns.Go(func() { c.hopLoop(q) })
 	}
 	if q.udp {
 		c.receiveCaught(q)
 	}
 	<-q.qc.Context().Done()
-	c.mu.Lock()
-	if c.cur == q {
-		c.cur = nil
-	}
-	c.mu.Unlock()
+	c.conns.Forget(q)
 	q.tr.Close()
 	q.sock.Close()
 }
@@ -450,7 +363,6 @@ func (c *Client) receiveCaught(q *qconn) {
 // hopLoop moves q to a new server port every hop interval until q dies. A
 // hop that fails (no socket to be had) leaves q where it is until the next.
 func (c *Client) hopLoop(q *qconn) {
-	defer c.wg.Done()
 	ctx := q.qc.Context()
 	t := time.NewTicker(c.hopEvery)
 	defer t.Stop()
@@ -469,27 +381,15 @@ func (c *Client) hopLoop(q *qconn) {
 // Close closes the QUIC connection and its socket; open streams and UDP
 // sessions end. A closed Client dials no more.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed = true
-	q := c.cur
-	c.cur = nil
-	c.mu.Unlock()
-	c.cancel()
-	if q != nil {
-		q.qc.CloseWithError(closeCodeOK, "")
-	}
-	c.udpMu.Lock()
-	sessions := c.udp
-	c.udp = nil
-	c.udpMu.Unlock()
-	for _, pc := range sessions {
-		pc.shut()
-	}
-	c.wg.Wait()
+	c.conns.Close(func() {
+		c.udpMu.Lock()
+		sessions := c.udp
+		c.udp = nil
+		c.udpMu.Unlock()
+		for _, pc := range sessions {
+			pc.shut()
+		}
+	})
 	return nil
 }
 
@@ -499,10 +399,8 @@ var _ outbound.Outbound = (*Client)(nil)
 // rate declared to the server (Hysteria-CC-RX), for the failover group's
 // throttle judging. ok is false while there is no live connection.
 func (c *Client) PathStats() (outbound.PathStats, bool) {
-	c.mu.Lock()
-	q := c.cur
-	c.mu.Unlock()
-	if q == nil || !q.alive() {
+	q, ok := c.conns.Current()
+	if !ok {
 		return outbound.PathStats{}, false
 	}
 	s := q.qc.ConnectionStats()

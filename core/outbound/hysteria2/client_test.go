@@ -23,6 +23,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -611,7 +612,7 @@ func TestNewRejectsBadNodes(t *testing.T) {
 // SendDatagram and ReceiveDatagram allocate a buffer each on their own.)
 func TestUDPAllocs(t *testing.T) {
 	c := &Client{name: "test"}
-	pc := &packetConn{c: c, id: 1, recv: make(chan udpPacket, 1), done: make(chan struct{}), wbuf: make([]byte, 0, 1500)}
+	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(1), wbuf: make([]byte, 0, 1500)}
 	var dst net.Addr = flow.NameAddr("192.0.2.1", 53)
 	p := make([]byte, 100)
 	send := func() {

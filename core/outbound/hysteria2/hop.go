@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
 // Port hopping settings, as the reference client's.
@@ -65,7 +67,7 @@ type hopConn struct {
 	done   chan struct{} // closed by Close
 	pool   sync.Pool     // *[]byte of hopPacketSize
 	wg     sync.WaitGroup
-	rdl    deadline
+	rdl    quicconn.Deadline
 	closer sync.Once
 
 	mu      sync.RWMutex
@@ -88,7 +90,7 @@ func newHopConn(ctx context.Context, open func(context.Context) (net.PacketConn,
 		remote: remote,
 		recv:   make(chan hopPacket, hopQueueLen),
 		done:   make(chan struct{}),
-		rdl:    makeDeadline(),
+		rdl:    quicconn.MakeDeadline(),
 	}
 	h.pool.New = func() any { b := make([]byte, hopPacketSize); return &b }
 	if err := h.hop(ctx); err != nil {
@@ -185,7 +187,7 @@ func (h *hopConn) ReadFrom(p []byte) (int, net.Addr, error) {
 		return n, h.remote, nil
 	case <-h.done:
 		return 0, nil, net.ErrClosed
-	case <-h.rdl.wait():
+	case <-h.rdl.Wait():
 		return 0, nil, os.ErrDeadlineExceeded
 	}
 }
@@ -230,7 +232,7 @@ func (h *hopConn) SetDeadline(t time.Time) error { return h.SetReadDeadline(t) }
 
 // SetReadDeadline sets the deadline of ReadFrom: quic-go sets it to stop
 // its reader when its Transport closes.
-func (h *hopConn) SetReadDeadline(t time.Time) error { h.rdl.set(t); return nil }
+func (h *hopConn) SetReadDeadline(t time.Time) error { h.rdl.Set(t); return nil }
 
 // SetWriteDeadline does nothing: writes go to a UDP socket and do not
 // block.

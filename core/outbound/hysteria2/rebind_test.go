@@ -16,18 +16,14 @@ func TestNetworkChangedRedials(t *testing.T) {
 	srv := newTestServer(t, "secret", "", false)
 	c := newClient(t, testNode(srv.port(), "secret", ""))
 	echoTCP(t, c, tcpEcho, 1000)
-	c.mu.Lock()
-	first := c.cur
-	c.mu.Unlock()
+	first, _ := c.conns.Current()
 	if first == nil {
 		t.Fatal("no connection after a flow")
 	}
 
 	c.NetworkChanged()
 	echoTCP(t, c, tcpEcho, 1000)
-	c.mu.Lock()
-	second := c.cur
-	c.mu.Unlock()
+	second, _ := c.conns.Current()
 	if second == nil || second == first {
 		t.Fatal("the flow after NetworkChanged used the old connection")
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
 // errStalled says the server acknowledged nothing while a stream request
@@ -106,16 +107,13 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 		return nil, fmt.Errorf("refused by server: %q", msg)
 	}
 	st.SetReadDeadline(time.Time{})
-	return &streamConn{Stream: st, local: q.qc.LocalAddr(), remote: q.qc.RemoteAddr()}, nil
+	return quicconn.NewStreamConn(st, q.qc), nil
 }
 
 // stallTimeout is how long a stream request may go without any packet from
 // the server. The server acknowledges the request within an RTT or so,
 // even when its own upstream dial takes longer.
-func stallTimeout(qc *quic.Conn) time.Duration {
-	s := qc.ConnectionStats()
-	return max(stallTimeoutMin, 4*(s.SmoothedRTT+4*s.MeanDeviation))
-}
+func stallTimeout(qc *quic.Conn) time.Duration { return quicconn.StallTimeout(qc) }
 
 // responseReader reads the TCP response under a rolling deadline: each
 // time the deadline passes it checks that packets came from the server
@@ -148,49 +146,3 @@ func (r *responseReader) Read(p []byte) (int, error) {
 		}
 	}
 }
-
-// streamConn is a TCP flow: one QUIC stream as a net.Conn.
-//
-// quic-go forbids closing a stream's sending side while a Write is in
-// progress, which net.Conn allows, so Write and the closes are serialised:
-// Close first makes a blocked Write return through the write deadline.
-type streamConn struct {
-	*quic.Stream
-	local, remote net.Addr
-
-	wmu       sync.Mutex
-	closeOnce sync.Once
-}
-
-// Write writes to the stream.
-func (c *streamConn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.Stream.Write(p)
-}
-
-// Close ends both directions: data written so far is still delivered,
-// then the stream ends; what the server sends afterwards is refused.
-func (c *streamConn) Close() error {
-	c.closeOnce.Do(func() {
-		c.Stream.CancelRead(0)
-		c.Stream.SetWriteDeadline(time.Unix(1, 0))
-		c.wmu.Lock()
-		c.Stream.Close()
-		c.wmu.Unlock()
-	})
-	return nil
-}
-
-// CloseWrite closes the sending direction only (a TCP half close).
-func (c *streamConn) CloseWrite() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.Stream.Close()
-}
-
-// LocalAddr returns the QUIC connection's local address.
-func (c *streamConn) LocalAddr() net.Addr { return c.local }
-
-// RemoteAddr returns the server's address.
-func (c *streamConn) RemoteAddr() net.Addr { return c.remote }

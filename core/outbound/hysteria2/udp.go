@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
 // udpQueueLen is how many datagrams a UDP session holds for its reader;
@@ -33,12 +33,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errNoUDP)
 	}
 	pc := &packetConn{
-		c:      c,
-		recv:   make(chan udpPacket, udpQueueLen),
-		done:   make(chan struct{}),
-		local:  q.qc.LocalAddr(),
-		wbuf:   make([]byte, 0, 1500),
-		rdline: makeDeadline(),
+		c:           c,
+		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
+		local:       q.qc.LocalAddr(),
+		wbuf:        make([]byte, 0, 1500),
 	}
 	c.udpMu.Lock()
 	if c.udp == nil {
@@ -77,22 +75,12 @@ func (c *Client) receiveDatagrams(q *qconn) {
 	}
 }
 
-// udpPacket is a datagram waiting for ReadFrom.
-type udpPacket struct {
-	data []byte
-	from net.Addr
-}
-
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
-	c     *Client
-	id    uint32
-	local net.Addr
-
-	recv     chan udpPacket
-	done     chan struct{} // closed by Close or the Client's Close
-	doneOnce sync.Once
-	rdline   deadline
+	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
+	c                     *Client
+	id                    uint32
+	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -125,27 +113,7 @@ func (pc *packetConn) deliver(m *udpMessage) {
 		pc.srcRaw = append(pc.srcRaw[:0], m.Addr...)
 		pc.srcAddr = a
 	}
-	select {
-	case pc.recv <- udpPacket{data: payload, from: pc.srcAddr}:
-	default: // the reader is behind: drop
-	}
-}
-
-// ReadFrom reads the next datagram; its source is a flow.Addr.
-func (pc *packetConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	select {
-	case <-pc.done:
-		return 0, nil, net.ErrClosed
-	default:
-	}
-	select {
-	case u := <-pc.recv:
-		return copy(p, u.data), u.from, nil
-	case <-pc.done:
-		return 0, nil, net.ErrClosed
-	case <-pc.rdline.wait():
-		return 0, nil, os.ErrDeadlineExceeded
-	}
+	pc.Deliver(payload, pc.srcAddr)
 }
 
 // WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
@@ -164,10 +132,8 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, err)
 		}
 	}
-	select {
-	case <-pc.done:
+	if pc.Closed() {
 		return 0, net.ErrClosed
-	default:
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
@@ -245,13 +211,10 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 // sendConn returns the connection to send a datagram on: the live one, or
 // a new one dialled within the write deadline (or dialTimeout).
 func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
-	c.mu.Lock()
-	q := c.cur
-	c.mu.Unlock()
-	if q != nil && q.alive() {
+	if q, ok := c.conns.Current(); ok {
 		return q, nil
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, dialTimeout)
+	ctx, cancel := context.WithTimeout(c.conns.Context(), dialTimeout)
 	defer cancel()
 	if !deadline.IsZero() {
 		var cancel2 context.CancelFunc
@@ -274,12 +237,7 @@ func (pc *packetConn) Close() error {
 }
 
 // shut wakes the readers and makes further calls fail.
-func (pc *packetConn) shut() {
-	pc.doneOnce.Do(func() {
-		close(pc.done)
-		pc.rdline.set(time.Time{})
-	})
-}
+func (pc *packetConn) shut() { pc.Shut() }
 
 // LocalAddr returns the QUIC socket's address at the time the session
 // opened.
@@ -291,12 +249,6 @@ func (pc *packetConn) SetDeadline(t time.Time) error {
 	return pc.SetWriteDeadline(t)
 }
 
-// SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.
-func (pc *packetConn) SetReadDeadline(t time.Time) error {
-	pc.rdline.set(t)
-	return nil
-}
-
 // SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
 // connection when the old one died.
 func (pc *packetConn) SetWriteDeadline(t time.Time) error {
@@ -304,58 +256,4 @@ func (pc *packetConn) SetWriteDeadline(t time.Time) error {
 	pc.wdl = t
 	pc.wmu.Unlock()
 	return nil
-}
-
-// deadline is a settable point in time with a channel closed when it
-// passes, for select.
-type deadline struct {
-	mu     sync.Mutex
-	timer  *time.Timer
-	cancel chan struct{} // closed when the deadline passes
-}
-
-func makeDeadline() deadline { return deadline{cancel: make(chan struct{})} }
-
-// set arms the deadline at t; the zero time disarms it.
-func (d *deadline) set(t time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.cancel // the timer fired and closed it
-	}
-	d.timer = nil
-	closed := isClosed(d.cancel)
-	if t.IsZero() {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		return
-	}
-	if dur := time.Until(t); dur > 0 {
-		if closed {
-			d.cancel = make(chan struct{})
-		}
-		ch := d.cancel
-		d.timer = time.AfterFunc(dur, func() { close(ch) })
-		return
-	}
-	if !closed {
-		close(d.cancel)
-	}
-}
-
-// wait returns a channel that is closed when the deadline passes.
-func (d *deadline) wait() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cancel
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"net/netip"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -56,47 +55,12 @@ func appendAddr(b []byte, dst flow.Addr) ([]byte, error) {
 	return binary.BigEndian.AppendUint16(b, dst.Port), nil
 }
 
-var errShortAddr = errors.New("truncated address")
+var errShortAddr = flow.ErrShortAddr
 
 // parseAddr reads a SOCKS5 address from the front of b and returns it with
 // its length.
 func parseAddr(b []byte) (flow.Addr, int, error) {
-	if len(b) < 1 {
-		return flow.Addr{}, 0, errShortAddr
-	}
-	var a flow.Addr
-	var n int
-	switch b[0] {
-	case atypIPv4:
-		if len(b) < 1+4+2 {
-			return a, 0, errShortAddr
-		}
-		a.IP = netip.AddrFrom4([4]byte(b[1:5]))
-		n = 5
-	case atypIPv6:
-		if len(b) < 1+16+2 {
-			return a, 0, errShortAddr
-		}
-		a.IP = netip.AddrFrom16([16]byte(b[1:17])).Unmap()
-		n = 17
-	case atypDomain:
-		if len(b) < 2 || len(b) < 2+int(b[1])+2 {
-			return a, 0, errShortAddr
-		}
-		l := int(b[1])
-		if l == 0 {
-			return a, 0, errors.New("empty domain name in address")
-		}
-		a = flow.NameAddr(string(b[2:2+l]), 0)
-		if !a.IsValid() { // only dots: NameAddr trims them to nothing
-			return flow.Addr{}, 0, errors.New("empty domain name in address")
-		}
-		n = 2 + l
-	default:
-		return a, 0, fmt.Errorf("address type %d", b[0])
-	}
-	a.Port = binary.BigEndian.Uint16(b[n:])
-	return a, n + 2, nil
+	return flow.ParseHostPort(b, flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6})
 }
 
 // appendFixedRequest appends the plaintext of a 2022 TCP request's

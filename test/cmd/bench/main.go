@@ -349,7 +349,7 @@ func printHeader(o measure.Settings, skiffBin string) {
 	} else {
 		fmt.Println("           skiff: `skiff run --link LINK` (the core in one process)")
 	}
-	fmt.Println("           server: sing-box", harness.SingBoxVersion, "on loopback, self-signed ECDSA P-256 certificate; Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3")
+	fmt.Println("           server: sing-box", harness.SingBoxVersion, "on loopback, self-signed ECDSA P-256 certificate; Hysteria2 without bandwidth hints (BBR both ways), TUIC v5 with cubic, AnyTLS with the default padding scheme, VLESS over WebSocket over TLS 1.3")
 	fmt.Println("note:      everything runs on this one machine: the sing-box server, the sink/source and this program share")
 	fmt.Println("           the cores with the client under test, so absolute figures are far below a real two-host setup;")
 	fmt.Println("           compare the ratios skiff/sing-box measured in this same run, not the absolute numbers.")
@@ -371,6 +371,10 @@ func target(proto string) string {
 	switch proto {
 	case "hysteria2":
 		return "≥1.56x / ≥1.71x / ≤0.26x"
+	case "tuic":
+		return "- / ≥1.5x / ≤0.45x" // issue 14
+	case "anytls":
+		return "- / ≥1.3x / ≤0.5x" // issue 14
 	case "vless-ws", "vless-tcp":
 		return "≥1.08x / ≥0.83x / ≤0.45x"
 	case "ss2022":

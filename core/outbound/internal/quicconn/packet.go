@@ -1,0 +1,78 @@
+package quicconn
+
+import (
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// PacketQueue is the receiving half of a proxied UDP session: the
+// connection's reader delivers whole datagrams, ReadFrom takes them. A
+// full queue drops, as a full socket buffer would.
+type PacketQueue struct {
+	recv     chan queued
+	done     chan struct{} // closed by Shut
+	doneOnce sync.Once
+	rdline   Deadline
+}
+
+type queued struct {
+	data []byte
+	from net.Addr
+}
+
+// NewPacketQueue returns a queue holding up to n datagrams.
+func NewPacketQueue(n int) *PacketQueue {
+	return &PacketQueue{recv: make(chan queued, n), done: make(chan struct{}), rdline: MakeDeadline()}
+}
+
+// Deliver queues a datagram from from; data must not be reused by the
+// caller.
+func (q *PacketQueue) Deliver(data []byte, from net.Addr) {
+	select {
+	case q.recv <- queued{data: data, from: from}:
+	default: // the reader is behind: drop
+	}
+}
+
+// ReadFrom reads the next datagram.
+func (q *PacketQueue) ReadFrom(p []byte) (int, net.Addr, error) {
+	select {
+	case <-q.done:
+		return 0, nil, net.ErrClosed
+	default:
+	}
+	select {
+	case u := <-q.recv:
+		return copy(p, u.data), u.from, nil
+	case <-q.done:
+		return 0, nil, net.ErrClosed
+	case <-q.rdline.Wait():
+		return 0, nil, os.ErrDeadlineExceeded
+	}
+}
+
+// Shut wakes the readers and makes further reads fail.
+func (q *PacketQueue) Shut() {
+	q.doneOnce.Do(func() {
+		close(q.done)
+		q.rdline.Set(time.Time{})
+	})
+}
+
+// Closed reports whether Shut was called.
+func (q *PacketQueue) Closed() bool {
+	select {
+	case <-q.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.
+func (q *PacketQueue) SetReadDeadline(t time.Time) error {
+	q.rdline.Set(t)
+	return nil
+}

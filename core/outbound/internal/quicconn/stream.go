@@ -1,0 +1,126 @@
+package quicconn
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// StreamConn is a TCP flow: one bidirectional QUIC stream as a net.Conn.
+//
+// quic-go forbids closing a stream's sending side while a Write is in
+// progress, which net.Conn allows, so Write and the closes are serialised:
+// Close first makes a blocked Write return through the write deadline.
+type StreamConn struct {
+	*quic.Stream
+	Local, Remote net.Addr
+
+	wmu       sync.Mutex
+	closeOnce sync.Once
+}
+
+// NewStreamConn returns st as a net.Conn on qc.
+func NewStreamConn(st *quic.Stream, qc *quic.Conn) *StreamConn {
+	return &StreamConn{Stream: st, Local: qc.LocalAddr(), Remote: qc.RemoteAddr()}
+}
+
+// Write writes to the stream.
+func (c *StreamConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Stream.Write(p)
+}
+
+// Close ends both directions: data written so far is still delivered,
+// then the stream ends; what the server sends afterwards is refused.
+func (c *StreamConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.Stream.CancelRead(0)
+		c.Stream.SetWriteDeadline(time.Unix(1, 0))
+		c.wmu.Lock()
+		c.Stream.Close()
+		c.wmu.Unlock()
+	})
+	return nil
+}
+
+// CloseWrite closes the sending direction only (a TCP half close).
+func (c *StreamConn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.Stream.Close()
+}
+
+// LocalAddr returns the QUIC connection's local address.
+func (c *StreamConn) LocalAddr() net.Addr { return c.Local }
+
+// RemoteAddr returns the server's address.
+func (c *StreamConn) RemoteAddr() net.Addr { return c.Remote }
+
+// Deadline is a settable point in time with a channel closed when it
+// passes, for select.
+type Deadline struct {
+	mu     sync.Mutex
+	timer  *time.Timer
+	cancel chan struct{} // closed when the deadline passes
+}
+
+// MakeDeadline returns a disarmed Deadline.
+func MakeDeadline() Deadline { return Deadline{cancel: make(chan struct{})} }
+
+// Set arms the deadline at t; the zero time disarms it.
+func (d *Deadline) Set(t time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil && !d.timer.Stop() {
+		<-d.cancel // the timer fired and closed it
+	}
+	d.timer = nil
+	closed := isClosed(d.cancel)
+	if t.IsZero() {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		return
+	}
+	if dur := time.Until(t); dur > 0 {
+		if closed {
+			d.cancel = make(chan struct{})
+		}
+		ch := d.cancel
+		d.timer = time.AfterFunc(dur, func() { close(ch) })
+		return
+	}
+	if !closed {
+		close(d.cancel)
+	}
+}
+
+// Wait returns a channel that is closed when the deadline passes.
+func (d *Deadline) Wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cancel
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// StallTimeoutMin is the least time a stream request may go without any
+// packet from the server before the connection is judged dead.
+const StallTimeoutMin = 2 * time.Second
+
+// StallTimeout is how long a stream request may go without any packet from
+// the server: the server acknowledges a request within an RTT or so.
+func StallTimeout(qc *quic.Conn) time.Duration {
+	s := qc.ConnectionStats()
+	return max(StallTimeoutMin, 4*(s.SmoothedRTT+4*s.MeanDeviation))
+}

@@ -1,0 +1,438 @@
+// Package tuic is the TUIC v5 outbound: TCP streams and UDP sessions
+// carried to a TUIC server over one QUIC connection, as the TUIC v5
+// specification (EAimTY/tuic SPEC.md) describes.
+//
+// A Client keeps one QUIC connection (github.com/quic-go/quic-go) shared by
+// all its flows, dialled on first use and again when it dies, as the
+// Hysteria2 client does (package quicconn holds that logic for both). On
+// each connection the client sends the Authenticate command on a
+// unidirectional stream: its UUID and a 32-byte token, the TLS keying
+// material exporter (RFC 5705) with the UUID's 16 bytes as label and the
+// password as context. The protocol lets other commands go out before the
+// server has read it, so flows do not wait for it, and the server never
+// answers it: a wrong UUID or password shows as the server closing the
+// connection before it sent anything, which the flows' errors say (wrapping
+// outbound.ErrAuthRejected).
+//
+// Each TCP flow is one bidirectional stream that starts with the Connect
+// command; the server does not answer it. So that a dead server (a restart
+// drops the old connection's packets) is noticed before QUIC's idle
+// timeout, a stream request that sees no packet at all from the server
+// within about two seconds closes the connection, and the next flow dials
+// a new one.
+//
+// UDP sessions (associations) use the Packet command, in QUIC datagrams
+// fragmented when a datagram does not fit (udp_relay_mode native, the
+// default) or one unidirectional stream per datagram (quic). Every
+// fragment carries the destination address (the specification allows
+// None after the first; sending it always costs a few bytes and suits
+// every server). Closing a session sends Dissociate. The client sends the
+// Heartbeat command every heartbeat interval (10 s by default), which
+// keeps the connection and the NAT mappings on the way alive.
+//
+// Congestion control: quic-go has one congestion controller, its CUBIC
+// (NewReno is compiled in but cannot be chosen), and no hook for another.
+// The node's congestion_control (cubic, new_reno or bbr) is accepted and
+// all three get quic-go's CUBIC; the server's choice governs downloads.
+//
+// 0-RTT (the node's ZeroRTT, sing-box zero_rtt_handshake, Clash
+// reduce-rtt): the connection to a server this client has a session ticket
+// for is dialled with quic-go's DialEarly, and streams open before the
+// handshake completes; the Authenticate command follows once it has (the
+// exporter needs the full handshake). A server that rejects the early
+// data loses what was sent in it: the flows opened in it fail, the
+// connection carries on in 1-RTT.
+//
+// As for Hysteria2, quic-go gets the *net.UDPConn from the
+// outbound.Dialer wrapped by udpgro (UDP_GRO receive batching; GSO, ECN
+// and recvmmsg stay on).
+package tuic
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/outbound/vless"
+	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+	"github.com/skiffvpn/skiff/core/transport/udpgro"
+)
+
+// QUIC settings.
+const (
+	handshakeIdleTimeout = 5 * time.Second
+	maxIdleTimeout       = 30 * time.Second
+	streamReceiveWindow  = 8 << 20
+	connReceiveWindow    = 20 << 20
+	maxIncomingUni       = 1024 // server-opened streams: UDP packets in quic mode
+
+	// DefaultHeartbeat is the heartbeat interval when the node does not
+	// say (sing-box's).
+	DefaultHeartbeat = 10 * time.Second
+	// MinHeartbeat is the shortest heartbeat interval.
+	MinHeartbeat = time.Second
+
+	// dialTimeout bounds one connection attempt: name resolution and the
+	// QUIC and TLS handshake.
+	dialTimeout = 12 * time.Second
+
+	closeCodeOK = 0
+)
+
+// Relay modes.
+const (
+	modeNative = "native"
+	modeQUIC   = "quic"
+)
+
+var errStalled = errors.New("server not responding")
+
+// Client is a TUIC v5 outbound. It implements outbound.Outbound and is safe
+// for concurrent use.
+type Client struct {
+	name      string // "host:port", for errors
+	host      string
+	port      uint16
+	dialer    outbound.Dialer
+	tlsConf   *tls.Config
+	quicConf  *quic.Config
+	uuid      [16]byte
+	password  string
+	udpMode   string
+	zeroRTT   bool
+	heartbeat time.Duration
+
+	conns *quicconn.Shared[*qconn]
+
+	udpMu     sync.RWMutex
+	udp       map[uint16]*packetConn // open UDP sessions by association ID
+	nextAssoc uint16
+}
+
+// qconn is one QUIC connection and the socket it runs on.
+type qconn struct {
+	qc   *quic.Conn
+	tr   *quic.Transport
+	sock net.PacketConn
+
+	// heard is set once anything came from the server beyond the
+	// handshake (stream data, a packet): the server took the
+	// authentication. Until then, the server closing the connection
+	// means it refused it.
+	heard    atomic.Bool
+	watching atomic.Bool // a stall check is armed
+	stalled  atomic.Bool
+
+	panics *guard.Reporter // of the flow that dialled it; its readers report here (see package guard)
+}
+
+// Alive reports whether q's QUIC connection is open.
+func (q *qconn) Alive() bool { return q.qc.Context().Err() == nil }
+
+// Close closes q's QUIC connection and its socket.
+func (q *qconn) Close(code quic.ApplicationErrorCode) {
+	q.qc.CloseWithError(code, "")
+	q.tr.Close()
+	q.sock.Close()
+}
+
+// New returns a Client for node n, whose sockets come from d (nil: the
+// system's). It does not connect; the first flow does.
+func New(n *node.Node, d outbound.Dialer) (*Client, error) {
+	o := n.TUIC
+	if o == nil {
+		return nil, errors.New("tuic: node has no tuic options")
+	}
+	if n.Server == "" || n.Port == 0 {
+		return nil, errors.New("tuic: node has no server address")
+	}
+	c := &Client{name: n.Address(), host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
+	if c.dialer == nil {
+		c.dialer = &outbound.SystemDialer{}
+	}
+	if l := len(o.UUID); l != 36 && l != 32 {
+		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
+	}
+	id, err := vless.ParseUUID(o.UUID)
+	if err != nil {
+		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
+	}
+	c.uuid = id
+	switch cc := o.CongestionControl; cc {
+	case "", "cubic", "new_reno", "bbr": // all quic-go's CUBIC: see the package doc
+	default:
+		return nil, fmt.Errorf("tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.name, cc)
+	}
+	switch m := o.UDPRelayMode; m {
+	case "", modeNative:
+		c.udpMode = modeNative
+	case modeQUIC:
+		c.udpMode = modeQUIC
+	default:
+		return nil, fmt.Errorf("tuic: %s: udp relay mode %q is not supported (native, quic)", c.name, m)
+	}
+	if o.UDPOverStream {
+		return nil, fmt.Errorf("tuic: %s: udp_over_stream is not supported", c.name)
+	}
+	c.heartbeat = DefaultHeartbeat
+	if o.Heartbeat > 0 {
+		c.heartbeat = max(o.Heartbeat, MinHeartbeat)
+	}
+	tc, err := tlsconf.New(n.TLS, n.Server, "h3")
+	if err != nil {
+		return nil, fmt.Errorf("tuic: %s: %w", c.name, err)
+	}
+	c.tlsConf = tc
+	c.quicConf = &quic.Config{
+		HandshakeIdleTimeout:           handshakeIdleTimeout,
+		MaxIdleTimeout:                 maxIdleTimeout,
+		InitialStreamReceiveWindow:     streamReceiveWindow,
+		MaxStreamReceiveWindow:         streamReceiveWindow,
+		InitialConnectionReceiveWindow: connReceiveWindow,
+		MaxConnectionReceiveWindow:     connReceiveWindow,
+		MaxIncomingUniStreams:          maxIncomingUni,
+		EnableDatagrams:                true,
+	}
+	c.conns = quicconn.NewShared("tuic", c.name, closeCodeOK, c.dial, c.run)
+	c.udp = make(map[uint16]*packetConn)
+	return c, nil
+}
+
+// dial runs one connection attempt (for quicconn.Shared).
+func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	ip, err := quicconn.Resolve(ctx, c.dialer, "tuic", c.name, c.host)
+	if err != nil {
+		return nil, err
+	}
+	raddr := &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.port)}
+	server := c.name
+	if s := raddr.String(); s != server {
+		server += " (" + s + ")"
+	}
+	sock, err := c.dialer.ListenPacket(ctx, "udp", "")
+	if err != nil {
+		return nil, fmt.Errorf("tuic: dial %s: open UDP socket: %w", server, err)
+	}
+	q := &qconn{sock: sock, panics: panics}
+	q.tr = &quic.Transport{Conn: udpgro.Wrap(sock)}
+	if c.zeroRTT {
+		q.qc, err = q.tr.DialEarly(ctx, raddr, c.tlsConf, c.quicConf)
+	} else {
+		q.qc, err = q.tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
+	}
+	if err != nil {
+		q.tr.Close()
+		sock.Close()
+		return nil, quicconn.HandshakeError("tuic", server, ctx, err)
+	}
+	if !c.zeroRTT {
+		if err := c.authenticate(q); err != nil {
+			q.Close(closeCodeOK)
+			return nil, fmt.Errorf("tuic: authenticate to %s: %w", server, err)
+		}
+	}
+	return q, nil
+}
+
+// authenticate sends the Authenticate command on a new unidirectional
+// stream. The handshake must be complete.
+func (c *Client) authenticate(q *qconn) error {
+	cs := q.qc.ConnectionState().TLS
+	token, err := cs.ExportKeyingMaterial(string(c.uuid[:]), []byte(c.password), tokenLen)
+	if err != nil {
+		return fmt.Errorf("export keying material: %w", err)
+	}
+	st, err := q.qc.OpenUniStream()
+	if err != nil {
+		return fmt.Errorf("open stream: %w", err)
+	}
+	b := appendAuthenticate(make([]byte, 0, 2+16+tokenLen), c.uuid, token)
+	if _, err := st.Write(b); err != nil {
+		st.CancelWrite(0)
+		return fmt.Errorf("send: %w", err)
+	}
+	return st.Close()
+}
+
+// run owns a live connection: it completes a 0-RTT handshake and
+// authenticates, sends heartbeats, hands the server's UDP packets to the
+// sessions and, when the connection dies, forgets it and closes its
+// socket.
+func (c *Client) run(q *qconn) {
+	ctx := q.qc.Context()
+	if c.zeroRTT {
+		c.conns.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-q.qc.HandshakeComplete():
+			}
+			if !q.qc.ConnectionState().Used0RTT {
+				// No early data, or the server refused it: the streams
+				// opened in it failed (quic.Err0RTTRejected); later ones
+				// go in 1-RTT.
+				if _, err := q.qc.NextConnection(ctx); err != nil {
+					return
+				}
+			}
+			if err := c.authenticate(q); err != nil {
+				q.qc.CloseWithError(closeCodeOK, "")
+			}
+		})
+	}
+	c.conns.Go(func() { c.heartbeatLoop(q) })
+	c.conns.Go(func() { c.guarded(q, "tuic packet stream reader", c.receiveStreams) })
+	c.guarded(q, "tuic datagram reader", c.receiveDatagrams)
+	<-ctx.Done()
+	c.conns.Forget(q)
+	q.tr.Close()
+	q.sock.Close()
+}
+
+// guarded runs f for q with a panic ending this connection rather than
+// the process (see package guard): the next flow dials anew.
+func (c *Client) guarded(q *qconn, what string, f func(*qconn)) {
+	panicked := true
+	defer func() {
+		if panicked {
+			q.qc.CloseWithError(closeCodeOK, "")
+		}
+	}()
+	defer q.panics.Recover(what)
+	f(q)
+	panicked = false
+}
+
+// heartbeatLoop sends the Heartbeat command every heartbeat interval
+// until q dies.
+func (c *Client) heartbeatLoop(q *qconn) {
+	ctx := q.qc.Context()
+	t := time.NewTicker(c.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			q.qc.SendDatagram(heartbeat) // an error means the connection is going
+		}
+	}
+}
+
+// watch arms a stall check after a stream request on q: if no packet at
+// all comes from the server within the stall timeout, q is closed.
+func (q *qconn) watch() {
+	if !q.watching.CompareAndSwap(false, true) {
+		return
+	}
+	rx := q.qc.ConnectionStats().PacketsReceived
+	time.AfterFunc(quicconn.StallTimeout(q.qc), func() {
+		defer q.watching.Store(false)
+		if q.Alive() && q.qc.ConnectionStats().PacketsReceived == rx {
+			q.stalled.Store(true)
+			q.qc.CloseWithError(closeCodeOK, "")
+		}
+	})
+}
+
+// explain turns the error a flow got on q into one that says why: the
+// server refusing the authentication, or not answering. A server that
+// refuses it resets the streams and closes the connection (sing-box) or
+// just closes it; so a reset on a connection that has brought nothing
+// yet waits a moment for the close; so does the end of an empty stream.
+func (c *Client) explain(q *qconn, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *quic.StreamError
+	var ae *quic.ApplicationError
+	var te *quic.TransportError
+	var sr *quic.StatelessResetError
+	remote := func(err error) bool {
+		return errors.As(err, &se) && se.Remote || errors.As(err, &ae) && ae.Remote ||
+			errors.As(err, &te) && te.Remote || errors.As(err, &sr)
+	}
+	eof := errors.Is(err, io.EOF)
+	if (eof || remote(err)) && !q.heard.Load() && q.Alive() {
+		t := time.NewTimer(authCloseWait)
+		select {
+		case <-q.qc.Context().Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	switch {
+	case q.Alive():
+		return err
+	case q.stalled.Load():
+		// Not %w for err: quic-go's errors are net.ErrClosed, which a
+		// relay takes for an orderly end.
+		return fmt.Errorf("tuic: via %s: %w (%v)", c.name, errStalled, err)
+	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.qc.Context()))):
+		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?) (%v)",
+			c.name, outbound.ErrAuthRejected, err)
+	}
+	return err
+}
+
+// authCloseWait is how long explain waits for a server that reset a
+// stream to close the connection too.
+const authCloseWait = time.Second
+
+// Close closes the QUIC connection and its socket; open streams and UDP
+// sessions end. A closed Client dials no more.
+func (c *Client) Close() error {
+	c.conns.Close(func() {
+		c.udpMu.Lock()
+		sessions := c.udp
+		c.udp = nil
+		c.udpMu.Unlock()
+		for _, pc := range sessions {
+			pc.shut()
+		}
+	})
+	return nil
+}
+
+// NetworkChanged retires the live connection (see quicconn.Shared.Retire).
+func (c *Client) NetworkChanged() {
+	c.conns.Retire(retiredLinger, func(q *qconn) <-chan struct{} { return q.qc.Context().Done() })
+}
+
+// retiredLinger is how long a retired connection may go on carrying its
+// streams while no new connection replaces it.
+const retiredLinger = 2 * time.Minute
+
+var _ outbound.Outbound = (*Client)(nil)
+
+// PathStats reports the live QUIC connection's figures, for the failover
+// group's throttle judging. ok is false while there is no live connection.
+func (c *Client) PathStats() (outbound.PathStats, bool) {
+	q, ok := c.conns.Current()
+	if !ok {
+		return outbound.PathStats{}, false
+	}
+	s := q.qc.ConnectionStats()
+	return outbound.PathStats{
+		RTT:           s.SmoothedRTT,
+		MinRTT:        s.MinRTT,
+		BytesSent:     s.BytesSent,
+		BytesReceived: s.BytesReceived,
+		PacketsSent:   s.PacketsSent,
+		PacketsLost:   s.PacketsLost,
+	}, true
+}

@@ -1,0 +1,99 @@
+package tuic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+)
+
+// DialContext opens a TCP stream to dst through the server. network must
+// be "tcp", "tcp4" or "tcp6". TUIC's Connect command has no answer, so it
+// returns once the request is sent; a destination the server cannot reach
+// shows as the stream ending. A connection found dead on opening the
+// stream is replaced and the request sent again, once.
+func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return nil, fmt.Errorf("tuic: %s via %s: network %q not supported", dst, c.name, network)
+	}
+	if !dst.IsValid() {
+		return nil, fmt.Errorf("tuic: via %s: invalid destination", c.name)
+	}
+	var buf [2 + 1 + 1 + 255 + 2]byte
+	req, err := appendConnect(buf[:0], dst)
+	if err != nil {
+		return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.name, err)
+	}
+	for attempt := 0; ; attempt++ {
+		q, err := c.conns.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		conn, err := c.openStream(ctx, q, req)
+		if err == nil {
+			return conn, nil
+		}
+		if attempt > 0 || ctx.Err() != nil || q.Alive() {
+			return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.name, c.explain(q, err))
+		}
+		// The connection died under this request: dial a new one.
+	}
+}
+
+// openStream opens a stream on q and sends req on it.
+func (c *Client) openStream(ctx context.Context, q *qconn, req []byte) (net.Conn, error) {
+	st, err := q.qc.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	if _, err := st.Write(req); err != nil {
+		st.CancelRead(0)
+		st.CancelWrite(0)
+		return nil, fmt.Errorf("send request: %w", err)
+	}
+	q.watch()
+	return &streamConn{StreamConn: quicconn.NewStreamConn(st, q.qc), c: c, q: q}, nil
+}
+
+// streamConn is a TCP flow. Its errors say when the server refused the
+// authentication or stopped answering.
+type streamConn struct {
+	*quicconn.StreamConn
+	c     *Client
+	q     *qconn
+	heard bool // q.heard is set; only Read touches it
+}
+
+func (s *streamConn) Read(p []byte) (int, error) {
+	n, err := s.StreamConn.Read(p)
+	if n > 0 && !s.heard {
+		s.heard = true
+		s.q.heard.Store(true)
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF) && !s.heard:
+		// An empty stream: the server may have closed it for want of
+		// authentication (sing-box does that, or resets it).
+		if e := s.c.explain(s.q, err); e != err {
+			err = e
+		}
+	case !errors.Is(err, io.EOF):
+		err = s.c.explain(s.q, err)
+	}
+	return n, err
+}
+
+func (s *streamConn) Write(p []byte) (int, error) {
+	n, err := s.StreamConn.Write(p)
+	if err != nil {
+		err = s.c.explain(s.q, err)
+	}
+	return n, err
+}

@@ -1,0 +1,274 @@
+package tuic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+)
+
+// udpQueueLen is how many datagrams a UDP session holds for its reader.
+const udpQueueLen = 128
+
+// maxStreamPacket bounds a Packet command read from a unidirectional
+// stream: the header with the longest address and a full datagram.
+const maxStreamPacket = packetHeaderFixed + 1 + 1 + 255 + 2 + 0xffff
+
+// ListenPacket opens a UDP session (an association) through the server;
+// dst is its first destination. The session lives on the Client's QUIC
+// connection and moves to the next one when that dies.
+func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	q, err := c.conns.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.qc.LocalAddr(), wbuf: make([]byte, 0, 1500)}
+	c.udpMu.Lock()
+	if c.udp == nil {
+		c.udpMu.Unlock()
+		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, quicconn.ErrClientClosed)
+	}
+	if len(c.udp) >= 1<<16 {
+		c.udpMu.Unlock()
+		return nil, fmt.Errorf("tuic: UDP to %s via %s: 65536 sessions open", dst, c.name)
+	}
+	for {
+		c.nextAssoc++
+		if _, taken := c.udp[c.nextAssoc]; !taken {
+			break
+		}
+	}
+	pc.id = c.nextAssoc
+	c.udp[pc.id] = pc
+	c.udpMu.Unlock()
+	return pc, nil
+}
+
+// receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
+func (c *Client) receiveDatagrams(q *qconn) {
+	var p packet
+	for {
+		b, err := q.qc.ReceiveDatagram(context.Background())
+		if err != nil {
+			return // the connection is closed
+		}
+		q.heard.Store(true)
+		if parsePacket(b, &p) != nil {
+			continue // a heartbeat, or garbage
+		}
+		c.deliver(&p)
+	}
+}
+
+// receiveStreams reads the Packet commands the server sends on
+// unidirectional streams (udp_relay_mode quic) until q dies.
+func (c *Client) receiveStreams(q *qconn) {
+	ctx := q.qc.Context()
+	for {
+		st, err := q.qc.AcceptUniStream(ctx)
+		if err != nil {
+			return
+		}
+		q.heard.Store(true)
+		c.conns.Go(func() {
+			defer q.panics.Recover("tuic packet stream")
+			b, err := io.ReadAll(io.LimitReader(st, maxStreamPacket+1))
+			if err != nil || len(b) > maxStreamPacket {
+				st.CancelRead(0)
+				return
+			}
+			var p packet
+			if parsePacket(b, &p) == nil {
+				c.deliver(&p)
+			}
+		})
+	}
+}
+
+// deliver hands a packet (or a fragment) to its session.
+func (c *Client) deliver(p *packet) {
+	c.udpMu.RLock()
+	pc := c.udp[p.Assoc]
+	c.udpMu.RUnlock()
+	if pc != nil {
+		pc.deliver(p)
+	}
+}
+
+// packetConn is one UDP session: the net.PacketConn ListenPacket returns.
+type packetConn struct {
+	*quicconn.PacketQueue
+	c     *Client
+	id    uint16
+	local net.Addr
+
+	// Receiving side, used by the connection's readers.
+	rmu     sync.Mutex
+	defrag  quicconn.Defragger
+	srcFlow flow.Addr // source of the packet being received
+	srcAddr net.Addr  // srcFlow boxed once, so that a reply allocates nothing
+
+	// Sending side.
+	wmu      sync.Mutex
+	wbuf     []byte
+	dst      flow.Addr // last destination
+	dstRaw   []byte    // and encoded
+	packetID uint16
+	wdl      time.Time // write deadline
+}
+
+// deliver queues a packet's datagram once it is whole.
+func (pc *packetConn) deliver(p *packet) {
+	pc.rmu.Lock()
+	defer pc.rmu.Unlock()
+	if p.Addr.IsValid() && (pc.srcAddr == nil || p.Addr != pc.srcFlow) {
+		pc.srcFlow, pc.srcAddr = p.Addr, p.Addr
+	}
+	payload, ok := pc.defrag.Feed(p.PacketID, p.FragID, p.FragTotal, p.Payload)
+	if !ok || pc.srcAddr == nil {
+		return
+	}
+	pc.Deliver(payload, pc.srcAddr)
+}
+
+// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
+// flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
+// datagram is sent in fragments.
+func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
+	dst, err := flow.AddrFromNet(addr)
+	if err != nil {
+		return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
+	}
+	if pc.Closed() {
+		return 0, net.ErrClosed
+	}
+	if len(p) > 0xffff {
+		return 0, fmt.Errorf("tuic: UDP to %s via %s: datagram of %d bytes", dst, pc.c.name, len(p))
+	}
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	if pc.dstRaw == nil || dst != pc.dst {
+		raw, err := appendAddr(pc.dstRaw[:0], dst)
+		if err != nil {
+			return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
+		}
+		pc.dst, pc.dstRaw = dst, raw
+	}
+	pc.packetID++
+	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
+	q, err := pc.c.sendConn(pc.wdl)
+	if err != nil {
+		return 0, err
+	}
+	err = pc.send(q, &m)
+	if err != nil && !q.Alive() {
+		// The connection died since sendConn looked: send on a new one.
+		if q, err = pc.c.sendConn(pc.wdl); err != nil {
+			return 0, err
+		}
+		err = pc.send(q, &m)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.name, pc.c.explain(q, err))
+	}
+	return len(p), nil
+}
+
+// send sends m on q in the client's relay mode. pc.wmu must be held.
+func (pc *packetConn) send(q *qconn, m *packet) error {
+	pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], m, pc.dstRaw), m.Payload...)
+	if pc.c.udpMode == modeQUIC {
+		st, err := q.qc.OpenUniStream()
+		if err != nil {
+			return err
+		}
+		if _, err := st.Write(pc.wbuf); err != nil {
+			st.CancelWrite(0)
+			return err
+		}
+		return st.Close()
+	}
+	err := q.qc.SendDatagram(pc.wbuf)
+	var tooLarge *quic.DatagramTooLargeError
+	if !errors.As(err, &tooLarge) {
+		return err
+	}
+	chunk, count, err := quicconn.FragmentPlan(packetHeaderFixed+len(pc.dstRaw), len(m.Payload), int(tooLarge.MaxDatagramPayloadSize))
+	if err != nil {
+		return err
+	}
+	for i := range count {
+		f := *m
+		f.FragTotal, f.FragID = uint8(count), uint8(i)
+		f.Payload = m.Payload[i*chunk : min((i+1)*chunk, len(m.Payload))]
+		pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], &f, pc.dstRaw), f.Payload...)
+		if err := q.qc.SendDatagram(pc.wbuf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendConn returns the connection to send a datagram on: the live one, or
+// a new one dialled within the write deadline (or dialTimeout).
+func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
+	if q, ok := c.conns.Current(); ok {
+		return q, nil
+	}
+	ctx, cancel := context.WithTimeout(c.conns.Context(), dialTimeout)
+	defer cancel()
+	if !deadline.IsZero() {
+		var cancel2 context.CancelFunc
+		ctx, cancel2 = context.WithDeadline(ctx, deadline)
+		defer cancel2()
+	}
+	return c.conns.Get(ctx)
+}
+
+// Close ends the session and tells the server (Dissociate).
+func (pc *packetConn) Close() error {
+	pc.c.udpMu.Lock()
+	if pc.c.udp[pc.id] == pc {
+		delete(pc.c.udp, pc.id)
+	}
+	pc.c.udpMu.Unlock()
+	if !pc.Closed() {
+		if q, ok := pc.c.conns.Current(); ok {
+			if st, err := q.qc.OpenUniStream(); err == nil {
+				st.Write(appendDissociate(make([]byte, 0, 4), pc.id))
+				st.Close()
+			}
+		}
+	}
+	pc.shut()
+	return nil
+}
+
+func (pc *packetConn) shut() { pc.Shut() }
+
+// LocalAddr returns the QUIC socket's address at the time the session
+// opened.
+func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
+
+// SetDeadline sets the read and write deadlines.
+func (pc *packetConn) SetDeadline(t time.Time) error {
+	pc.SetReadDeadline(t)
+	return pc.SetWriteDeadline(t)
+}
+
+// SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
+// connection when the old one died.
+func (pc *packetConn) SetWriteDeadline(t time.Time) error {
+	pc.wmu.Lock()
+	pc.wdl = t
+	pc.wmu.Unlock()
+	return nil
+}
