@@ -76,6 +76,8 @@ const HalfCloseIdle = 2 * time.Second
 // Stream relays between app (the flow's side toward the application) and up
 // (its upstream) until both directions have ended or ctx ends. Bytes from
 // app to up are added to upCount, the others to downCount; either may be nil.
+// Both directions take their read buffers from bufs, which the streams of
+// one engine share (see Buffers); it must not be nil.
 //
 // When one side ends its sending half (EOF), Stream shuts down the sending
 // half of the other side (CloseWrite) and keeps relaying the other
@@ -83,7 +85,7 @@ const HalfCloseIdle = 2 * time.Second
 // goes on while it is not idle for HalfCloseIdle. Stream closes both conns
 // before it returns. The error is the first one that was not an orderly end
 // (EOF, or a conn closed because the other direction ended).
-func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) error {
+func Stream(ctx context.Context, bufs *Buffers, app, up net.Conn, upCount, downCount Counter) error {
 	if upCount == nil {
 		upCount = nopCounter{}
 	}
@@ -107,9 +109,9 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 		var err error
 		defer func() { errc <- err }()
 		defer guard.Catch(ctx, &err, "tcp relay")
-		err = copyHalf(up, app, upCount, &lingerUp, &lingerDown)
+		err = copyHalf(bufs, up, app, upCount, &lingerUp, &lingerDown)
 	}()
-	errDown := copyHalf(app, up, downCount, &lingerDown, &lingerUp)
+	errDown := copyHalf(bufs, app, up, downCount, &lingerDown, &lingerUp)
 	errUp := <-errc
 	closeBoth()
 	if ctx.Err() != nil {
@@ -126,8 +128,8 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 // is set (by the other direction), each read waits at most HalfCloseIdle.
 // When dst cannot end its sending half, it sets peerLinger for the other
 // direction, which reads from dst.
-func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
-	var b buffer
+func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
+	b := buffer{bs: bufs}
 	defer b.release()
 	fw, head := dst.(FrameWriter)
 	h := 0
@@ -157,7 +159,7 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 				break
 			}
 		}
-		b.resize(n == len(buf))
+		b.resize(n, len(buf))
 		if rerr != nil {
 			if rerr != io.EOF {
 				err = rerr
