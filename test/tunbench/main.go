@@ -2,7 +2,8 @@
 // (tun inbound, gVisor stack), both as the client of the same sing-box
 // server, in network namespaces made for the run: a client namespace where
 // the client opens its TUN device with auto-route, and a server namespace
-// with the sing-box server (Hysteria2, VLESS+WS+TLS) and a sink/source,
+// with the sing-box server (Hysteria2, VLESS+WS+TLS, Shadowsocks 2022, Trojan,
+// VMess: -protocols; make bench-tun runs them all) and a sink/source,
 // joined by a veth pair. A load generator (this program, re-executed in the
 // client namespace) connects to the sink's address, so the traffic goes
 // through the client's TUN: 16 concurrent TCP streams, download and upload
