@@ -53,7 +53,21 @@ type FrameWriter interface {
 	WriteFrame(b []byte) (int, error)
 }
 
-// maxHeadroom bounds a FrameWriter's headroom: it comes out of the buffer.
+// TailRoomer is a FrameWriter that also needs room after the payload (an
+// AEAD tag sealed in place, say). Stream leaves TailRoom bytes free after
+// what it reads and hands them to WriteFrame with the rest: WriteFrame then
+// writes b[FrontHeadroom():len(b)-TailRoom()] as Write would and may use
+// all of b. On Shadowsocks 2022 upload this saves copying every chunk's
+// payload into a buffer of the protocol's own.
+type TailRoomer interface {
+	FrameWriter
+	// TailRoom is how many bytes WriteFrame needs after the payload (at
+	// most maxHeadroom); it does not change over the conn's life.
+	TailRoom() int
+}
+
+// maxHeadroom bounds a FrameWriter's headroom and tail room: they come out
+// of the buffer.
 const maxHeadroom = 64
 
 // closeWriter is a conn that can shut down its sending half (TCP, TLS,
@@ -132,10 +146,13 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 	b := buffer{bs: bufs}
 	defer b.release()
 	fw, head := dst.(FrameWriter)
-	h := 0
+	h, t := 0, 0
 	if head {
-		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom {
-			head, h = false, 0
+		if tr, ok := dst.(TailRoomer); ok {
+			t = tr.TailRoom()
+		}
+		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom || t < 0 || t > maxHeadroom {
+			head, h, t = false, 0, 0
 		}
 	}
 	var err error
@@ -144,13 +161,13 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
 		bp := b.get()
-		buf := (*bp)[h:]
+		buf := (*bp)[h : len(*bp)-t]
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			c.Add(int64(n))
 			var werr error
 			if head {
-				_, werr = fw.WriteFrame((*bp)[:h+n])
+				_, werr = fw.WriteFrame((*bp)[:h+n+t])
 			} else {
 				_, werr = dst.Write(buf[:n])
 			}

@@ -337,24 +337,28 @@ func repeat(v, n int) []int { return slices.Repeat([]int{v}, n) }
 // writes came in.
 type frameConn struct {
 	*net.TCPConn
-	head          int
+	head, tail    int
 	framed, plain atomic.Int64
 }
 
 func (c *frameConn) FrontHeadroom() int { return c.head }
+func (c *frameConn) TailRoom() int      { return c.tail }
 
 func (c *frameConn) WriteFrame(b []byte) (int, error) {
 	c.framed.Add(1)
-	if len(b) < c.head || c.head < 4 {
+	if len(b) < c.head+c.tail || c.head < 4 {
 		return 0, errors.New("frameConn: no headroom")
 	}
-	p := b[c.head:]
+	p := b[c.head : len(b)-c.tail]
+	for i := range b[len(b)-c.tail:] { // the tail room is the writer's to use
+		b[len(b)-c.tail+i] = 0xaa
+	}
 	hdr := b[c.head-4 : c.head]
 	hdr[0], hdr[1], hdr[2], hdr[3] = byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p))
 	for i := range p { // modify the payload in place, as a WebSocket mask does
 		p[i] ^= 0xff
 	}
-	if _, err := c.TCPConn.Write(b[c.head-4:]); err != nil {
+	if _, err := c.TCPConn.Write(b[c.head-4 : len(b)-c.tail]); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -362,30 +366,33 @@ func (c *frameConn) WriteFrame(b []byte) (int, error) {
 
 func (c *frameConn) Write(p []byte) (int, error) {
 	c.plain.Add(1)
-	b := make([]byte, c.head+len(p))
+	b := make([]byte, c.head+len(p)+c.tail)
 	copy(b[c.head:], p)
 	c.framed.Add(-1) // counted as plain, not framed
 	return c.WriteFrame(b)
 }
 
 // TestStreamFrameWriter checks that Stream hands its buffer to a
-// FrameWriter with the headroom in front, that the payload arrives intact
-// and counted once, and that a headroom out of range falls back to Write.
+// FrameWriter with the headroom in front (and a TailRoomer's tail room
+// after the payload), that the payload arrives intact and counted once, and
+// that a headroom or tail room out of range falls back to Write.
 func TestStreamFrameWriter(t *testing.T) {
 	tests := []struct {
 		name       string
-		head       int
+		head, tail int
 		wantFramed bool
 	}{
-		{"headroom 14", 14, true},
-		{"headroom 4", 4, true},
-		{"headroom too large", maxHeadroom + 1, false},
+		{"headroom 14", 14, 0, true},
+		{"headroom 4", 4, 0, true},
+		{"headroom 18, tail room 16", 18, 16, true},
+		{"headroom too large", maxHeadroom + 1, 0, false},
+		{"tail room too large", 14, maxHeadroom + 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app, appRelay := tcpPair(t)
 			upRelay, up := tcpPair(t)
-			fc := &frameConn{TCPConn: upRelay, head: tt.head}
+			fc := &frameConn{TCPConn: upRelay, head: tt.head, tail: tt.tail}
 			var upN counter
 			done := make(chan error, 1)
 			go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, fc, &upN, nil) }()
