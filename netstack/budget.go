@@ -20,9 +20,10 @@ import (
 // every busy upload fills its receive buffer to whatever size auto-tuning
 // reached. In proxy mode the same bytes wait in the kernel's socket buffer
 // of the app and are no one's RSS; here they are ours. 500 busy uploads
-// through Hysteria2 held 260 MiB of gVisor chunks with 512 KiB receive
-// buffers each. Sharing one budget keeps the 16 busy streams of a bulk
-// transfer at their full 512 KiB (8 MiB / 16), and makes 500 share 8 MiB.
+// through Hysteria2 held 260-270 MiB of gVisor chunks, each endpoint with
+// the 1 MiB receive buffer gVisor's forwarder gives it. Sharing one budget
+// keeps the 16 busy streams of a bulk transfer at their full 512 KiB
+// (8 MiB / 16), and gives 500 the floor, 32 KiB each (16 MiB at most).
 const DefaultTCPBufferBudget = 8 << 20
 
 // Per-connection receive buffer bounds under the budget.
