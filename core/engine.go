@@ -26,6 +26,7 @@ import (
 type Engine struct {
 	router route.Router
 	stats  *stats.Stats
+	bufs   *relay.Buffers // the read buffers of all the engine's streams
 	log    *slog.Logger
 	warn   rateLimit // dial failures at Warn level: a dead server must show without debug logs
 
@@ -37,7 +38,7 @@ type Engine struct {
 // NewEngine returns an Engine that routes with r, counts into st and logs
 // to log (per-flow lines at debug level).
 func NewEngine(r route.Router, st *stats.Stats, log *slog.Logger) *Engine {
-	return &Engine{router: r, stats: st, log: log}
+	return &Engine{router: r, stats: st, bufs: relay.NewBuffers(relay.DefaultBudget), log: log}
 }
 
 // DialTimeout bounds how long a flow waits for its upstream before the app
@@ -125,7 +126,7 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 	if _, halfClose := app.(interface{ CloseWrite() error }); halfClose && m.Host == "" && m.Destination.IP.IsValid() && m.Inbound == "tun" {
 		app = &sniffConn{Conn: app, c: c}
 	}
-	err = relay.Stream(ctx, app, up, &c.Up, &c.Down)
+	err = relay.Stream(ctx, e.bufs, app, up, &c.Up, &c.Down)
 	if errors.Is(err, context.Canceled) {
 		err = nil // closed from the connection table or by Stop
 	}

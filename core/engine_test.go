@@ -35,11 +35,7 @@ type proxy struct {
 func startProxy(t testing.TB) *proxy {
 	t.Helper()
 	st := stats.New()
-	eng := &Engine{
-		router: &route.Final{Name: "direct", Outbound: direct.New(nil)},
-		stats:  st,
-		log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	eng := NewEngine(&route.Final{Name: "direct", Outbound: direct.New(nil)}, st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv, err := mixed.Listen(mixed.Config{Listen: "127.0.0.1:0"}, eng)
 	if err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ func (h *closingHandler) HandleStream(ctx context.Context, m flow.Metadata, acce
 		}
 		cancel()
 	}()
-	return relay.Stream(ctx, app, up, nil, nil)
+	return relay.Stream(ctx, relay.NewBuffers(relay.DefaultBudget), app, up, nil, nil)
 }
 
 func (h *closingHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {

@@ -69,6 +69,10 @@ type Options struct {
 	// Restore, when set, puts the machine's routes back before a panic in
 	// the stack's own packet loops ends the process.
 	Restore func()
+	// TCPBufferBudget is how many bytes of receive buffer all TCP
+	// connections may grow to together (DefaultTCPBufferBudget when 0);
+	// see bufferBudget.
+	TCPBufferBudget int
 }
 
 // Stack is a gVisor network stack bound to a TUN device.
@@ -78,9 +82,10 @@ type Stack struct {
 	opts    Options
 	log     *slog.Logger
 
-	s    *stack.Stack
-	link *linkEndpoint
-	udp  *udpTable
+	s      *stack.Stack
+	link   *linkEndpoint
+	udp    *udpTable
+	budget *bufferBudget
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -119,6 +124,7 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 		TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol, udp.NewProtocol, icmp.NewProtocol4, icmp.NewProtocol6},
 		HandleLocal:        false,
 	})
+	n.budget = newBufferBudget(n.s, opts.TCPBufferBudget)
 	if err := n.tune(); err != nil {
 		n.s.Destroy()
 		cancel()
@@ -142,7 +148,11 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 		{Destination: header.IPv6EmptySubnet, NIC: nicID},
 	})
 
-	fwd := tcp.NewForwarder(n.s, 0, opts.MaxInFlight, n.handleTCP)
+	// The forwarder gives every endpoint it makes this receive buffer,
+	// whatever the stack's range says (0 would be gVisor's 1 MiB, which
+	// auto-tuning never shrinks: 500 busy uploads held 270 MiB); accept
+	// raises it to the budget's default. See bufferBudget.
+	fwd := tcp.NewForwarder(n.s, tcpRecvBufFloor, opts.MaxInFlight, n.handleTCP)
 	n.s.SetTransportProtocolHandler(tcp.ProtocolNumber, fwd.HandlePacket)
 	n.udp = newUDPTable(n)
 	n.s.SetTransportProtocolHandler(udp.ProtocolNumber, n.udp.handlePacket)
@@ -156,18 +166,17 @@ func New(dev tun.Device, h flow.Handler, opts Options) (*Stack, error) {
 // tune sets the TCP options: auto-tuned buffers, SACK, and no Nagle delay
 // (the apps' own stacks already batch).
 //
-// The buffers are small on purpose. Their peer is an app on this machine,
-// a round trip of well under a millisecond even under load, so 512 KiB of
-// receive window and 256 KiB of send buffer per connection already carry
-// several Gbps each; the long-haul window is the upstream socket's concern.
+// The buffers are small on purpose, and shared under a budget (see
+// bufferBudget). Their peer is an app on this machine, a round trip of well
+// under a millisecond even under load, so 512 KiB of receive window and
+// 256 KiB of send buffer per connection already carry several Gbps each;
+// the long-haul window is the upstream socket's concern.
 // Larger limits (8 and 6 MiB, as gVisor's users often set) only let the
 // auto-tuning park megabytes per connection in the stack whenever the
 // upstream is the bottleneck, i.e. always.
 func (n *Stack) tune() error {
 	opts := []tcpip.SettableTransportProtocolOption{
 		new(tcpip.TCPSACKEnabled),
-		&tcpip.TCPReceiveBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: defaultTCPRecvBufInit, Max: defaultTCPRecvBufMax},
-		&tcpip.TCPSendBufferSizeRangeOption{Min: tcp.MinBufferSize, Default: defaultTCPSendBufInit, Max: defaultTCPSendBufMax},
 		new(tcpip.TCPModerateReceiveBufferOption),
 		// TIME-WAIT for one second, not gVisor's 60: the app's kernel keeps
 		// no TIME-WAIT for these connections (the stack is the far end), so
@@ -178,14 +187,14 @@ func (n *Stack) tune() error {
 		new(tcpip.TCPTimeWaitTimeoutOption),
 	}
 	*opts[0].(*tcpip.TCPSACKEnabled) = true
-	*opts[3].(*tcpip.TCPModerateReceiveBufferOption) = true
-	*opts[4].(*tcpip.TCPTimeWaitTimeoutOption) = tcpip.TCPTimeWaitTimeoutOption(time.Second)
+	*opts[1].(*tcpip.TCPModerateReceiveBufferOption) = true
+	*opts[2].(*tcpip.TCPTimeWaitTimeoutOption) = tcpip.TCPTimeWaitTimeoutOption(time.Second)
 	for _, o := range opts {
 		if err := n.s.SetTransportProtocolOption(tcp.ProtocolNumber, o); err != nil {
 			return fmt.Errorf("netstack: set TCP option %T: %s", o, err)
 		}
 	}
-	return nil
+	return n.budget.add(0) // the buffer ranges, for no connection yet
 }
 
 // Close stops the stack: open flows are ended, the device is closed, and

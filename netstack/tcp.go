@@ -33,6 +33,7 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	var (
 		mu        sync.Mutex
 		completed bool
+		counted   bool // by the buffer budget
 	)
 	accept := func() (net.Conn, error) {
 		mu.Lock()
@@ -41,6 +42,12 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 			return nil, errors.New("netstack: accept called twice")
 		}
 		completed = true
+		// Counted before the endpoint is made, so that it starts with
+		// the buffer defaults of the new count.
+		if err := n.budget.add(1); err != nil {
+			n.log.Debug("netstack: tcp buffer budget", "err", err)
+		}
+		counted = true
 		var wq waiter.Queue
 		ep, err := r.CreateEndpoint(&wq)
 		if err != nil {
@@ -49,6 +56,7 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 		}
 		r.Complete(false)
 		so := ep.SocketOptions()
+		so.SetReceiveBufferSize(int64(n.budget.initial()), false)
 		so.SetKeepAlive(true)
 		so.SetDelayOption(false)
 		return gonet.NewTCPConn(&wq, ep), nil
@@ -58,6 +66,11 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	if !completed {
 		completed = true
 		r.Complete(true) // RST: the upstream could not be had
+	}
+	if counted {
+		if err := n.budget.add(-1); err != nil {
+			n.log.Debug("netstack: tcp buffer budget", "err", err)
+		}
 	}
 	mu.Unlock()
 	if err != nil {

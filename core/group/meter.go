@@ -234,6 +234,14 @@ type meteredFW struct{ *meteredConn }
 
 func (c meteredFW) FrontHeadroom() int { return c.Conn.(relay.FrameWriter).FrontHeadroom() }
 
+// TailRoom passes the conn's tail room on (0: it needs none).
+func (c meteredFW) TailRoom() int {
+	if tr, ok := c.Conn.(relay.TailRoomer); ok {
+		return tr.TailRoom()
+	}
+	return 0
+}
+
 func (c meteredFW) WriteFrame(b []byte) (int, error) {
 	n, err := c.Conn.(relay.FrameWriter).WriteFrame(b)
 	if n > 0 {

@@ -11,14 +11,23 @@ import (
 //
 //   - A read that fills its buffer says more is waiting: the next read gets
 //     the largest grown buffer the budget allows.
-//   - A read into a grown buffer that does not fill it says the source is
-//     drained: the grown buffer goes back to its pool at once and the next
-//     read, which may wait for a long time, waits on the small buffer.
+//   - A read into a grown buffer that brings less than MediumBufferSize
+//     says the source is drained: the grown buffer goes back to its pool at
+//     once and the next read, which may wait for a long time, waits on the
+//     small buffer.
+//   - A read that brings MediumBufferSize or more without filling the
+//     buffer keeps it: the source keeps up with the relay rather than
+//     running dry. In the middle of a transfer a socket read often returns
+//     part of a 60 KiB buffer (what arrived since the last read); dropping
+//     to 4 KiB there cost a 4 KiB read and write, and a small packet or
+//     frame upstream, every other read.
 //
 // So a direction blocked in Read with no data in flight holds only
-// SmallBufferSize, however much it moved before: 500 idle connections after
-// a transfer hold 4 MiB of relay buffers, not 60. A bulk flow whose source
-// often runs dry pays one extra small read and write per time it does.
+// SmallBufferSize unless its last read brought 16 KiB or more: 500 idle
+// connections after a transfer hold 4 MiB of relay buffers, not 60, plus
+// at most the budget's worth for directions whose transfer ended on a large
+// read. A bulk flow whose source often runs dry pays one extra small read
+// and write per time it does.
 //
 // 60 KiB is the largest chunk that, with WebSocket and TLS framing added
 // (four 16 KiB records, 100 bytes), still goes to a socket as one write of
@@ -36,69 +45,86 @@ const (
 	BufferSize       = 60 << 10
 )
 
-// Budget is how many bytes of grown (medium and large) buffers all streams
-// of the process may hold at once. Large buffers are handed out while less
-// than half of it is in use, medium ones while the rest lasts; beyond it a
-// busy direction goes on with its small buffer. 16 bulk streams (32
-// directions, 1.9 MiB of large buffers) get large buffers throughout;
-// 500 busy ones share 8 MiB instead of holding 60 MiB.
-const Budget = 8 << 20
+// DefaultBudget is the budget an engine gives its Buffers: how many bytes
+// of grown (medium and large) buffers all its streams may hold at once.
+// Large buffers are handed out while less than half of it is in use,
+// medium ones while the rest lasts; beyond it a busy direction goes on
+// with its small buffer. 16 bulk streams (32 directions, 1.9 MiB of large
+// buffers) get large buffers throughout; 500 busy ones share 8 MiB
+// instead of holding 60 MiB.
+const DefaultBudget = 8 << 20
 
-// budget counts the grown buffers in use. It is process-wide, like the
-// pools it guards.
-var budget struct {
-	used atomic.Int64
+// Buffers hands out the read buffers of the stream directions that share
+// it and keeps their grown buffers within its budget. The engine owns one
+// for all its flows; it is safe for concurrent use.
+type Buffers struct {
+	budget int64
+	used   atomic.Int64 // bytes of grown buffers handed out
+
+	small, medium, large sync.Pool
 }
 
-var (
-	smallPool  = sync.Pool{New: func() any { b := make([]byte, SmallBufferSize); return &b }}
-	mediumPool = sync.Pool{New: func() any { b := make([]byte, MediumBufferSize); return &b }}
-	largePool  = sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }}
-)
+// NewBuffers returns Buffers whose grown buffers stay within budget bytes
+// (DefaultBudget when budget <= 0).
+func NewBuffers(budget int64) *Buffers {
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	return &Buffers{
+		budget: budget,
+		small:  sync.Pool{New: func() any { b := make([]byte, SmallBufferSize); return &b }},
+		medium: sync.Pool{New: func() any { b := make([]byte, MediumBufferSize); return &b }},
+		large:  sync.Pool{New: func() any { b := make([]byte, BufferSize); return &b }},
+	}
+}
 
-// take reserves size bytes of the budget if that keeps the budget's use at
-// or below limit.
-func take(size, limit int64) bool {
-	if budget.used.Add(size) <= limit {
+// InUse is how many bytes of grown buffers are handed out now.
+func (bs *Buffers) InUse() int64 { return bs.used.Load() }
+
+// take reserves size bytes of the budget if that keeps its use at or below
+// limit.
+func (bs *Buffers) take(size, limit int64) bool {
+	if bs.used.Add(size) <= limit {
 		return true
 	}
-	budget.used.Add(-size)
+	bs.used.Add(-size)
 	return false
 }
 
 // buffer is one stream direction's read buffer: small, or grown under the
-// budget. The zero value is ready and holds nothing.
+// budget of bs. The zero value with bs set is ready and holds nothing.
 type buffer struct {
-	p *[]byte
+	bs *Buffers
+	p  *[]byte
 }
 
 // get returns the buffer for the next read, taking a small one when it
 // holds none.
 func (b *buffer) get() *[]byte {
 	if b.p == nil {
-		b.p = smallPool.Get().(*[]byte)
+		b.p = b.bs.small.Get().(*[]byte)
 	}
 	return b.p
 }
 
-// resize sets the buffer for the next read from how the last one went:
-// filled says it filled the buffer (more is waiting).
-func (b *buffer) resize(filled bool) {
+// resize sets the buffer for the next read from how the last one went: it
+// read n bytes into room for space.
+func (b *buffer) resize(n, space int) {
 	size := len(*b.p)
 	switch {
-	case filled && size < BufferSize:
+	case n == space && size < BufferSize:
 		var np *[]byte
 		switch {
-		case take(BufferSize, Budget/2):
-			np = largePool.Get().(*[]byte)
-		case size < MediumBufferSize && take(MediumBufferSize, Budget):
-			np = mediumPool.Get().(*[]byte)
+		case b.bs.take(BufferSize, b.bs.budget/2):
+			np = b.bs.large.Get().(*[]byte)
+		case size < MediumBufferSize && b.bs.take(MediumBufferSize, b.bs.budget):
+			np = b.bs.medium.Get().(*[]byte)
 		default:
 			return // the budget is spent: go on with this one
 		}
 		b.release()
 		b.p = np
-	case !filled && size > SmallBufferSize:
+	case n < space && n < MediumBufferSize && size > SmallBufferSize:
 		b.release()
 	}
 }
@@ -110,13 +136,13 @@ func (b *buffer) release() {
 	}
 	switch len(*b.p) {
 	case BufferSize:
-		budget.used.Add(-BufferSize)
-		largePool.Put(b.p)
+		b.bs.used.Add(-BufferSize)
+		b.bs.large.Put(b.p)
 	case MediumBufferSize:
-		budget.used.Add(-MediumBufferSize)
-		mediumPool.Put(b.p)
+		b.bs.used.Add(-MediumBufferSize)
+		b.bs.medium.Put(b.p)
 	default:
-		smallPool.Put(b.p)
+		b.bs.small.Put(b.p)
 	}
 	b.p = nil
 }

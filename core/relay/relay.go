@@ -53,7 +53,21 @@ type FrameWriter interface {
 	WriteFrame(b []byte) (int, error)
 }
 
-// maxHeadroom bounds a FrameWriter's headroom: it comes out of the buffer.
+// TailRoomer is a FrameWriter that also needs room after the payload (an
+// AEAD tag sealed in place, say). Stream leaves TailRoom bytes free after
+// what it reads and hands them to WriteFrame with the rest: WriteFrame then
+// writes b[FrontHeadroom():len(b)-TailRoom()] as Write would and may use
+// all of b. On Shadowsocks 2022 upload this saves copying every chunk's
+// payload into a buffer of the protocol's own.
+type TailRoomer interface {
+	FrameWriter
+	// TailRoom is how many bytes WriteFrame needs after the payload (at
+	// most maxHeadroom); it does not change over the conn's life.
+	TailRoom() int
+}
+
+// maxHeadroom bounds a FrameWriter's headroom and tail room: they come out
+// of the buffer.
 const maxHeadroom = 64
 
 // closeWriter is a conn that can shut down its sending half (TCP, TLS,
@@ -76,6 +90,8 @@ const HalfCloseIdle = 2 * time.Second
 // Stream relays between app (the flow's side toward the application) and up
 // (its upstream) until both directions have ended or ctx ends. Bytes from
 // app to up are added to upCount, the others to downCount; either may be nil.
+// Both directions take their read buffers from bufs, which the streams of
+// one engine share (see Buffers); it must not be nil.
 //
 // When one side ends its sending half (EOF), Stream shuts down the sending
 // half of the other side (CloseWrite) and keeps relaying the other
@@ -83,7 +99,7 @@ const HalfCloseIdle = 2 * time.Second
 // goes on while it is not idle for HalfCloseIdle. Stream closes both conns
 // before it returns. The error is the first one that was not an orderly end
 // (EOF, or a conn closed because the other direction ended).
-func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) error {
+func Stream(ctx context.Context, bufs *Buffers, app, up net.Conn, upCount, downCount Counter) error {
 	if upCount == nil {
 		upCount = nopCounter{}
 	}
@@ -107,9 +123,9 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 		var err error
 		defer func() { errc <- err }()
 		defer guard.Catch(ctx, &err, "tcp relay")
-		err = copyHalf(up, app, upCount, &lingerUp, &lingerDown)
+		err = copyHalf(bufs, up, app, upCount, &lingerUp, &lingerDown)
 	}()
-	errDown := copyHalf(app, up, downCount, &lingerDown, &lingerUp)
+	errDown := copyHalf(bufs, app, up, downCount, &lingerDown, &lingerUp)
 	errUp := <-errc
 	closeBoth()
 	if ctx.Err() != nil {
@@ -126,14 +142,17 @@ func Stream(ctx context.Context, app, up net.Conn, upCount, downCount Counter) e
 // is set (by the other direction), each read waits at most HalfCloseIdle.
 // When dst cannot end its sending half, it sets peerLinger for the other
 // direction, which reads from dst.
-func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
-	var b buffer
+func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
+	b := buffer{bs: bufs}
 	defer b.release()
 	fw, head := dst.(FrameWriter)
-	h := 0
+	h, t := 0, 0
 	if head {
-		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom {
-			head, h = false, 0
+		if tr, ok := dst.(TailRoomer); ok {
+			t = tr.TailRoom()
+		}
+		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom || t < 0 || t > maxHeadroom {
+			head, h, t = false, 0, 0
 		}
 	}
 	var err error
@@ -142,13 +161,13 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
 		bp := b.get()
-		buf := (*bp)[h:]
+		buf := (*bp)[h : len(*bp)-t]
 		n, rerr := src.Read(buf)
 		if n > 0 {
 			c.Add(int64(n))
 			var werr error
 			if head {
-				_, werr = fw.WriteFrame((*bp)[:h+n])
+				_, werr = fw.WriteFrame((*bp)[:h+n+t])
 			} else {
 				_, werr = dst.Write(buf[:n])
 			}
@@ -157,7 +176,7 @@ func copyHalf(dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) err
 				break
 			}
 		}
-		b.resize(n == len(buf))
+		b.resize(n, len(buf))
 		if rerr != nil {
 			if rerr != io.EOF {
 				err = rerr

@@ -54,7 +54,7 @@ func TestStreamHalfClose(t *testing.T) {
 	upRelay, up := tcpPair(t)   // relay ⇄ upstream server
 	var upN, downN counter
 	done := make(chan error, 1)
-	go func() { done <- Stream(context.Background(), appRelay, upRelay, &upN, &downN) }()
+	go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, upRelay, &upN, &downN) }()
 
 	request := bytes.Repeat([]byte("q"), 100_000)
 	reply := bytes.Repeat([]byte("r"), 300_000)
@@ -96,7 +96,7 @@ func TestStreamContextCancel(t *testing.T) {
 	upRelay, up := tcpPair(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Stream(ctx, appRelay, upRelay, nil, nil) }()
+	go func() { done <- Stream(ctx, NewBuffers(0), appRelay, upRelay, nil, nil) }()
 	app.Write([]byte("x"))
 	buf := make([]byte, 1)
 	if _, err := io.ReadFull(up, buf); err != nil {
@@ -129,7 +129,7 @@ func TestStreamNoCloseWrite(t *testing.T) {
 	app, appRelay := tcpPair(t)
 	upRelay, up := tcpPair(t)
 	done := make(chan error, 1)
-	go func() { done <- Stream(context.Background(), appRelay, noCloseWrite{upRelay}, nil, nil) }()
+	go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, noCloseWrite{upRelay}, nil, nil) }()
 
 	app.Write([]byte("request"))
 	app.CloseWrite()
@@ -243,7 +243,7 @@ func BenchmarkStream(b *testing.B) {
 	src, appRelay := tcpPair(b)
 	upRelay, dst := tcpPair(b)
 	var upN, downN counter
-	go Stream(context.Background(), appRelay, upRelay, &upN, &downN)
+	go Stream(context.Background(), NewBuffers(0), appRelay, upRelay, &upN, &downN)
 	chunk := make([]byte, 256<<10)
 	total := int64(b.N) * int64(len(chunk))
 	done := make(chan int64, 1)
@@ -276,9 +276,10 @@ func (c *sizeConn) Read(p []byte) (int, error) {
 }
 
 // TestBufferSizing checks the read buffer of one direction: small at
-// first and whenever a read leaves a grown buffer unfilled (the source is
-// drained and the next read may wait long), grown while reads fill it, and
-// grown only as far as the budget allows.
+// first and whenever a read brings less than 16 KiB into a grown buffer
+// (the source is drained and the next read may wait long), grown while
+// reads fill it or bring 16 KiB or more, and grown only as far as the
+// budget allows.
 func TestBufferSizing(t *testing.T) {
 	const S, M, L = SmallBufferSize, MediumBufferSize, BufferSize
 	tests := []struct {
@@ -290,20 +291,22 @@ func TestBufferSizing(t *testing.T) {
 		{"interactive", 0, []int{10, 10}, []int{S, S, S}},
 		{"grows, and shrinks once drained", 0, []int{S, 100, 10}, []int{S, L, S, S}},
 		{"stays large while reads fill it", 0, []int{S, L, L, 100}, []int{S, L, L, L, S}},
+		{"stays large while part-filled reads bring 16 KiB", 0, []int{S, M, L - 1, M - 1, 10}, []int{S, L, L, L, S, S}},
 		{"grows again after a quiet read that fills", 0, []int{S, 100, S, 100}, []int{S, L, S, L, S}},
-		{"medium when the large share is spent", Budget / 2, []int{S, M, 100}, []int{S, M, M, S}},
-		{"small when the budget is spent", Budget, []int{S, S, 100}, []int{S, S, S, S}},
+		{"medium when the large share is spent", DefaultBudget / 2, []int{S, M, 100}, []int{S, M, M, S}},
+		{"medium drops at a part-filled read", DefaultBudget / 2, []int{S, M - 1, 10}, []int{S, M, S, S}},
+		{"small when the budget is spent", DefaultBudget, []int{S, S, 100}, []int{S, S, S, S}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			budget.used.Add(tt.used)
-			defer budget.used.Add(-tt.used)
+			bs := NewBuffers(0)
+			bs.used.Add(tt.used)
 			srcApp, srcPeer := net.Pipe()
 			dstApp, dstPeer := net.Pipe()
 			src := &sizeConn{Conn: srcApp, sizes: make(chan int, 1)}
 			done := make(chan error, 1)
 			var lu, ld atomic.Bool
-			go func() { done <- copyHalf(dstApp, src, nopCounter{}, &lu, &ld) }()
+			go func() { done <- copyHalf(bs, dstApp, src, nopCounter{}, &lu, &ld) }()
 			var got []int
 			buf := make([]byte, BufferSize)
 			for _, n := range tt.write {
@@ -320,7 +323,7 @@ func TestBufferSizing(t *testing.T) {
 			if !slices.Equal(got, tt.want) {
 				t.Fatalf("read sizes %v, want %v", got, tt.want)
 			}
-			if u := budget.used.Load(); u != tt.used {
+			if u := bs.InUse(); u != tt.used {
 				t.Fatalf("budget in use %d after the copy ended, want %d", u, tt.used)
 			}
 		})
@@ -334,24 +337,28 @@ func repeat(v, n int) []int { return slices.Repeat([]int{v}, n) }
 // writes came in.
 type frameConn struct {
 	*net.TCPConn
-	head          int
+	head, tail    int
 	framed, plain atomic.Int64
 }
 
 func (c *frameConn) FrontHeadroom() int { return c.head }
+func (c *frameConn) TailRoom() int      { return c.tail }
 
 func (c *frameConn) WriteFrame(b []byte) (int, error) {
 	c.framed.Add(1)
-	if len(b) < c.head || c.head < 4 {
+	if len(b) < c.head+c.tail || c.head < 4 {
 		return 0, errors.New("frameConn: no headroom")
 	}
-	p := b[c.head:]
+	p := b[c.head : len(b)-c.tail]
+	for i := range b[len(b)-c.tail:] { // the tail room is the writer's to use
+		b[len(b)-c.tail+i] = 0xaa
+	}
 	hdr := b[c.head-4 : c.head]
 	hdr[0], hdr[1], hdr[2], hdr[3] = byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p))
 	for i := range p { // modify the payload in place, as a WebSocket mask does
 		p[i] ^= 0xff
 	}
-	if _, err := c.TCPConn.Write(b[c.head-4:]); err != nil {
+	if _, err := c.TCPConn.Write(b[c.head-4 : len(b)-c.tail]); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -359,33 +366,36 @@ func (c *frameConn) WriteFrame(b []byte) (int, error) {
 
 func (c *frameConn) Write(p []byte) (int, error) {
 	c.plain.Add(1)
-	b := make([]byte, c.head+len(p))
+	b := make([]byte, c.head+len(p)+c.tail)
 	copy(b[c.head:], p)
 	c.framed.Add(-1) // counted as plain, not framed
 	return c.WriteFrame(b)
 }
 
 // TestStreamFrameWriter checks that Stream hands its buffer to a
-// FrameWriter with the headroom in front, that the payload arrives intact
-// and counted once, and that a headroom out of range falls back to Write.
+// FrameWriter with the headroom in front (and a TailRoomer's tail room
+// after the payload), that the payload arrives intact and counted once, and
+// that a headroom or tail room out of range falls back to Write.
 func TestStreamFrameWriter(t *testing.T) {
 	tests := []struct {
 		name       string
-		head       int
+		head, tail int
 		wantFramed bool
 	}{
-		{"headroom 14", 14, true},
-		{"headroom 4", 4, true},
-		{"headroom too large", maxHeadroom + 1, false},
+		{"headroom 14", 14, 0, true},
+		{"headroom 4", 4, 0, true},
+		{"headroom 18, tail room 16", 18, 16, true},
+		{"headroom too large", maxHeadroom + 1, 0, false},
+		{"tail room too large", 14, maxHeadroom + 1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			app, appRelay := tcpPair(t)
 			upRelay, up := tcpPair(t)
-			fc := &frameConn{TCPConn: upRelay, head: tt.head}
+			fc := &frameConn{TCPConn: upRelay, head: tt.head, tail: tt.tail}
 			var upN counter
 			done := make(chan error, 1)
-			go func() { done <- Stream(context.Background(), appRelay, fc, &upN, nil) }()
+			go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, fc, &upN, nil) }()
 
 			data := make([]byte, 1<<20)
 			for i := range data {

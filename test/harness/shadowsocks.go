@@ -87,7 +87,7 @@ func (s *Server) ssLink() string {
 	} else {
 		user = base64.RawURLEncoding.EncodeToString([]byte(s.Method + ":" + s.ssPassword()))
 	}
-	link := "ss://" + user + "@" + s.Addr()
+	link := "ss://" + user + "@" + s.linkAddr()
 	if name, opts := s.ssPluginClient(); name != "" {
 		link += "/?plugin=" + url.QueryEscape(name+";"+opts)
 	}

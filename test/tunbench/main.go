@@ -2,7 +2,8 @@
 // (tun inbound, gVisor stack), both as the client of the same sing-box
 // server, in network namespaces made for the run: a client namespace where
 // the client opens its TUN device with auto-route, and a server namespace
-// with the sing-box server (Hysteria2, VLESS+WS+TLS) and a sink/source,
+// with the sing-box server (Hysteria2, VLESS+WS+TLS, Shadowsocks 2022, Trojan,
+// VMess: -protocols; make bench-tun runs them all) and a sink/source,
 // joined by a veth pair. A load generator (this program, re-executed in the
 // client namespace) connects to the sink's address, so the traffic goes
 // through the client's TUN: 16 concurrent TCP streams, download and upload
@@ -66,7 +67,7 @@ func main() {
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up, 1 run (unless set)",
 		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof) and print its top", 1)
 	flag.BoolVar(&o.ipv6, "ipv6", false, "load the sink over IPv6 through the TUN (the server is still reached over IPv4)")
-	flag.BoolVar(&o.diag, "diag", false, "print skiff's live heap during the first download and after the many-connection phase (forces GCs in skiff)")
+	flag.BoolVar(&o.diag, "diag", false, "print skiff's live heap during the first download and at each phase of the many-connection load (forces GCs in skiff)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything after this long")
 	flag.StringVar(&o.skiffVia, "skiff-via", viaService, "how skiff runs: service (`skiff service`, connected through its socket by `skiff import` and `skiff connect --tun`: what users run) or run (`skiff run --tun`, needed for -cpuprofile and -diag)")
 	flag.DurationVar(&o.window, "window", 15*time.Second, "with -skiff-via service: before each skiff run's warm-up, start the window (skiff-window) under Xvfb as a client of the service and read its RSS after this long; 0 skips it")
@@ -545,6 +546,12 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 			r.CPUSeconds = measure.CPUSeconds(pid) - cpu0
 		}
 		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, name, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
+		if b.o.diag {
+			anon, _ := measure.MemMiB(pid, "RssAnon")
+			file, _ := measure.MemMiB(pid, "RssFile")
+			fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS anonymous %.1f MiB, file-backed %.1f MiB\n", proto, name, phase, anon, file)
+			b.heapTop(c, proto, phase)
+		}
 	}
 	m, err := waitOutput(ctx, p, regexp.MustCompile(regexp.QuoteMeta(resultPrefix)+`(\{.*\})`), time.Minute)
 	if err != nil {
@@ -552,9 +559,6 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 	}
 	if err := json.Unmarshal([]byte(m[1]), &r.Outcome); err != nil {
 		return r, err
-	}
-	if b.o.diag {
-		b.heapTop(c, proto)
 	}
 	return r, p.Wait(ctx)
 }
@@ -593,14 +597,18 @@ func tail(s string, lines int) string {
 	return strings.Join(parts, "")
 }
 
-// heapTop prints to stderr where skiff's live heap sits once the
-// connections have closed (in-use space after a GC).
-func (b *bench) heapTop(c *client, proto string) {
+// heapTop prints to stderr where skiff's live heap sits at a phase of the
+// many-connection load (in-use space after a GC).
+func (b *bench) heapTop(c *client, proto, phase string) {
 	if c.pprofURL == "" {
 		return
 	}
 	u := strings.TrimSuffix(c.pprofURL, "profile") + "heap?gc=1"
-	path := filepath.Join(b.dir, "heap-"+proto+".pprof")
+	dir := b.dir
+	if b.o.CPUProfile != "" { // kept beside the CPU profiles
+		dir = filepath.Dir(b.o.CPUProfile)
+	}
+	path := filepath.Join(dir, "heap-"+proto+"-"+phase+".pprof")
 	out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
 	if err == nil {
 		err = os.WriteFile(path, out, 0o600)
@@ -609,7 +617,11 @@ func (b *bench) heapTop(c *client, proto string) {
 		fmt.Fprintf(os.Stderr, "%s: heap profile: %v\n", c.p.Name, err)
 		return
 	}
-	b.printHeap(c, "after the connections closed", path)
+	u = strings.TrimSuffix(c.pprofURL, "profile") + "heap?debug=1"
+	if txt, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output(); err == nil {
+		os.WriteFile(path+".txt", txt, 0o600)
+	}
+	b.printHeap(c, "at phase "+phase, path)
 }
 
 // printHeap prints to stderr the runtime's memory figures (from path.txt,
@@ -623,7 +635,7 @@ func (b *bench) printHeap(c *client, when, path string) {
 		}
 		fmt.Fprintf(os.Stderr, "%s: Go memory %s: %s\n", c.p.Name, when, strings.Join(figs, ", "))
 	}
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=15", "-sample_index=inuse_space", path).CombinedOutput()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=20", "-sample_index=inuse_space", path).CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: heap profile: %v\n%s", c.p.Name, err, out)
 		return

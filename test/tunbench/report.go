@@ -36,7 +36,8 @@ func printHeader(o options, skiffBin string, skiffTUN bool) {
 	}
 	fmt.Println("                    sing-box tun inbound, stack gvisor, auto_route, MTU 9000, route_exclude_address = server")
 	fmt.Println("           server: sing-box", harness.SingBoxVersion, "in its own namespace over a veth pair, self-signed ECDSA P-256 certificate;")
-	fmt.Println("                   Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3")
+	fmt.Println("                   Hysteria2 without bandwidth hints (BBR both ways), VLESS over WebSocket over TLS 1.3,")
+	fmt.Println("                   Shadowsocks 2022 (2022-blake3-aes-128-gcm), Trojan over TLS, VMess aes-128-gcm over TLS and WebSocket+TLS")
 	if !skiffTUN {
 		fmt.Println("skiff:     TUN mode NOT AVAILABLE in this build (`skiff run -h` has no --tun); only sing-box measured")
 	}

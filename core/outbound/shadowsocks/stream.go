@@ -146,6 +146,41 @@ func (s *streamConn) Write(p []byte) (int, error) {
 	}
 }
 
+// FrontHeadroom, TailRoom and WriteFrame make the stream a
+// relay.TailRoomer: the relay reads the payload into its buffer between a
+// chunk's sealed length and its tag, and WriteFrame seals it there and
+// writes it, instead of copying it into a pooled buffer of the stream's
+// (the one copy left of every byte sent). A payload that does not fit one
+// chunk, and the first write (it carries the request header), take Write's
+// way.
+func (s *streamConn) FrontHeadroom() int { return 2 + tagLen }
+
+// TailRoom: see FrontHeadroom.
+func (s *streamConn) TailRoom() int { return tagLen }
+
+// WriteFrame writes b[2+tagLen:len(b)-tagLen] as Write would, sealing it
+// in place in b.
+func (s *streamConn) WriteFrame(b []byte) (int, error) {
+	n := len(b) - 2 - 2*tagLen
+	if n < 0 {
+		return 0, errors.New("shadowsocks: WriteFrame without head and tail room")
+	}
+	if n == 0 || n > s.maxChunk || !s.reqSent.Load() {
+		return s.Write(b[2+tagLen : 2+tagLen+n])
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.werr != nil {
+		return 0, s.werr
+	}
+	s.sealInPlace(b, n)
+	if _, err := s.Conn.Write(b); err != nil {
+		s.failWrite(fmt.Errorf("shadowsocks: write to %s: %w", s.c.addr, err))
+		return 0, s.werr
+	}
+	return n, nil
+}
+
 // failWrite records the stream's write error; a Read waiting for the
 // request sees it.
 func (s *streamConn) failWrite(err error) {
