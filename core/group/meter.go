@@ -230,6 +230,13 @@ func (c meteredCW) CloseWrite() error {
 	return c.Conn.(interface{ CloseWrite() error }).CloseWrite()
 }
 
+// SoftCloseWrite passes on whether the conn's CloseWrite is only a marker
+// (see relay.SoftCloser).
+func (c *meteredConn) SoftCloseWrite() bool {
+	sc, ok := c.Conn.(relay.SoftCloser)
+	return ok && sc.SoftCloseWrite()
+}
+
 type meteredFW struct{ *meteredConn }
 
 func (c meteredFW) FrontHeadroom() int { return c.Conn.(relay.FrameWriter).FrontHeadroom() }

@@ -76,6 +76,18 @@ type closeWriter interface {
 	CloseWrite() error
 }
 
+// SoftCloser is a conn whose CloseWrite ends its sending half with a
+// marker inside its protocol (VMess's empty chunk), not with the
+// transport's FIN, and whose server may not pass that marker on:
+// sing-box's VMess server keeps the destination's side open, so a flow
+// whose app has gone would wait for the destination forever (one
+// goroutine and its buffers per closed connection). After such a
+// CloseWrite the other direction reads under the HalfCloseIdle limit, as
+// for a conn without CloseWrite.
+type SoftCloser interface {
+	SoftCloseWrite() bool
+}
+
 // HalfCloseIdle is how long the remaining direction of a stream may stay
 // idle after the other direction ended on a conn that cannot pass the
 // half-close on (no CloseWrite: WebSocket, some protocol streams). The reply
@@ -187,6 +199,10 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 	if err == nil {
 		if cw, ok := dst.(closeWriter); ok {
 			if cw.CloseWrite() == nil {
+				if sc, ok := dst.(SoftCloser); ok && sc.SoftCloseWrite() {
+					peerLinger.Store(true)
+					dst.SetReadDeadline(time.Now().Add(HalfCloseIdle))
+				}
 				return nil
 			}
 		} else {

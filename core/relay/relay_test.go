@@ -157,6 +157,47 @@ func TestStreamNoCloseWrite(t *testing.T) {
 	}
 }
 
+// softClose is a conn whose CloseWrite is only a marker its peer ignores
+// (as sing-box's VMess server does with the end chunk).
+type softClose struct{ net.Conn }
+
+func (softClose) CloseWrite() error    { return nil }
+func (softClose) SoftCloseWrite() bool { return true }
+
+// TestStreamSoftCloseWrite: the app ends its side and the upstream, whose
+// CloseWrite its server ignores, never sends EOF: the relay ends the flow
+// once the upstream has been idle for HalfCloseIdle, and the reply that
+// came before that still reached the app.
+func TestStreamSoftCloseWrite(t *testing.T) {
+	app, appRelay := tcpPair(t)
+	upRelay, up := tcpPair(t)
+	done := make(chan error, 1)
+	go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, softClose{upRelay}, nil, nil) }()
+
+	app.Write([]byte("request"))
+	app.CloseWrite()
+	buf := make([]byte, 7)
+	if _, err := io.ReadFull(up, buf); err != nil || string(buf) != "request" {
+		t.Fatalf("upstream read %q, %v", buf, err)
+	}
+	if _, err := up.Write([]byte("reply")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(app, got); err != nil || string(got) != "reply" {
+		t.Fatalf("app read %q, %v", got, err)
+	}
+	// The upstream stays open and silent: the flow must still end.
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Stream: %v", err)
+		}
+	case <-time.After(HalfCloseIdle + 10*time.Second):
+		t.Fatal("Stream still relays a flow whose upstream ignores the half-close")
+	}
+}
+
 func udpConn(t testing.TB) *net.UDPConn {
 	t.Helper()
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})

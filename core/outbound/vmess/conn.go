@@ -217,6 +217,11 @@ func (c *conn) CloseWrite() error {
 	return c.writeBatch(nil, true)
 }
 
+// SoftCloseWrite reports that CloseWrite is VMess's end chunk, which a
+// server may not pass on to the destination (relay.SoftCloser); with
+// security zero over TCP it is the transport's FIN.
+func (c *conn) SoftCloseWrite() bool { return !c.raw }
+
 // sendRequest sends the request header alone if no Write has yet.
 func (c *conn) sendRequest() error {
 	c.wmu.Lock()
