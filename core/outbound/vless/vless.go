@@ -1,11 +1,11 @@
 // Package vless is the VLESS client: one stream to the server per flow (TCP)
-// or per UDP destination, over plain TCP, TLS, WebSocket over TLS or HTTP/2
-// (transport/stack), with
+// or per UDP destination, over plain TCP, TLS (Go's or a uTLS fingerprint),
+// REALITY, WebSocket over TLS or HTTP/2 (transport/stack), with
 // the request header sent together with the flow's first bytes so that it
 // rides in WebSocket early data when the node allows it.
 //
 // Not supported yet, each reported by New: the flow xtls-rprx-vision,
-// REALITY, and the grpc and httpupgrade transports.
+// and the grpc and httpupgrade transports.
 package vless
 
 import (

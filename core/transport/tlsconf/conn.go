@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"context"
 	"crypto/tls"
 	"net"
 	"sync"
@@ -8,7 +9,8 @@ import (
 	"time"
 )
 
-// Conn is a crypto/tls client connection tuned for relaying bulk data. It
+// Conn is a TLS client connection tuned for relaying bulk data: crypto/tls,
+// or uTLS when the node names a ClientHello fingerprint (Stream). It
 // changes two things about the socket under TLS:
 //
 //   - A Write of more than one record's worth (16 KiB) is cut by crypto/tls
@@ -23,9 +25,10 @@ import (
 //     (16 KiB) per call: fewer writes downstream.
 //   - While no data is in flight, it holds no record buffer: see idle.go.
 //
-// Close and the rest are crypto/tls's.
+// Close and the rest are the TLS engine's.
 type Conn struct {
-	*tls.Conn
+	engine
+	rec  records // the engine's record buffers (idle.go)
 	sock *sockConn
 	wm   sync.Mutex // one batch at a time
 
@@ -42,18 +45,38 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if c.handshook && len(p) > 0 {
 		c.waitQuiet()
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.engine.Read(p)
 	if err == nil {
 		c.handshook = true
 	}
 	return n, err
 }
 
-// Client wraps raw in TLS with cfg. The handshake runs on the first Read or
-// Write, or by HandshakeContext.
+// engine is the TLS implementation under Conn: *tls.Conn or *utls.UConn.
+type engine interface {
+	net.Conn
+	Handshake() error
+	HandshakeContext(context.Context) error
+}
+
+// Client wraps raw in crypto/tls with cfg. The handshake runs on the first
+// Read or Write, or by HandshakeContext.
 func Client(raw net.Conn, cfg *tls.Config) *Conn {
 	s := newSockConn(raw)
-	return &Conn{Conn: tls.Client(s, cfg), sock: s}
+	tc := tls.Client(s, cfg)
+	return &Conn{engine: tc, rec: stdRecords(tc), sock: s}
+}
+
+// ConnectionState returns the engine's connection state in crypto/tls's
+// terms (uTLS's has the same fields).
+func (c *Conn) ConnectionState() tls.ConnectionState {
+	switch e := c.engine.(type) {
+	case *tls.Conn:
+		return e.ConnectionState()
+	case interface{ stdState() tls.ConnectionState }:
+		return e.stdState()
+	}
+	return tls.ConnectionState{}
 }
 
 // minBatch is the largest Write that goes straight through: crypto/tls
@@ -65,12 +88,12 @@ const minBatch = 1 << 10
 // writes go straight through.
 func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) <= minBatch {
-		return c.Conn.Write(p)
+		return c.engine.Write(p)
 	}
 	c.wm.Lock()
 	defer c.wm.Unlock()
 	c.sock.begin()
-	n, err := c.Conn.Write(p)
+	n, err := c.engine.Write(p)
 	if ferr := c.sock.flush(); err == nil && ferr != nil {
 		return 0, ferr
 	}
@@ -88,7 +111,7 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.sock.noWait.Store(true)
-	n, err := c.Conn.Read(p)
+	n, err := c.engine.Read(p)
 	c.sock.noWait.Store(false)
 	if _, ok := err.(wouldBlock); ok {
 		err = nil

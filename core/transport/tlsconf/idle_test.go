@@ -56,6 +56,9 @@ func idlePair(t *testing.T) (*Conn, chan<- []byte) {
 // crypto/tls's record buffer after idleRelease, and that the data after the
 // quiet spell arrives intact.
 func TestIdleRelease(t *testing.T) {
+	if !utlsFields.ok {
+		t.Fatal("utls.Conn has no rawInput bytes.Buffer and input bytes.Reader any more: update idle.go")
+	}
 	if !tlsFields.ok {
 		t.Fatal("crypto/tls.Conn has no rawInput bytes.Buffer and input bytes.Reader any more: idle connections keep their record buffer; update idle.go")
 	}
@@ -66,7 +69,7 @@ func TestIdleRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.idleMu.Lock()
-	held := rawInput(c.Conn).Cap()
+	held := c.rec.raw.Cap()
 	c.idleMu.Unlock()
 	if held < 16<<10 {
 		t.Fatalf("record buffer of %d bytes after full records; the test no longer sees it", held)
@@ -88,7 +91,7 @@ func TestIdleRelease(t *testing.T) {
 		t.Fatalf("record buffer not dropped %v into the quiet spell", idleRelease+5*time.Second)
 	}
 	c.idleMu.Lock()
-	held = rawInput(c.Conn).Cap()
+	held = c.rec.raw.Cap()
 	c.idleMu.Unlock()
 	if held != 0 {
 		t.Fatalf("waiting reader still holds a %d-byte record buffer", held)
