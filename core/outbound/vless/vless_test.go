@@ -589,7 +589,9 @@ func TestNew(t *testing.T) {
 		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, `transport "httpupgrade"`},
 		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, ""},
 		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "h2 without TLS"},
-		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "jNXHt1yRo0vDuchQlIP6Z0ZvjT3KtzVI-T4E7RoLJS0", ShortID: "01"} }, ""},
+		{"reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: "jNXHt1yRo0vDuchQlIP6Z0ZvjT3KtzVI-T4E7RoLJS0", ShortID: "01"}
+		}, ""},
 		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "reality: public key"},
 		{"encryption", func(n *node.Node) { n.VLESS.Encryption = "aes-128-gcm" }, "encryption"},
 		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
