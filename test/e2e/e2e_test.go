@@ -47,6 +47,8 @@ var setups = []setup{
 	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
 	{name: "vmess-ws-tls", kind: harness.VMessWS},
 	{name: "vmess-h2-tls", kind: harness.VMessH2},
+	{name: "vless-reality", kind: harness.VLESSReality},
+	{name: "vless-reality-vision", kind: harness.VLESSRealityVision},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -70,6 +72,9 @@ func newServer(t *testing.T, su setup) *harness.Server {
 		}
 	case harness.TrojanTLS, harness.TrojanWS:
 		s.Password = "pw-" + randomHex(12)
+	case harness.VLESSReality, harness.VLESSRealityVision:
+		s.UUID = randomUUID()
+		newReality(t, s)
 	default:
 		s.UUID = randomUUID()
 	}

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
+)
+
+var (
+	realityS = setup{name: "vless-reality", kind: harness.VLESSReality}
+	visionS  = setup{name: "vless-reality-vision", kind: harness.VLESSRealityVision}
+)
+
+// newReality gives s a fresh key pair and short id, and starts the TLS
+// site whose handshake the REALITY server borrows.
+func newReality(t *testing.T, s *harness.Server) {
+	t.Helper()
+	keys, err := harness.NewRealityKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	site, err := harness.StartTLSSite(s.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Close() })
+	s.Reality, s.ShortID, s.Site = keys, randomHex(4), site
+}
+
+// TestRealityRefused: a client with the wrong public key or short id, or
+// pointed at a plain TLS site, is refused in the TLS handshake (the SOCKS
+// client gets a failure, skiff's log says why), and the site never gets an
+// application byte: nothing is proxied through a server that did not
+// prove the REALITY key.
+func TestRealityRefused(t *testing.T) {
+	skipIfSingBoxClient(t)
+	for _, su := range []setup{realityS, visionS} {
+		for _, tc := range []struct {
+			name  string
+			wrong func(*harness.Server)
+		}{
+			{"public-key", func(s *harness.Server) {
+				k, err := harness.NewRealityKeys()
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Reality.Public = k.Public
+			}},
+			{"short-id", func(s *harness.Server) { s.ShortID = randomHex(4) }},
+			// The link points at the site itself, which answers with its
+			// own (valid for the name) certificate.
+			{"plain-tls-site", func(s *harness.Server) { s.Port = s.Site.Port() }},
+		} {
+			t.Run(su.name+"/"+tc.name, func(t *testing.T) {
+				s := newServer(t, su)
+				proc := startServer(t, s)
+				wrong := *s
+				tc.wrong(&wrong)
+				p, proxy := startSkiff(t, &wrong, wrong.Link(wrong.Trusting()))
+				expectFailure(t, proxy, harness.TCPEcho(t), p, &wrong, failure{steps: []string{"did not prove the REALITY key"}})
+				if n := s.Site.AppBytes.Load(); n != 0 {
+					t.Fatalf("the TLS site received %d application bytes from a refused client", n)
+				}
+				if s.Site.Conns.Load() == 0 {
+					t.Fatalf("the handshake never reached the TLS site; server log:\n%s", proc.Output())
+				}
+				if strings.Contains(proc.Output(), "inbound connection to") {
+					t.Fatalf("the REALITY server proxied a connection of a refused client:\n%s", proc.Output())
+				}
+			})
+		}
+	}
+}
+
+// TestRealityInGroup: a REALITY node (with and without Vision) as the
+// fallback of a group whose primary is killed carries the new flows.
+func TestRealityInGroup(t *testing.T) {
+	skipIfSingBoxClient(t)
+	for _, su := range []setup{realityS, visionS} {
+		t.Run(su.name, func(t *testing.T) {
+			primary := newServer(t, trojT)
+			primaryProc := startServer(t, primary)
+			fallback := newServer(t, su)
+			fallbackProc := startServer(t, fallback)
+			p, proxy, err := harness.SkiffRun(t, []string{primary.Link(primary.Trusting()), fallback.Link(fallback.Trusting())})
+			t.Cleanup(func() {
+				p.Stop()
+				checkNoSecrets(t, p.Output(), primary)
+				checkNoSecrets(t, p.Output(), fallback)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testTCPEchoTo(t, proxy, harness.TCPEcho(t), 1<<20)
+			primaryProc.Kill()
+			after := harness.TCPEcho(t)
+			start := time.Now()
+			testTCPEchoTo(t, proxy, after, 4<<20)
+			t.Logf("first flow after the kill echoed through the REALITY fallback %v after the kill", time.Since(start).Round(time.Millisecond))
+			testUDPEcho(t, proxy)
+			testHTTPGet(t, proxy)
+			if !strings.Contains(fallbackProc.Output(), after) {
+				t.Fatalf("the REALITY server never saw %s:\n%s", after, fallbackProc.Output())
+			}
+		})
+	}
+}
+
+// TestFingerprints: each uTLS fingerprint carries traffic to sing-box TLS
+// servers (Trojan over TLS, VLESS over WebSocket over TLS, whose ALPN must
+// be http/1.1 only, and VMess over HTTP/2, whose ALPN must be h2).
+func TestFingerprints(t *testing.T) {
+	skipIfSingBoxClient(t)
+	for _, su := range []setup{trojT, vlessW, {name: "vmess-h2-tls", kind: harness.VMessH2}} {
+		t.Run(su.name, func(t *testing.T) {
+			s := newServer(t, su)
+			startServer(t, s)
+			for _, fp := range []string{"chrome", "firefox", "safari", "ios", "edge", "random", "randomized"} {
+				t.Run(fp, func(t *testing.T) {
+					c := *s
+					c.Fingerprint = fp
+					_, proxy := startSkiff(t, &c, c.Link(c.Trusting()))
+					testTCPEcho(t, proxy, 1<<20)
+					testHTTPGet(t, proxy)
+				})
+			}
+		})
+	}
+}
