@@ -186,7 +186,13 @@ func testTCPEchoTo(t *testing.T, proxy, echo string, size int) {
 	defer c.Close()
 	dl, _ := ctx.Deadline()
 	c.SetDeadline(dl)
+	echoOver(t, c, size, start)
+}
 
+// echoOver sends size random bytes on c, whose far end echoes them, and
+// checks that the same bytes come back.
+func echoOver(t *testing.T, c net.Conn, size int, start time.Time) {
+	t.Helper()
 	data := make([]byte, size)
 	rand.Read(data)
 	want := sha256.Sum256(data)

@@ -1,6 +1,11 @@
 package e2e
 
 import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +133,59 @@ func TestFingerprints(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVisionInnerTLS: a TLS 1.3 connection through Vision, which the
+// server and skiff switch to direct copy once the inner handshake is done
+// (the server logs it at debug level), carries 16 MiB each way intact.
+func TestVisionInnerTLS(t *testing.T) {
+	skipIfSingBoxClient(t)
+	s := newServer(t, visionS)
+	s.LogLevel = "trace"
+	proc := startServer(t, s)
+	_, proxy := startSkiff(t, s, s.Link(s.Trusting()))
+	site := tlsEcho(t, s.Cert)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	raw, err := harness.DialSOCKS(ctx, proxy, site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	tc := tls.Client(raw, &tls.Config{ServerName: "localhost", RootCAs: s.Cert.Pool, MinVersion: tls.VersionTLS13})
+	if err := tc.HandshakeContext(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dl, _ := ctx.Deadline()
+	tc.SetDeadline(dl)
+	echoOver(t, tc, 16<<20, time.Now())
+	// sing-box v1.14.1 traces each Vision block with its command (the
+	// last number): skiff's last block and the server's say 2, direct.
+	out := proc.Output()
+	if !regexp.MustCompile(`Xtls Unpadding new block \d+ \d+ padding \d+ 2`).MatchString(out) {
+		t.Errorf("skiff's blocks never switched the server to direct copy:\n%s", out)
+	}
+	if !regexp.MustCompile(`XtlsPadding \d+ \d+ 2`).MatchString(out) {
+		t.Errorf("the server never switched its direction to direct copy:\n%s", out)
+	}
+}
+
+// tlsEcho starts a TLS 1.3 echo server on loopback with cert and returns
+// its address.
+func tlsEcho(t *testing.T, cert *harness.Cert) string {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := harness.ServeTCP(func(c net.Conn) {
+		tc := tls.Server(c, &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
+		defer tc.Close()
+		io.Copy(tc, tc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv.Addr()
 }

@@ -88,6 +88,9 @@ type Server struct {
 	ShortID string
 	Site    *TLSSite
 
+	// LogLevel is the server's sing-box log level; empty: info.
+	LogLevel string
+
 	// Fingerprint is the uTLS fingerprint links ask for (fp=); empty: none
 	// (REALITY links then say chrome).
 	Fingerprint string
@@ -152,8 +155,12 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
 	}
+	level := "info"
+	if s.LogLevel != "" {
+		level = s.LogLevel
+	}
 	cfg := map[string]any{
-		"log":       map[string]any{"level": "info", "timestamp": true},
+		"log":       map[string]any{"level": level, "timestamp": true},
 		"inbounds":  []any{in},
 		"outbounds": []any{map[string]any{"type": "direct", "tag": "direct"}},
 	}

@@ -584,7 +584,13 @@ func TestNew(t *testing.T) {
 		{"plain", func(n *node.Node) {}, ""},
 		{"raw", func(n *node.Node) { n.Transport = &node.Transport{Type: "raw"} }, ""},
 		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
-		{"vision", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }, `flow "xtls-rprx-vision" is not supported yet`},
+		{"vision", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }, ""},
+		{"vision udp443", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision-udp443" }, ""},
+		{"vision without tls", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision"; n.TLS = nil }, "needs TLS or REALITY"},
+		{"vision over ws", func(n *node.Node) {
+			n.VLESS.Flow = "xtls-rprx-vision"
+			n.Transport = &node.Transport{Type: "ws"}
+		}, "runs over tcp only, not ws"},
 		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `transport "grpc" is not supported yet`},
 		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, `transport "httpupgrade"`},
 		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, ""},

@@ -1,8 +1,10 @@
 package tlsconf
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -210,3 +212,44 @@ func (wouldBlock) Timeout() bool   { return false }
 func (wouldBlock) Temporary() bool { return true }
 
 var _ net.Error = wouldBlock{}
+
+// CanDetach reports whether DetachRead and RawWrite work on this
+// connection: the engine's record buffers were found (see idle.go).
+func (c *Conn) CanDetach() bool { return c.rec.ok() }
+
+// DetachRead ends reading through TLS, for a protocol that has agreed with
+// the server to go on without the outer TLS layer (Vision's direct copy):
+// it returns what the engine holds that the caller has not read, the
+// decrypted plaintext and then the received bytes after the last record
+// (which the peer sent raw), and the socket, to read from directly from
+// then on. Read and TryRead must not be called afterwards. It needs
+// CanDetach.
+func (c *Conn) DetachRead() (buffered []byte, sock io.Reader) {
+	if c.rec.in.Len() > 0 {
+		buffered = make([]byte, c.rec.in.Len())
+		c.rec.in.Read(buffered)
+	}
+	buffered = append(buffered, c.rec.raw.Next(c.rec.raw.Len())...)
+	*c.rec.raw = bytes.Buffer{}
+	*c.rec.in = bytes.Reader{}
+	return buffered, c.sock.Conn
+}
+
+// RawWrite writes p to the socket under TLS unencrypted, in order with
+// TLS's own writes: for a protocol whose peer reads it raw from then on
+// (Vision's direct copy). Later Writes through TLS would corrupt the
+// stream.
+func (c *Conn) RawWrite(p []byte) (int, error) { return c.sock.Write(p) }
+
+// CloseRaw closes the socket without a TLS close_notify, which a peer
+// that reads the stream raw would take for data.
+func (c *Conn) CloseRaw() error { return c.sock.Conn.Close() }
+
+// CloseWrite sends close_notify and shuts down the socket's writing side,
+// as crypto/tls's CloseWrite does.
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.engine.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

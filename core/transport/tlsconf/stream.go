@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +123,8 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 		if err := uc.ApplyPreset(spec); err != nil {
 			return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
 		}
+	} else if err := fixRandomized(uc); err != nil {
+		return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
 	}
 	if r != nil {
 		if err := r.seal(uc); err != nil {
@@ -145,6 +148,7 @@ func (u *uconn) u() *utls.UConn                             { return (*utls.UCon
 func (u *uconn) Read(p []byte) (int, error)                 { return u.u().Read(p) }
 func (u *uconn) Write(p []byte) (int, error)                { return u.u().Write(p) }
 func (u *uconn) Close() error                               { return u.u().Close() }
+func (u *uconn) CloseWrite() error                          { return u.u().CloseWrite() }
 func (u *uconn) LocalAddr() net.Addr                        { return u.u().LocalAddr() }
 func (u *uconn) RemoteAddr() net.Addr                       { return u.u().RemoteAddr() }
 func (u *uconn) Handshake() error                           { return u.u().Handshake() }
@@ -165,6 +169,34 @@ func (u *uconn) stdState() tls.ConnectionState {
 		PeerCertificates:   s.PeerCertificates,
 		VerifiedChains:     s.VerifiedChains,
 	}
+}
+
+// fixRandomized builds a randomized ClientHello and drops the hybrid
+// X25519MLKEM768 group from its supported groups when it sent no key share
+// for it: a server that prefers that group (Go's does) would ask for it in
+// a HelloRetryRequest, which uTLS cannot answer for a hybrid group, and
+// the handshake would fail at random.
+func fixRandomized(uc *utls.UConn) error {
+	if err := uc.BuildHandshakeState(); err != nil {
+		return err
+	}
+	shared := false
+	var curves *utls.SupportedCurvesExtension
+	for _, e := range uc.Extensions {
+		switch e := e.(type) {
+		case *utls.KeyShareExtension:
+			for _, ks := range e.KeyShares {
+				shared = shared || ks.Group == utls.X25519MLKEM768
+			}
+		case *utls.SupportedCurvesExtension:
+			curves = e
+		}
+	}
+	if shared || curves == nil || !slices.Contains(curves.Curves, utls.X25519MLKEM768) {
+		return nil
+	}
+	curves.Curves = slices.DeleteFunc(slices.Clone(curves.Curves), func(c utls.CurveID) bool { return c == utls.X25519MLKEM768 })
+	return uc.BuildHandshakeState()
 }
 
 // checkPin checks the leaf certificate against a pinned SHA-256.
@@ -192,6 +224,9 @@ var fingerprints = map[string]utls.ClientHelloID{
 	"safari":     utls.HelloSafari_Auto,
 	"ios":        utls.HelloIOS_Auto,
 	"edge":       utls.HelloEdge_Auto,
+	"android":    utls.HelloAndroid_11_OkHttp,
+	"360":        utls.Hello360_Auto,
+	"qq":         utls.HelloQQ_Auto,
 	"randomized": utls.HelloRandomized,
 }
 
@@ -201,7 +236,7 @@ var random = []string{"chrome", "firefox", "safari", "ios", "edge"}
 
 // ErrUnknownFingerprint is returned (wrapped) for an fp that names no
 // known ClientHello.
-var ErrUnknownFingerprint = errors.New("unknown TLS fingerprint (want chrome, firefox, safari, ios, edge, random or randomized)")
+var ErrUnknownFingerprint = errors.New("unknown TLS fingerprint (want chrome, firefox, safari, ios, edge, android, 360, qq, random or randomized)")
 
 // ParseFingerprint returns the fingerprint named name (any case).
 // "random" picks one browser now.
