@@ -47,6 +47,7 @@ var setups = []setup{
 	{name: "vmess-tls-aes128gcm", kind: harness.VMessTLS, security: "aes-128-gcm"},
 	{name: "vmess-ws-tls", kind: harness.VMessWS},
 	{name: "vmess-h2-tls", kind: harness.VMessH2},
+	{name: "vless-tcp-tls-vision", kind: harness.VLESSVision},
 	{name: "vless-reality", kind: harness.VLESSReality},
 	{name: "vless-reality-vision", kind: harness.VLESSRealityVision},
 }

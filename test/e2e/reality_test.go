@@ -135,12 +135,19 @@ func TestFingerprints(t *testing.T) {
 	}
 }
 
-// TestVisionInnerTLS: a TLS 1.3 connection through Vision, which the
-// server and skiff switch to direct copy once the inner handshake is done
-// (the server logs it at debug level), carries 16 MiB each way intact.
+// TestVisionInnerTLS: a TLS 1.3 connection through Vision (over REALITY
+// and over TLS), which the server and skiff switch to direct copy once the
+// inner handshake is done (the server traces it), carries 16 MiB each way
+// intact.
 func TestVisionInnerTLS(t *testing.T) {
 	skipIfSingBoxClient(t)
-	s := newServer(t, visionS)
+	for _, su := range []setup{visionS, {name: "vless-tcp-tls-vision", kind: harness.VLESSVision}} {
+		t.Run(su.name, func(t *testing.T) { testVisionInnerTLS(t, su) })
+	}
+}
+
+func testVisionInnerTLS(t *testing.T, su setup) {
+	s := newServer(t, su)
 	s.LogLevel = "trace"
 	proc := startServer(t, s)
 	_, proxy := startSkiff(t, s, s.Link(s.Trusting()))

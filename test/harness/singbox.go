@@ -29,6 +29,7 @@ const (
 	VMessWS   Kind = "vmess-ws"   // VMess over WebSocket over TLS
 	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
 
+	VLESSVision        Kind = "vless-tcp-vision"     // VLESS over TLS over TCP with flow xtls-rprx-vision
 	VLESSReality       Kind = "vless-reality"        // VLESS over REALITY over TCP
 	VLESSRealityVision Kind = "vless-reality-vision" // the same with flow xtls-rprx-vision
 )
@@ -38,7 +39,7 @@ func (k Kind) reality() bool { return k == VLESSReality || k == VLESSRealityVisi
 
 // flow is the VLESS flow of kind k's user.
 func (k Kind) flow() string {
-	if k == VLESSRealityVision {
+	if k == VLESSRealityVision || k == VLESSVision {
 		return "xtls-rprx-vision"
 	}
 	return ""
@@ -141,7 +142,7 @@ func (s *Server) ServerConfig() ([]byte, error) {
 			in["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
-	case VLESSWS, VLESSTCP, VLESSReality, VLESSRealityVision:
+	case VLESSWS, VLESSTCP, VLESSVision, VLESSReality, VLESSRealityVision:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "flow": s.Kind.flow()}}
 	case Shadowsocks:
@@ -248,9 +249,9 @@ func (s *Server) Link(tls ClientTLS) string {
 			if s.Fingerprint == "" {
 				q.Set("fp", "chrome")
 			}
-			if f := s.Kind.flow(); f != "" {
-				q.Set("flow", f)
-			}
+		}
+		if f := s.Kind.flow(); f != "" {
+			q.Set("flow", f)
 		}
 		if s.Kind == VLESSWS {
 			q.Set("type", "ws")
