@@ -274,6 +274,19 @@ func (c *visionConn) Read(p []byte) (int, error) {
 	}
 }
 
+// TryRead returns what can be read without waiting (see
+// tlsconf.Conn.TryRead), so that the stream above hands on large chunks
+// once the blocks have ended.
+func (c *visionConn) TryRead(p []byte) (int, error) {
+	switch {
+	case len(c.out) > 0 || len(c.pending) > 0:
+		return c.Read(p) // buffered: does not wait
+	case c.raw == nil && c.dec.plain() && c.rpos == c.rend:
+		return c.tr.TryRead(p)
+	}
+	return 0, nil
+}
+
 func (c *visionConn) Close() error {
 	c.wmu.Lock()
 	direct := c.wDirect
