@@ -335,7 +335,7 @@ func (d *visionDecoder) plain() bool { return d.state == vsPlain }
 
 // idle reports whether the decoder is between blocks (EOF here is clean).
 func (d *visionDecoder) idle() bool {
-	return d.state == vsPlain || d.state == vsUUID || d.state == vsHead && d.hn == 0
+	return d.state == vsPlain || d.state == vsUUID || (d.state == vsHead || d.state == vsRespHead) && d.hn == 0
 }
 
 var errVisionHeader = errors.New("bad response header")
