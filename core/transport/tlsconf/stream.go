@@ -48,6 +48,10 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 		if s.reality, err = newRealityKey(t.Reality); err != nil {
 			return nil, err
 		}
+		if net.ParseIP(std.ServerName) != nil {
+			// An IP literal goes without SNI, which REALITY servers need.
+			return nil, errors.New("reality: sni: empty (REALITY needs the name of the site the server borrows its handshake from)")
+		}
 		if fpName == "" {
 			fpName = "chrome" // REALITY needs uTLS; the field's clients default to Chrome
 		}
