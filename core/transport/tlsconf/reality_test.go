@@ -31,7 +31,7 @@ import (
 )
 
 // rawHello dials a listener that reads the first TLS record with s and
-// returns the record.
+// returns the record. The handshake fails (the listener answers nothing).
 func rawHello(t *testing.T, s *Stream) []byte {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -60,7 +60,9 @@ func rawHello(t *testing.T, s *Stream) []byte {
 	defer raw.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.Client(ctx, raw)
+	if _, err := s.Client(ctx, raw); err == nil {
+		t.Fatal("handshake with a mute listener succeeded")
+	}
 	return <-got
 }
 

@@ -129,47 +129,11 @@ func specHello(t *testing.T, id utls.ClientHelloID) *clientHello {
 	return &h
 }
 
-// captureHello dials a listener that reads the first TLS record and
-// returns what it parsed. The handshake fails (the listener answers
-// nothing); only the ClientHello matters.
+// captureHello dials a listener that reads the first TLS record with s
+// and returns what it parsed of the ClientHello.
 func captureHello(t *testing.T, s *Stream) *clientHello {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	got := make(chan []byte, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			got <- nil
-			return
-		}
-		defer c.Close()
-		hdr := make([]byte, 5)
-		if _, err := io.ReadFull(c, hdr); err != nil {
-			got <- nil
-			return
-		}
-		rec := make([]byte, binary.BigEndian.Uint16(hdr[3:]))
-		if _, err := io.ReadFull(c, rec); err != nil {
-			got <- nil
-			return
-		}
-		got <- append(hdr, rec...)
-	}()
-	raw, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := s.Client(ctx, raw); err == nil {
-		t.Fatal("handshake with a mute listener succeeded")
-	}
-	h, err := parseClientHello(<-got)
+	h, err := parseClientHello(rawHello(t, s))
 	if err != nil {
 		t.Fatal(err)
 	}
