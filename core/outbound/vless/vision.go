@@ -189,6 +189,7 @@ func (c *visionConn) Write(p []byte) (int, error) {
 	if cmd != visionContinue {
 		c.wPadding = false
 		c.wDirect = cmd == visionDirect
+		c.wbuf = nil
 	}
 	return len(p), nil
 }
@@ -231,6 +232,7 @@ func (c *visionConn) Read(p []byte) (int, error) {
 		case c.raw != nil:
 			return c.raw.Read(p)
 		case c.dec.plain() && c.rpos == c.rend:
+			c.rbuf, c.obuf = nil, nil // the blocks are over: hold no buffer of ours
 			return c.tr.Read(p)
 		}
 		if c.rpos == c.rend {
