@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
 	"crypto/tls"
 	"io"
 	"net"
@@ -195,4 +199,60 @@ func tlsEcho(t *testing.T, cert *harness.Cert) string {
 	}
 	t.Cleanup(func() { srv.Close() })
 	return srv.Addr()
+}
+
+// TestVisionConcurrentStreams: 32 streams of 1 MiB at once through Vision,
+// whose first writes are large: each block must start a TLS record (the
+// server judges a block's end at a record's end), or streams stall.
+func TestVisionConcurrentStreams(t *testing.T) {
+	for _, su := range []setup{visionS, {name: "vless-tcp-tls-vision", kind: harness.VLESSVision}} {
+		t.Run(su.name, func(t *testing.T) {
+			s := newServer(t, su)
+			startServer(t, s)
+			proxy := startClient(t, s)
+			echo := harness.TCPEcho(t)
+			errs := make(chan error, 32)
+			for range 32 {
+				go func() { errs <- echoOnce(proxy, echo, 1<<20) }()
+			}
+			for range 32 {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// echoOnce sends size random bytes through proxy to echo and checks that
+// they come back; for many at once (errors, not t.Fatal, off the test
+// goroutine).
+func echoOnce(proxy, echo string, size int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := harness.DialSOCKS(ctx, proxy, echo)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	c.SetDeadline(dl)
+	data := make([]byte, size)
+	rand.Read(data)
+	werr := make(chan error, 1)
+	go func() {
+		_, err := c.Write(data)
+		werr <- err
+	}()
+	back := make([]byte, size)
+	if _, err := io.ReadFull(c, back); err != nil {
+		return fmt.Errorf("echo: %w", err)
+	}
+	if err := <-werr; err != nil {
+		return err
+	}
+	if !bytes.Equal(back, data) {
+		return errors.New("echo: bytes differ")
+	}
+	return nil
 }

@@ -157,7 +157,10 @@ func (c *visionConn) Write(p []byte) (int, error) {
 	body := p[hdr:]
 	out := append(c.wbuf[:0], p[:hdr]...)
 	cmd := byte(0)
-	if len(body) > 0 {
+	var err error
+	if len(body) == 0 {
+		_, err = c.tr.Write(out)
+	} else {
 		c.st.inspect(body)
 		isTLS, tls12up, xtls, left := c.st.get()
 		switch {
@@ -169,7 +172,10 @@ func (c *visionConn) Write(p []byte) (int, error) {
 		case !tls12up && left <= 1:
 			cmd = visionEnd
 		}
-		for len(body) > 0 {
+		// One Write per block: TLS starts a record at each Write, so a
+		// block's header is never cut across records, which the field's
+		// servers need (they judge a block's end at each record's end).
+		for len(body) > 0 && err == nil {
 			n := min(len(body), visionMaxContent)
 			b := visionContinue
 			if n == len(body) {
@@ -177,9 +183,10 @@ func (c *visionConn) Write(p []byte) (int, error) {
 			}
 			out = c.appendBlock(out, body[:n], b, isTLS)
 			body = body[n:]
+			_, err = c.tr.Write(out)
+			out = out[:0]
 		}
 	}
-	_, err := c.tr.Write(out)
 	if cap(out) <= 4*visionMaxBlock {
 		c.wbuf = out[:0]
 	}
