@@ -312,3 +312,53 @@ func FuzzReadXUDP(f *testing.F) {
 		}
 	})
 }
+
+// TestVisionBlocksStartRecords: a large write during padding goes as
+// several blocks, each starting a TLS record (after the request header in
+// the first), so that no block header is cut across records.
+func TestVisionBlocksStartRecords(t *testing.T) {
+	recs := make(chan [][]byte, 1)
+	c := visionPair(t, func(s *tls.Conn) {
+		var rs [][]byte
+		for {
+			b := make([]byte, 64<<10)
+			n, err := s.Read(b) // one record's plaintext per Read
+			if n > 0 {
+				rs = append(rs, b[:n])
+			}
+			if err != nil {
+				recs <- rs
+				return
+			}
+		}
+	})
+	body := bytes.Repeat([]byte("0123456789abcdef"), 2<<10) // 32 KiB: four blocks
+	if _, err := c.Write(append([]byte("HDR"), body...)); err != nil {
+		t.Fatal(err)
+	}
+	c.tr.CloseWrite()
+	rs := <-recs
+	starts := map[int]bool{}
+	stream := []byte{}
+	for _, r := range rs {
+		starts[len(stream)] = true
+		stream = append(stream, r...)
+	}
+	at, blocks := 3+16, 0
+	var content []byte
+	for at < len(stream) {
+		if at != 3+16 && !starts[at] {
+			t.Fatalf("block %d starts at %d, inside a record", blocks, at)
+		}
+		cmd, cl, pl := stream[at], int(binary.BigEndian.Uint16(stream[at+1:])), int(binary.BigEndian.Uint16(stream[at+3:]))
+		content = append(content, stream[at+5:at+5+cl]...)
+		at += 5 + cl + pl
+		blocks++
+		if cmd != visionContinue {
+			break
+		}
+	}
+	if blocks != 5 || !bytes.Equal(content, body) {
+		t.Fatalf("%d blocks, %d content bytes", blocks, len(content))
+	}
+}
