@@ -146,7 +146,6 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 	// the public handshake state): drop them, for forward secrecy and
 	// memory (the ML-KEM one is about 10 KiB).
 	uc.HandshakeState.State13.KeyShareKeys = nil
-	uc.HandshakeState.State13.EcdheKey = nil //nolint:staticcheck // the deprecated copy, if uTLS set it
 	return c, nil
 }
 
