@@ -11,6 +11,7 @@ require (
 	github.com/nicksnyder/go-i18n/v2 v2.5.1
 	github.com/oschwald/maxminddb-golang/v2 v2.1.1
 	github.com/quic-go/quic-go v0.65.0
+	github.com/refraction-networking/utls v1.8.2
 	github.com/vishvananda/netlink v1.3.1
 	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
@@ -26,6 +27,7 @@ require (
 require (
 	fyne.io/systray v1.11.1-0.20250603113521-ca66a66d8b58 // indirect
 	github.com/BurntSushi/toml v1.5.0 // indirect
+	github.com/andybalholm/brotli v1.0.6 // indirect
 	github.com/fredbi/uri v1.1.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/fyne-io/gl-js v0.2.0 // indirect
@@ -42,6 +44,7 @@ require (
 	github.com/hack-pad/safejs v0.1.0 // indirect
 	github.com/jeandeaual/go-locale v0.0.0-20250612000132-0ef82f21eade // indirect
 	github.com/jsummers/gobmp v0.0.0-20230614200233-a9de23ed2e25 // indirect
+	github.com/klauspost/compress v1.17.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
 	github.com/kr/text v0.2.0 // indirect
 	github.com/nfnt/resize v0.0.0-20180221191011-83c6a9932646 // indirect

@@ -56,8 +56,8 @@ func TestParseURIList(t *testing.T) {
 	if got := warnLines(res); !reflect.DeepEqual(got, wantWarn) {
 		t.Errorf("warning lines %v, want %v (%v)", got, wantWarn, res.Warnings)
 	}
-	if res.Unsupported() != 1 { // REALITY
-		t.Errorf("unsupported %d, want 1", res.Unsupported())
+	if res.Unsupported() != 0 { // REALITY with Vision is supported
+		t.Errorf("unsupported %d, want 0", res.Unsupported())
 	}
 	for _, w := range res.Warnings {
 		if strings.Contains(w.Reason, "c29tZXRo") {
@@ -254,8 +254,8 @@ func TestParseClash(t *testing.T) {
 	if r := res.Nodes[2].TLS.Reality; r == nil || r.ShortID != "6ba85179e30d4fc2" {
 		t.Errorf("reality: %+v", r)
 	}
-	if ok, why := protocol.Supported(res.Nodes[2]); ok || !strings.Contains(why, "flow") {
-		t.Errorf("reality node supported=%v %q", ok, why)
+	if ok, why := protocol.Supported(res.Nodes[2]); !ok {
+		t.Errorf("reality+vision node not supported: %q", why)
 	}
 	if g := res.Nodes[3].Transport; g == nil || g.Type != node.TransportGRPC || g.ServiceName != "gun" {
 		t.Errorf("vmess grpc: %+v", g)

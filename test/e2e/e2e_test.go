@@ -53,6 +53,9 @@ var setups = []setup{
 	{name: "tuic-quic", kind: harness.TUIC, udpMode: "quic"},
 	{name: "tuic-0rtt", kind: harness.TUIC, zeroRTT: true},
 	{name: "anytls", kind: harness.AnyTLS},
+	{name: "vless-tcp-tls-vision", kind: harness.VLESSVision},
+	{name: "vless-reality", kind: harness.VLESSReality},
+	{name: "vless-reality-vision", kind: harness.VLESSRealityVision},
 }
 
 // newServer describes a server of kind with fresh secrets, certificate and
@@ -79,6 +82,9 @@ func newServer(t *testing.T, su setup) *harness.Server {
 	case harness.TUIC:
 		s.UUID, s.Password = randomUUID(), "pw-"+randomHex(12)
 		s.UDPRelayMode, s.ZeroRTT = su.udpMode, su.zeroRTT
+	case harness.VLESSReality, harness.VLESSRealityVision:
+		s.UUID = randomUUID()
+		newReality(t, s)
 	default:
 		s.UUID = randomUUID()
 	}
@@ -190,7 +196,13 @@ func testTCPEchoTo(t *testing.T, proxy, echo string, size int) {
 	defer c.Close()
 	dl, _ := ctx.Deadline()
 	c.SetDeadline(dl)
+	echoOver(t, c, size, start)
+}
 
+// echoOver sends size random bytes on c, whose far end echoes them, and
+// checks that the same bytes come back.
+func echoOver(t *testing.T, c net.Conn, size int, start time.Time) {
+	t.Helper()
 	data := make([]byte, size)
 	rand.Read(data)
 	want := sha256.Sum256(data)

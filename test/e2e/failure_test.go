@@ -117,7 +117,7 @@ func TestWrongCredentials(t *testing.T) {
 		p, proxy := startSkiff(t, &wrong, wrong.Link(wrong.Trusting()))
 		expectFailure(t, proxy, harness.TCPEcho(t), p, s, failure{steps: []string{"auth"}})
 	})
-	for _, su := range []setup{vlessW, vlessT} {
+	for _, su := range []setup{vlessW, vlessT, realityS, visionS} {
 		t.Run(su.name+"-uuid", func(t *testing.T) {
 			s := newServer(t, su)
 			startServer(t, s)

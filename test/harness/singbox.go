@@ -30,7 +30,22 @@ const (
 	VMessH2   Kind = "vmess-h2"   // VMess over HTTP/2 (the V2Ray http transport) over TLS
 	TUIC      Kind = "tuic"       // TUIC v5 over QUIC
 	AnyTLS    Kind = "anytls"     // AnyTLS over TLS over TCP
+
+	VLESSVision        Kind = "vless-tcp-vision"     // VLESS over TLS over TCP with flow xtls-rprx-vision
+	VLESSReality       Kind = "vless-reality"        // VLESS over REALITY over TCP
+	VLESSRealityVision Kind = "vless-reality-vision" // the same with flow xtls-rprx-vision
 )
+
+// reality reports whether servers of kind k run REALITY.
+func (k Kind) reality() bool { return k == VLESSReality || k == VLESSRealityVision }
+
+// flow is the VLESS flow of kind k's user.
+func (k Kind) flow() string {
+	if k == VLESSRealityVision || k == VLESSVision {
+		return "xtls-rprx-vision"
+	}
+	return ""
+}
 
 // usesWS reports whether servers of kind k run over WebSocket.
 func (k Kind) usesWS() bool { return k == VLESSWS || k == TrojanWS || k == VMessWS }
@@ -75,6 +90,18 @@ type Server struct {
 	// (the server accepts 0-RTT when ZeroRTT is set).
 	UDPRelayMode string
 	ZeroRTT      bool
+	// REALITY: the key pair, the short id (hex), and the TLS site whose
+	// handshake the server borrows (the caller starts and stops it).
+	Reality RealityKeys
+	ShortID string
+	Site    *TLSSite
+
+	// LogLevel is the server's sing-box log level; empty: info.
+	LogLevel string
+
+	// Fingerprint is the uTLS fingerprint links ask for (fp=); empty: none
+	// (REALITY links then say chrome).
+	Fingerprint string
 }
 
 // Name returns the server's name, the fragment of its links.
@@ -107,6 +134,9 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	if s.Kind.usesWS() {
 		in["transport"] = s.wsTransport()
 	}
+	if s.Kind.reality() {
+		s.realityTLS(tls)
+	}
 	if s.Kind == VMessH2 {
 		in["transport"] = map[string]any{"type": "http", "path": "/h2"}
 		tls["alpn"] = []string{"h2"}
@@ -127,9 +157,9 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	case AnyTLS:
 		in["type"] = "anytls"
 		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
-	case VLESSWS, VLESSTCP:
+	case VLESSWS, VLESSTCP, VLESSVision, VLESSReality, VLESSRealityVision:
 		in["type"] = "vless"
-		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID}}
+		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "flow": s.Kind.flow()}}
 	case Shadowsocks:
 		s.ssInbound(in)
 	case TrojanTLS, TrojanWS:
@@ -141,8 +171,12 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("harness: unknown server kind %q", s.Kind)
 	}
+	level := "info"
+	if s.LogLevel != "" {
+		level = s.LogLevel
+	}
 	cfg := map[string]any{
-		"log":       map[string]any{"level": "info", "timestamp": true},
+		"log":       map[string]any{"level": level, "timestamp": true},
 		"inbounds":  []any{in},
 		"outbounds": []any{map[string]any{"type": "direct", "tag": "direct"}},
 	}
@@ -221,6 +255,9 @@ func (s *Server) Link(tls ClientTLS) string {
 		return s.vmessLink(tls)
 	case TrojanTLS, TrojanWS:
 		q.Set("security", "tls")
+		if s.Fingerprint != "" {
+			q.Set("fp", s.Fingerprint)
+		}
 		if tls.Insecure {
 			q.Set("allowInsecure", "1")
 		}
@@ -241,6 +278,21 @@ func (s *Server) Link(tls ClientTLS) string {
 		q.Set("security", "tls")
 		if tls.Insecure {
 			q.Set("allowInsecure", "1")
+		}
+		if s.Fingerprint != "" {
+			q.Set("fp", s.Fingerprint)
+		}
+		if s.Kind.reality() {
+			q.Set("security", "reality")
+			q.Del("allowInsecure")
+			q.Set("pbk", s.Reality.Public)
+			q.Set("sid", s.ShortID)
+			if s.Fingerprint == "" {
+				q.Set("fp", "chrome")
+			}
+		}
+		if f := s.Kind.flow(); f != "" {
+			q.Set("flow", f)
 		}
 		if s.Kind == VLESSWS {
 			q.Set("type", "ws")
@@ -269,6 +321,9 @@ func (s *Server) vmessLink(t ClientTLS) string {
 		"aid": "0", "scy": s.security(), "net": "tcp", "type": "none"}
 	if s.Kind != VMessTCP {
 		j["tls"], j["sni"] = "tls", "localhost"
+		if s.Fingerprint != "" {
+			j["fp"] = s.Fingerprint
+		}
 		if t.Insecure {
 			j["allowInsecure"] = "1"
 		}
@@ -342,6 +397,14 @@ func (s *Server) ClientOutbound() map[string]any {
 	default:
 		out["type"] = "vless"
 		out["uuid"] = s.UUID
+		if f := s.Kind.flow(); f != "" {
+			out["flow"] = f
+		}
+	}
+	if s.Kind.reality() {
+		delete(tls, "certificate_path")
+		tls["utls"] = map[string]any{"enabled": true, "fingerprint": "chrome"}
+		tls["reality"] = map[string]any{"enabled": true, "public_key": s.Reality.Public, "short_id": s.ShortID}
 	}
 	return out
 }

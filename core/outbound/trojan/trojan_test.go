@@ -350,7 +350,7 @@ func TestNew(t *testing.T) {
 		want string
 	}{
 		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }, `transport "grpc" is not supported yet`},
-		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "x"} }, "REALITY is not supported yet"},
+		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "x"} }, "reality: public key"},
 		{"empty password", func(n *node.Node) { n.Trojan.Password = "" }, "empty password"},
 		{"bad pin", func(n *node.Node) { n.TLS.PinSHA256 = "zz" }, "pinSHA256"},
 	} {

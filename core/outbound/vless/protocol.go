@@ -15,6 +15,7 @@ import (
 const (
 	cmdTCP byte = 1
 	cmdUDP byte = 2
+	cmdMux byte = 3 // Mux.Cool; here XUDP (xudp.go); no address follows
 )
 
 // Address types of a VLESS request.
@@ -65,7 +66,7 @@ func ParseUUID(s string) (UUID, error) {
 
 // appendRequest appends a VLESS request header for cmd toward dst: version
 // 0, the user id, the addons (protobuf field 1, flow, when flow is set), the
-// command, the port (big-endian) and the address.
+// command, and (except for Mux) the port (big-endian) and the address.
 func appendRequest(b []byte, id *UUID, flowName string, cmd byte, dst flow.Addr) ([]byte, error) {
 	b = append(b, 0)
 	b = append(b, id[:]...)
@@ -80,6 +81,9 @@ func appendRequest(b []byte, id *UUID, flowName string, cmd byte, dst flow.Addr)
 		b = append(b, flowName...)
 	}
 	b = append(b, cmd)
+	if cmd == cmdMux {
+		return b, nil
+	}
 	b = binary.BigEndian.AppendUint16(b, dst.Port)
 	b, err := dst.AppendHost(b, flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6})
 	if err != nil {

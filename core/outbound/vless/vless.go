@@ -1,11 +1,12 @@
 // Package vless is the VLESS client: one stream to the server per flow (TCP)
-// or per UDP destination, over plain TCP, TLS, WebSocket over TLS or HTTP/2
-// (transport/stack), with
+// or per UDP destination, over plain TCP, TLS (Go's or a uTLS fingerprint),
+// REALITY, WebSocket over TLS or HTTP/2 (transport/stack), with
 // the request header sent together with the flow's first bytes so that it
 // rides in WebSocket early data when the node allows it.
 //
-// Not supported yet, each reported by New: the flow xtls-rprx-vision,
-// REALITY, and the grpc and httpupgrade transports.
+// The flow xtls-rprx-vision (vision.go) runs over TLS or REALITY on TCP.
+// Not supported yet, each reported by New: the grpc and httpupgrade
+// transports.
 package vless
 
 import (
@@ -21,15 +22,22 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/stack"
+	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 )
+
+// flowVision is the Vision flow's name (vision.go).
+const flowVision = "xtls-rprx-vision"
 
 // Client is a VLESS outbound through one server. It keeps no connection
 // across flows; Close closes the flows it handed out.
 type Client struct {
 	addr  string // server:port, for dialing and for errors
 	id    UUID
-	flow  string
+	flow  string       // sent in the request
 	stack *stack.Stack // TCP, TLS, WebSocket
+
+	vision bool // flow xtls-rprx-vision (vision.go)
+	udp443 bool // …-udp443: UDP to port 443 allowed
 
 	flows outbound.Flows
 }
@@ -51,10 +59,17 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (server %s)", err, addr)
 	}
+	var vision, udp443 bool
 	switch o.Flow {
 	case "":
-	case "xtls-rprx-vision", "xtls-rprx-vision-udp443":
-		return nil, fmt.Errorf("vless: %s: flow %q is not supported yet", addr, o.Flow)
+	case flowVision, flowVision + "-udp443":
+		vision, udp443 = true, o.Flow != flowVision
+		if n.TLS == nil {
+			return nil, fmt.Errorf("vless: %s: flow %s needs TLS or REALITY", addr, flowVision)
+		}
+		if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP && t.Type != "raw" {
+			return nil, fmt.Errorf("vless: %s: flow %s runs over tcp only, not %s", addr, flowVision, t.Type)
+		}
 	default:
 		return nil, fmt.Errorf("vless: %s: unknown flow %q", addr, o.Flow)
 	}
@@ -65,7 +80,11 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{addr: addr, id: id, flow: o.Flow, stack: st}, nil
+	c := &Client{addr: addr, id: id, stack: st, vision: vision, udp443: udp443}
+	if vision {
+		c.flow = flowVision // the -udp443 suffix is the client's own
+	}
+	return c, nil
 }
 
 // DialContext opens a stream to dst through the server. It returns once the
@@ -80,13 +99,25 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 
 // dialStream opens one VLESS stream for cmd toward dst and tracks it.
 func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqconn.Conn, error) {
-	req, err := appendRequest(make([]byte, 0, 64), &c.id, c.flow, cmd, dst)
+	flowName := c.flow
+	if cmd == cmdUDP {
+		flowName = ""
+	}
+	req, err := appendRequest(make([]byte, 0, 64), &c.id, flowName, cmd, dst)
 	if err != nil {
 		return nil, fmt.Errorf("%w (server %s)", err, c.addr)
 	}
 	tr, err := c.stack.Dial(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.vision && cmd != cmdUDP {
+		tc, ok := tr.(*tlsconf.Conn)
+		if !ok {
+			tr.Close()
+			return nil, fmt.Errorf("vless: %s: flow %s: the transport is not TLS", c.addr, flowVision)
+		}
+		tr = newVisionConn(tc, c.id, len(req))
 	}
 	var vc *reqconn.Conn
 	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.untrack(vc) })
@@ -100,8 +131,23 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 // ListenPacket opens a UDP session whose first destination is dst. The
 // stream to dst is dialed before ListenPacket returns (so an unreachable
 // server is reported here); streams to other destinations are dialed on
-// their first WriteTo.
+// their first WriteTo. Under Vision the whole session is one XUDP stream
+// (xudp.go).
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	if c.vision {
+		if err := c.checkUDP(dst); err != nil {
+			return nil, err
+		}
+		pc, err := c.listenXUDP(ctx, dst)
+		if err != nil {
+			return nil, err
+		}
+		if !c.track(pc) {
+			pc.Close()
+			return nil, fmt.Errorf("vless: %s: client closed", c.addr)
+		}
+		return pc, nil
+	}
 	pc := newPacketConn(c, ctx)
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
@@ -111,6 +157,16 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, err
 	}
 	return pc, nil
+}
+
+// checkUDP refuses UDP to port 443 under Vision, unless the flow is
+// …-udp443: as in Xray, QUIC would bypass Vision, and browsers fall back
+// to TCP.
+func (c *Client) checkUDP(dst flow.Addr) error {
+	if c.vision && dst.Port == 443 && !c.udp443 {
+		return fmt.Errorf("vless: %s: flow %s refuses UDP to port 443 (flow %s-udp443 allows it)", c.addr, flowVision, flowVision)
+	}
+	return nil
 }
 
 // Close closes every stream and packet session the client handed out.

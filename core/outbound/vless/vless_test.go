@@ -584,12 +584,21 @@ func TestNew(t *testing.T) {
 		{"plain", func(n *node.Node) {}, ""},
 		{"raw", func(n *node.Node) { n.Transport = &node.Transport{Type: "raw"} }, ""},
 		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
-		{"vision", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }, `flow "xtls-rprx-vision" is not supported yet`},
+		{"vision", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }, ""},
+		{"vision udp443", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision-udp443" }, ""},
+		{"vision without tls", func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision"; n.TLS = nil }, "needs TLS or REALITY"},
+		{"vision over ws", func(n *node.Node) {
+			n.VLESS.Flow = "xtls-rprx-vision"
+			n.Transport = &node.Transport{Type: "ws"}
+		}, "runs over tcp only, not ws"},
 		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `transport "grpc" is not supported yet`},
 		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, `transport "httpupgrade"`},
 		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, ""},
 		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "h2 without TLS"},
-		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "REALITY is not supported yet"},
+		{"reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: "jNXHt1yRo0vDuchQlIP6Z0ZvjT3KtzVI-T4E7RoLJS0", ShortID: "01"}
+		}, ""},
+		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "reality: public key"},
 		{"encryption", func(n *node.Node) { n.VLESS.Encryption = "aes-128-gcm" }, "encryption"},
 		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
 		{"bad uuid", func(n *node.Node) { n.VLESS.UUID = "b831381d-6324-4d53-ad4f-8cda48b3081z" }, "vless: uuid"},

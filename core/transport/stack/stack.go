@@ -8,7 +8,6 @@ package stack
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -27,15 +26,15 @@ type Stack struct {
 	proto  string // protocol name, the prefix of errors
 	addr   string // server:port
 	dialer outbound.Dialer
-	tls    *tls.Config // nil: no TLS
-	ws     *ws.Config  // nil: no WebSocket
-	h2     *h2.Client  // nil: no HTTP/2
+	tls    *tlsconf.Stream // nil: no TLS
+	ws     *ws.Config      // nil: no WebSocket
+	h2     *h2.Client      // nil: no HTTP/2
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
 // "trojan: 127.0.0.1:443: …"). It supports plain TCP and WebSocket, with
-// or without TLS; REALITY and the other transports are refused with their
-// names. d nil means a zero outbound.SystemDialer.
+// or without TLS (crypto/tls, a uTLS fingerprint, or REALITY), and HTTP/2;
+// the other transports are refused with their names. d nil means a zero outbound.SystemDialer.
 func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	addr := n.Address()
 	if d == nil {
@@ -71,11 +70,11 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		return nil, fmt.Errorf("%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
 	}
 	if n.TLS != nil {
-		if n.TLS.Reality != nil {
-			return nil, fmt.Errorf("%s: %s: REALITY is not supported yet", proto, addr)
+		if n.TLS.Reality != nil && typ == node.TransportWS {
+			return nil, fmt.Errorf("%s: %s: REALITY over WebSocket is not supported (REALITY carries tcp or h2)", proto, addr)
 		}
 		var err error
-		s.tls, err = tlsconf.New(n.TLS, n.Server, alpn...)
+		s.tls, err = tlsconf.NewStream(n.TLS, n.Server, alpn...)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
@@ -83,7 +82,7 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	if typ == node.TransportH2 {
 		host := t.Host
 		if host == "" {
-			host = s.tls.ServerName // the SNI, else the server
+			host = s.tls.ServerName() // the SNI, else the server
 		}
 		if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
 			host = "[" + host + "]"
@@ -138,8 +137,8 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 	}
 	conn := raw
 	if s.tls != nil {
-		tc := tlsconf.Client(raw, s.tls)
-		if err := tc.HandshakeContext(ctx); err != nil {
+		tc, err := s.tls.Client(ctx, raw)
+		if err != nil {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
 		}

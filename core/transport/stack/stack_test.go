@@ -30,6 +30,9 @@ func TestWSHost(t *testing.T) {
 	}
 }
 
+// realityPub is an X25519 public key in the form links carry.
+const realityPub = "jNXHt1yRo0vDuchQlIP6Z0ZvjT3KtzVI-T4E7RoLJS0"
+
 func TestNew(t *testing.T) {
 	base := func() *node.Node {
 		return &node.Node{Server: "s.example", Port: 443, TLS: &node.TLS{}}
@@ -45,7 +48,14 @@ func TestNew(t *testing.T) {
 		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
 		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `p: s.example:443: transport "grpc" is not supported yet`},
 		{"http header", func(n *node.Node) { n.Transport = &node.Transport{Type: "tcp", HeaderType: "http"} }, `tcp header type "http"`},
-		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "REALITY is not supported yet"},
+		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: realityPub, ShortID: "ab"} }, ""},
+		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "reality: public key"},
+		{"reality over ws", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
+			n.Transport = &node.Transport{Type: "ws"}
+		}, "REALITY over WebSocket"},
+		{"fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "firefox" }, ""},
+		{"unknown fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "netscape" }, `fp "netscape": unknown TLS fingerprint`},
 		{"multiplex", func(n *node.Node) { n.Multiplex = "smux" }, `multiplex "smux" is not supported yet`},
 		{"bad ed", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=lots"} }, "bad ed"},
 		{"bad pin", func(n *node.Node) { n.TLS.PinSHA256 = "12" }, "pinSHA256"},
@@ -68,11 +78,11 @@ func TestNew(t *testing.T) {
 			if s.TLS() != (n.TLS != nil) {
 				t.Errorf("TLS layer %v", s.TLS())
 			}
-			if tc.name == "ws" && (s.tls.NextProtos[0] != "http/1.1" || s.ws.MaxEarlyData != 2560 || s.ws.Path != "/x") {
-				t.Fatalf("ws: alpn %v, %+v", s.tls.NextProtos, s.ws)
+			if tc.name == "ws" && (s.tls.NextProtos()[0] != "http/1.1" || s.ws.MaxEarlyData != 2560 || s.ws.Path != "/x") {
+				t.Fatalf("ws: alpn %v, %+v", s.tls.NextProtos(), s.ws)
 			}
-			if tc.name == "h2" && (s.tls.NextProtos[0] != "h2" || s.h2 == nil || s.h2.Host() != "s.example") {
-				t.Fatalf("h2: alpn %v", s.tls.NextProtos)
+			if tc.name == "h2" && (s.tls.NextProtos()[0] != "h2" || s.h2 == nil || s.h2.Host() != "s.example") {
+				t.Fatalf("h2: alpn %v", s.tls.NextProtos())
 			}
 			s.Close()
 		})

@@ -1,14 +1,18 @@
 package tlsconf
 
 import (
+	"bytes"
+	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Conn is a crypto/tls client connection tuned for relaying bulk data. It
+// Conn is a TLS client connection tuned for relaying bulk data: crypto/tls,
+// or uTLS when the node names a ClientHello fingerprint (Stream). It
 // changes two things about the socket under TLS:
 //
 //   - A Write of more than one record's worth (16 KiB) is cut by crypto/tls
@@ -23,9 +27,10 @@ import (
 //     (16 KiB) per call: fewer writes downstream.
 //   - While no data is in flight, it holds no record buffer: see idle.go.
 //
-// Close and the rest are crypto/tls's.
+// Close and the rest are the TLS engine's.
 type Conn struct {
-	*tls.Conn
+	engine
+	rec  records // the engine's record buffers (idle.go)
 	sock *sockConn
 	wm   sync.Mutex // one batch at a time
 
@@ -42,18 +47,38 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if c.handshook && len(p) > 0 {
 		c.waitQuiet()
 	}
-	n, err := c.Conn.Read(p)
+	n, err := c.engine.Read(p)
 	if err == nil {
 		c.handshook = true
 	}
 	return n, err
 }
 
-// Client wraps raw in TLS with cfg. The handshake runs on the first Read or
-// Write, or by HandshakeContext.
+// engine is the TLS implementation under Conn: *tls.Conn or *utls.UConn.
+type engine interface {
+	net.Conn
+	Handshake() error
+	HandshakeContext(context.Context) error
+}
+
+// Client wraps raw in crypto/tls with cfg. The handshake runs on the first
+// Read or Write, or by HandshakeContext.
 func Client(raw net.Conn, cfg *tls.Config) *Conn {
 	s := newSockConn(raw)
-	return &Conn{Conn: tls.Client(s, cfg), sock: s}
+	tc := tls.Client(s, cfg)
+	return &Conn{engine: tc, rec: stdRecords(tc), sock: s}
+}
+
+// ConnectionState returns the engine's connection state in crypto/tls's
+// terms (uTLS's has the same fields).
+func (c *Conn) ConnectionState() tls.ConnectionState {
+	switch e := c.engine.(type) {
+	case *tls.Conn:
+		return e.ConnectionState()
+	case interface{ stdState() tls.ConnectionState }:
+		return e.stdState()
+	}
+	return tls.ConnectionState{}
 }
 
 // minBatch is the largest Write that goes straight through: crypto/tls
@@ -65,12 +90,12 @@ const minBatch = 1 << 10
 // writes go straight through.
 func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) <= minBatch {
-		return c.Conn.Write(p)
+		return c.engine.Write(p)
 	}
 	c.wm.Lock()
 	defer c.wm.Unlock()
 	c.sock.begin()
-	n, err := c.Conn.Write(p)
+	n, err := c.engine.Write(p)
 	if ferr := c.sock.flush(); err == nil && ferr != nil {
 		return 0, ferr
 	}
@@ -88,7 +113,7 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.sock.noWait.Store(true)
-	n, err := c.Conn.Read(p)
+	n, err := c.engine.Read(p)
 	c.sock.noWait.Store(false)
 	if _, ok := err.(wouldBlock); ok {
 		err = nil
@@ -187,3 +212,44 @@ func (wouldBlock) Timeout() bool   { return false }
 func (wouldBlock) Temporary() bool { return true }
 
 var _ net.Error = wouldBlock{}
+
+// CanDetach reports whether DetachRead and RawWrite work on this
+// connection: the engine's record buffers were found (see idle.go).
+func (c *Conn) CanDetach() bool { return c.rec.ok() }
+
+// DetachRead ends reading through TLS, for a protocol that has agreed with
+// the server to go on without the outer TLS layer (Vision's direct copy):
+// it returns what the engine holds that the caller has not read, the
+// decrypted plaintext and then the received bytes after the last record
+// (which the peer sent raw), and the socket, to read from directly from
+// then on. Read and TryRead must not be called afterwards. It needs
+// CanDetach.
+func (c *Conn) DetachRead() (buffered []byte, sock io.Reader) {
+	if c.rec.in.Len() > 0 {
+		buffered = make([]byte, c.rec.in.Len())
+		c.rec.in.Read(buffered)
+	}
+	buffered = append(buffered, c.rec.raw.Next(c.rec.raw.Len())...)
+	*c.rec.raw = bytes.Buffer{}
+	*c.rec.in = bytes.Reader{}
+	return buffered, c.sock.Conn
+}
+
+// RawWrite writes p to the socket under TLS unencrypted, in order with
+// TLS's own writes: for a protocol whose peer reads it raw from then on
+// (Vision's direct copy). Later Writes through TLS would corrupt the
+// stream.
+func (c *Conn) RawWrite(p []byte) (int, error) { return c.sock.Write(p) }
+
+// CloseRaw closes the socket without a TLS close_notify, which a peer
+// that reads the stream raw would take for data.
+func (c *Conn) CloseRaw() error { return c.sock.Conn.Close() }
+
+// CloseWrite sends close_notify and shuts down the socket's writing side,
+// as crypto/tls's CloseWrite does.
+func (c *Conn) CloseWrite() error {
+	if cw, ok := c.engine.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

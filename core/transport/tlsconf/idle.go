@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 	"unsafe"
+
+	utls "github.com/refraction-networking/utls"
 )
 
 // What an idle TLS connection keeps. crypto/tls writes each record from a
@@ -22,7 +24,7 @@ import (
 // input are replaced by empty ones, so that the memory goes to the
 // collector; the next record grows a new buffer. The fields are private, so
 // this reaches them through their offsets, found by name and type when the
-// package loads; if a Go release renames or retypes them, releasing is off
+// package loads (for crypto/tls and for uTLS, a fork with the same fields); if a Go release renames or retypes them, releasing is off
 // (TestIdleRelease fails, so that it is noticed) and Conn works as before.
 // Only the reading goroutine touches them, between crypto/tls calls: Read
 // and TryRead are not concurrent (see TryRead), writes never use them, and
@@ -35,32 +37,51 @@ import (
 // one each time.
 const idleRelease = time.Second
 
-// tlsFields are the offsets of tls.Conn's rawInput and input; ok is false
-// when they were not found as expected.
-var tlsFields = func() (f struct {
+// recordFields are the offsets of rawInput and input in a TLS connection
+// struct; ok is false when they were not found as expected. uTLS is a fork
+// of crypto/tls and has both under the same names.
+type recordFields struct {
 	rawInput, input uintptr
 	ok              bool
-}) {
-	t := reflect.TypeFor[tls.Conn]()
+}
+
+func fieldsOf(t reflect.Type) (f recordFields) {
 	ri, ok1 := t.FieldByName("rawInput")
 	in, ok2 := t.FieldByName("input")
 	if ok1 && ok2 && ri.Type == reflect.TypeFor[bytes.Buffer]() && in.Type == reflect.TypeFor[bytes.Reader]() {
 		f.rawInput, f.input, f.ok = ri.Offset, in.Offset, true
 	}
 	return f
-}()
-
-func rawInput(c *tls.Conn) *bytes.Buffer {
-	return (*bytes.Buffer)(unsafe.Add(unsafe.Pointer(c), tlsFields.rawInput))
 }
 
-func input(c *tls.Conn) *bytes.Reader {
-	return (*bytes.Reader)(unsafe.Add(unsafe.Pointer(c), tlsFields.input))
+var (
+	tlsFields  = fieldsOf(reflect.TypeFor[tls.Conn]())
+	utlsFields = fieldsOf(reflect.TypeFor[utls.Conn]())
+)
+
+// records points at one connection's rawInput and input; both nil when
+// the engine's fields were not found (then nothing is released).
+type records struct {
+	raw *bytes.Buffer
+	in  *bytes.Reader
 }
 
-// buffered reports whether crypto/tls holds plaintext or record bytes.
-func buffered(c *tls.Conn) bool {
-	return rawInput(c).Len() > 0 || input(c).Len() > 0
+func recordsAt(p unsafe.Pointer, f recordFields) records {
+	if !f.ok || p == nil {
+		return records{}
+	}
+	return records{raw: (*bytes.Buffer)(unsafe.Add(p, f.rawInput)), in: (*bytes.Reader)(unsafe.Add(p, f.input))}
+}
+
+func stdRecords(c *tls.Conn) records { return recordsAt(unsafe.Pointer(c), tlsFields) }
+
+func utlsRecords(c *utls.Conn) records { return recordsAt(unsafe.Pointer(c), utlsFields) }
+
+func (r records) ok() bool { return r.raw != nil }
+
+// buffered reports whether the engine holds plaintext or record bytes.
+func (r records) buffered() bool {
+	return r.raw.Len() > 0 || r.in.Len() > 0
 }
 
 // waitQuiet runs before a Read: when crypto/tls holds nothing and the
@@ -68,7 +89,7 @@ func buffered(c *tls.Conn) bool {
 // the record buffer if that takes idleRelease. Only after the handshake
 // (c.handshook), on a socket that can wait.
 func (c *Conn) waitQuiet() {
-	if !tlsFields.ok || !c.sock.nb.canWait() || buffered(c.Conn) || c.sock.nb.ready() {
+	if !c.rec.ok() || !c.sock.nb.canWait() || c.rec.buffered() || c.sock.nb.ready() {
 		return
 	}
 	c.idleMu.Lock()
@@ -91,9 +112,9 @@ func (c *Conn) waitQuiet() {
 func (c *Conn) release() {
 	c.idleMu.Lock()
 	defer c.idleMu.Unlock()
-	if c.waiting && !buffered(c.Conn) {
-		*rawInput(c.Conn) = bytes.Buffer{}
-		*input(c.Conn) = bytes.Reader{}
+	if c.waiting && !c.rec.buffered() {
+		*c.rec.raw = bytes.Buffer{}
+		*c.rec.in = bytes.Reader{}
 		c.released.Add(1)
 	}
 }

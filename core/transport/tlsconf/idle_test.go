@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -10,12 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // idlePair is a TLS connection over loopback TCP to a server that writes
-// whatever comes on send.
-func idlePair(t *testing.T) (*Conn, chan<- []byte) {
+// whatever comes on send: crypto/tls, or uTLS with fingerprint fp.
+func idlePair(t *testing.T, fp ...string) (*Conn, chan<- []byte) {
 	t.Helper()
 	cert, _ := nettest.SelfSigned(t, "tlsconf.test")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
@@ -44,7 +46,18 @@ func idlePair(t *testing.T) (*Conn, chan<- []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Client(raw, &tls.Config{InsecureSkipVerify: true})
+	var c *Conn
+	if len(fp) > 0 {
+		s, err := NewStream(&node.TLS{Insecure: true, Fingerprint: fp[0]}, "tlsconf.test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err = s.Client(context.Background(), raw); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		c = Client(raw, &tls.Config{InsecureSkipVerify: true})
+	}
 	t.Cleanup(func() { c.Close() })
 	if err := c.Handshake(); err != nil {
 		t.Fatal(err)
@@ -53,20 +66,28 @@ func idlePair(t *testing.T) (*Conn, chan<- []byte) {
 }
 
 // TestIdleRelease checks that a Read waiting on a quiet connection drops
-// crypto/tls's record buffer after idleRelease, and that the data after the
-// quiet spell arrives intact.
+// the engine's record buffer (crypto/tls's, and uTLS's) after idleRelease,
+// and that the data after the quiet spell arrives intact.
 func TestIdleRelease(t *testing.T) {
+	if !utlsFields.ok {
+		t.Fatal("utls.Conn has no rawInput bytes.Buffer and input bytes.Reader any more: idle uTLS connections keep their record buffer, and Vision cannot detach; update idle.go")
+	}
 	if !tlsFields.ok {
 		t.Fatal("crypto/tls.Conn has no rawInput bytes.Buffer and input bytes.Reader any more: idle connections keep their record buffer; update idle.go")
 	}
-	c, send := idlePair(t)
+	t.Run("crypto-tls", func(t *testing.T) { testIdleRelease(t) })
+	t.Run("utls", func(t *testing.T) { testIdleRelease(t, "chrome") })
+}
+
+func testIdleRelease(t *testing.T, fp ...string) {
+	c, send := idlePair(t, fp...)
 	bulk := bytes.Repeat([]byte("0123456789abcdef"), 4<<10) // 64 KiB: full records
 	send <- bulk
 	if _, err := io.ReadFull(c, make([]byte, len(bulk))); err != nil {
 		t.Fatal(err)
 	}
 	c.idleMu.Lock()
-	held := rawInput(c.Conn).Cap()
+	held := c.rec.raw.Cap()
 	c.idleMu.Unlock()
 	if held < 16<<10 {
 		t.Fatalf("record buffer of %d bytes after full records; the test no longer sees it", held)
@@ -88,7 +109,7 @@ func TestIdleRelease(t *testing.T) {
 		t.Fatalf("record buffer not dropped %v into the quiet spell", idleRelease+5*time.Second)
 	}
 	c.idleMu.Lock()
-	held = rawInput(c.Conn).Cap()
+	held = c.rec.raw.Cap()
 	c.idleMu.Unlock()
 	if held != 0 {
 		t.Fatalf("waiting reader still holds a %d-byte record buffer", held)

@@ -13,7 +13,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/node"
@@ -56,16 +55,7 @@ func New(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return fmt.Errorf("tls: %s: no certificate: %w", c.ServerName, ErrPinMismatch)
-			}
-			sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
-			if !bytes.Equal(sum[:], pin) {
-				return fmt.Errorf("tls: %s: %w", c.ServerName, ErrPinMismatch)
-			}
-			return nil
-		}
+		c.VerifyConnection = func(cs tls.ConnectionState) error { return checkPin(c.ServerName, cs.PeerCertificates, pin) }
 	}
 	// An IP literal as ServerName is verified against the certificate's IP
 	// SANs; Go sends no SNI for it.
@@ -76,6 +66,11 @@ func New(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
 // latest session per server name: one outbound reaches one server, the
 // rest is headroom.
 const sessionCacheSize = 4
+
+func pinMatches(der, pin []byte) bool {
+	sum := sha256.Sum256(der)
+	return bytes.Equal(sum[:], pin)
+}
 
 // ParsePin parses a certificate SHA-256 written as 64 hex digits, with or
 // without colons between byte pairs (both forms appear in share links).

@@ -144,6 +144,9 @@ func run(o measure.Settings) error {
 			conns = append(conns, c)
 		}
 		server.Stop()
+		if s.Site != nil {
+			s.Site.Close()
+		}
 	}
 	if len(results) > 0 {
 		printResults(o, results)
@@ -381,6 +384,8 @@ func target(proto string) string {
 		return "≥1.00x / ≥1.40x / ≤0.45x"
 	case "trojan-tls", "trojan-ws", "vmess-tls", "vmess-ws", "vmess-tcp":
 		return "≥1.00x / ≥1.10x / ≤0.50x" // issue 13
+	case "vless-reality", "vless-reality-vision":
+		return "≥1.00x / ≥1.30x / ≤0.50x" // issue 14
 	}
 	return "-"
 }

@@ -1,0 +1,292 @@
+package tlsconf
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"time"
+
+	utls "github.com/refraction-networking/utls"
+
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// Stream is the TLS layer of a stream outbound (VLESS, Trojan, VMess,
+// AnyTLS): Go's crypto/tls, or uTLS when the node names a ClientHello
+// fingerprint, or REALITY (which always sends a uTLS ClientHello). Both
+// engines verify the server the same way (New's rules) and send the same
+// ALPN, so a fingerprint changes how the ClientHello looks, nothing else.
+// A Stream is safe for concurrent use.
+type Stream struct {
+	std     *tls.Config  // Go's configuration; also the source of the uTLS one
+	fp      *Fingerprint // nil: crypto/tls
+	ucfg    *utls.Config // fp != nil
+	reality *realityKey  // nil: no REALITY
+}
+
+// NewStream returns the TLS layer for a server reached as server with
+// settings t (nil: defaults); alpn is used when t names none (the
+// transport's: http/1.1 for WebSocket, h2 for HTTP/2). An unknown
+// fingerprint or a malformed REALITY key is an error.
+func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
+	std, err := New(t, server, alpn...)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stream{std: std}
+	if t == nil {
+		return s, nil
+	}
+	fpName := t.Fingerprint
+	if t.Reality != nil {
+		if s.reality, err = newRealityKey(t.Reality); err != nil {
+			return nil, err
+		}
+		if net.ParseIP(std.ServerName) != nil {
+			// An IP literal goes without SNI, which REALITY servers need.
+			return nil, errors.New("reality: sni: empty (REALITY needs the name of the site the server borrows its handshake from)")
+		}
+		if fpName == "" {
+			fpName = "chrome" // REALITY needs uTLS; the field's clients default to Chrome
+		}
+	}
+	if fpName == "" {
+		return s, nil
+	}
+	if s.fp, err = ParseFingerprint(fpName); err != nil {
+		return nil, err
+	}
+	s.ucfg = &utls.Config{
+		ServerName:         std.ServerName,
+		NextProtos:         std.NextProtos,
+		MinVersion:         std.MinVersion,
+		InsecureSkipVerify: std.InsecureSkipVerify,
+		ClientSessionCache: utls.NewLRUClientSessionCache(sessionCacheSize),
+		// A spec without a session ticket or PSK extension resumes nothing,
+		// as the browser it imitates would not.
+		PreferSkipResumptionOnNilExtension: true,
+	}
+	if t.PinSHA256 != "" {
+		pin, _ := ParsePin(t.PinSHA256) // New checked it
+		name := std.ServerName
+		s.ucfg.VerifyConnection = func(cs utls.ConnectionState) error { return checkPin(name, cs.PeerCertificates, pin) }
+	}
+	if s.reality != nil {
+		// The server's certificate is REALITY's own, checked against the
+		// auth key (reality.go), and never resumed.
+		s.ucfg.InsecureSkipVerify = true
+		s.ucfg.VerifyConnection = nil
+		s.ucfg.ClientSessionCache = nil
+		s.ucfg.SessionTicketsDisabled = true
+		s.ucfg.MinVersion = utls.VersionTLS13
+	}
+	return s, nil
+}
+
+// ServerName returns the name sent as SNI and verified.
+func (s *Stream) ServerName() string { return s.std.ServerName }
+
+// NextProtos returns the ALPN protocols offered.
+func (s *Stream) NextProtos() []string { return s.std.NextProtos }
+
+// Fingerprint returns the ClientHello fingerprint, nil for Go's own.
+func (s *Stream) Fingerprint() *Fingerprint { return s.fp }
+
+// Reality reports whether the layer is REALITY.
+func (s *Stream) Reality() bool { return s.reality != nil }
+
+// Client runs the TLS handshake over raw, bounded by ctx, and returns the
+// connection. On error the caller closes raw.
+func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
+	if s.fp == nil {
+		c := Client(raw, s.std)
+		if err := c.HandshakeContext(ctx); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	sock := newSockConn(raw)
+	cfg := s.ucfg.Clone()
+	var r *realityConn
+	if s.reality != nil {
+		r = &realityConn{key: s.reality}
+		cfg.VerifyPeerCertificate = r.verify
+	}
+	id, spec, err := s.fp.hello(cfg.NextProtos)
+	if err != nil {
+		return nil, err
+	}
+	uc := utls.UClient(sock, cfg, id)
+	if spec != nil {
+		if err := uc.ApplyPreset(spec); err != nil {
+			return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
+		}
+	} else if err := fixRandomized(uc); err != nil {
+		return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
+	}
+	if r != nil {
+		if err := r.seal(uc); err != nil {
+			return nil, err
+		}
+	}
+	c := &Conn{engine: (*uconn)(uc), rec: utlsRecords(uc.Conn), sock: sock}
+	if err := uc.HandshakeContext(ctx); err != nil {
+		if r != nil && r.refused != nil {
+			return nil, r.refused
+		}
+		return nil, err
+	}
+	// The key shares' private keys are of no more use (uTLS keeps them in
+	// the public handshake state): drop them, for forward secrecy and
+	// memory (the ML-KEM one is about 10 KiB).
+	uc.HandshakeState.State13.KeyShareKeys = nil
+	return c, nil
+}
+
+// uconn is a uTLS connection that reports its state in crypto/tls's terms.
+type uconn utls.UConn
+
+func (u *uconn) u() *utls.UConn                             { return (*utls.UConn)(u) }
+func (u *uconn) Read(p []byte) (int, error)                 { return u.u().Read(p) }
+func (u *uconn) Write(p []byte) (int, error)                { return u.u().Write(p) }
+func (u *uconn) Close() error                               { return u.u().Close() }
+func (u *uconn) CloseWrite() error                          { return u.u().CloseWrite() }
+func (u *uconn) LocalAddr() net.Addr                        { return u.u().LocalAddr() }
+func (u *uconn) RemoteAddr() net.Addr                       { return u.u().RemoteAddr() }
+func (u *uconn) Handshake() error                           { return u.u().Handshake() }
+func (u *uconn) HandshakeContext(ctx context.Context) error { return u.u().HandshakeContext(ctx) }
+func (u *uconn) SetDeadline(t time.Time) error              { return u.u().SetDeadline(t) }
+func (u *uconn) SetReadDeadline(t time.Time) error          { return u.u().SetReadDeadline(t) }
+func (u *uconn) SetWriteDeadline(t time.Time) error         { return u.u().SetWriteDeadline(t) }
+
+func (u *uconn) stdState() tls.ConnectionState {
+	s := u.u().ConnectionState()
+	return tls.ConnectionState{
+		Version:            s.Version,
+		HandshakeComplete:  s.HandshakeComplete,
+		DidResume:          s.DidResume,
+		CipherSuite:        s.CipherSuite,
+		NegotiatedProtocol: s.NegotiatedProtocol,
+		ServerName:         s.ServerName,
+		PeerCertificates:   s.PeerCertificates,
+		VerifiedChains:     s.VerifiedChains,
+	}
+}
+
+// fixRandomized builds a randomized ClientHello and drops the hybrid
+// X25519MLKEM768 group from its supported groups when it sent no key share
+// for it: a server that prefers that group (Go's does) would ask for it in
+// a HelloRetryRequest, which uTLS cannot answer for a hybrid group, and
+// the handshake would fail at random.
+func fixRandomized(uc *utls.UConn) error {
+	if err := uc.BuildHandshakeState(); err != nil {
+		return err
+	}
+	shared := false
+	var curves *utls.SupportedCurvesExtension
+	for _, e := range uc.Extensions {
+		switch e := e.(type) {
+		case *utls.KeyShareExtension:
+			for _, ks := range e.KeyShares {
+				shared = shared || ks.Group == utls.X25519MLKEM768
+			}
+		case *utls.SupportedCurvesExtension:
+			curves = e
+		}
+	}
+	if shared || curves == nil || !slices.Contains(curves.Curves, utls.X25519MLKEM768) {
+		return nil
+	}
+	curves.Curves = slices.DeleteFunc(slices.Clone(curves.Curves), func(c utls.CurveID) bool { return c == utls.X25519MLKEM768 })
+	return uc.BuildHandshakeState()
+}
+
+// checkPin checks the leaf certificate against a pinned SHA-256.
+func checkPin(name string, certs []*x509.Certificate, pin []byte) error {
+	if len(certs) == 0 {
+		return fmt.Errorf("tls: %s: no certificate: %w", name, ErrPinMismatch)
+	}
+	if !pinMatches(certs[0].Raw, pin) {
+		return fmt.Errorf("tls: %s: %w", name, ErrPinMismatch)
+	}
+	return nil
+}
+
+// Fingerprint is a browser's ClientHello that uTLS imitates.
+type Fingerprint struct {
+	name string
+	id   utls.ClientHelloID
+}
+
+// Fingerprint names, as share links and subscriptions spell them (Xray's,
+// sing-box's and Clash's names).
+var fingerprints = map[string]utls.ClientHelloID{
+	"chrome":     utls.HelloChrome_Auto,
+	"firefox":    utls.HelloFirefox_Auto,
+	"safari":     utls.HelloSafari_Auto,
+	"ios":        utls.HelloIOS_Auto,
+	"edge":       utls.HelloEdge_Auto,
+	"android":    utls.HelloAndroid_11_OkHttp,
+	"360":        utls.Hello360_Auto,
+	"qq":         utls.HelloQQ_Auto,
+	"randomized": utls.HelloRandomized,
+}
+
+// random is what fp=random picks from: the browsers themselves, once per
+// outbound, as the field's clients do.
+var random = []string{"chrome", "firefox", "safari", "ios", "edge"}
+
+// ErrUnknownFingerprint is returned (wrapped) for an fp that names no
+// known ClientHello.
+var ErrUnknownFingerprint = errors.New("unknown TLS fingerprint (want chrome, firefox, safari, ios, edge, android, 360, qq, random or randomized)")
+
+// ParseFingerprint returns the fingerprint named name (any case).
+// "random" picks one browser now.
+func ParseFingerprint(name string) (*Fingerprint, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if n == "random" {
+		n = random[rand.IntN(len(random))]
+	}
+	id, ok := fingerprints[n]
+	if !ok {
+		return nil, fmt.Errorf("tls: fp %q: %w", name, ErrUnknownFingerprint)
+	}
+	return &Fingerprint{name: n, id: id}, nil
+}
+
+// Name returns the fingerprint's name ("chrome", …; what "random" chose).
+func (f *Fingerprint) Name() string { return f.name }
+
+// hello returns the uTLS ClientHello to send offering alpn: a fresh spec
+// for a browser (uTLS shares an applied spec's slices with the connection,
+// so one per connection), or the randomized ID, which uTLS generates from
+// the configuration's ALPN. A browser's own ALPN list is replaced by alpn,
+// so that the server sees the protocols the transport speaks (http/1.1 for
+// WebSocket, h2 for HTTP/2); with none, the browser's stays, as a browser
+// sends it.
+func (f *Fingerprint) hello(alpn []string) (utls.ClientHelloID, *utls.ClientHelloSpec, error) {
+	if f.id == utls.HelloRandomized {
+		if len(alpn) > 0 {
+			return utls.HelloRandomizedALPN, nil, nil
+		}
+		return utls.HelloRandomizedNoALPN, nil, nil
+	}
+	spec, err := utls.UTLSIdToSpec(f.id)
+	if err != nil {
+		return f.id, nil, fmt.Errorf("tls: fingerprint %s: %w", f.name, err)
+	}
+	if len(alpn) > 0 {
+		for _, e := range spec.Extensions {
+			if a, ok := e.(*utls.ALPNExtension); ok {
+				a.AlpnProtocols = append([]string(nil), alpn...)
+			}
+		}
+	}
+	return utls.HelloCustom, &spec, nil
+}
