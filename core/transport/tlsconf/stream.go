@@ -122,12 +122,8 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	uc := utls.UClient(sock, cfg, id)
-	if spec != nil {
-		if err := uc.ApplyPreset(spec); err != nil {
-			return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
-		}
-	} else if err := fixRandomized(uc); err != nil {
+	uc, err := newUClient(sock, cfg, id, spec)
+	if err != nil {
 		return nil, fmt.Errorf("tls: fingerprint %s: %w", s.fp.name, err)
 	}
 	if r != nil {
@@ -179,33 +175,74 @@ func (u *uconn) stdState() tls.ConnectionState {
 	}
 }
 
-// fixRandomized builds a randomized ClientHello and drops the hybrid
-// X25519MLKEM768 group from its supported groups when it sent no key share
-// for it: a server that prefers that group (Go's does) would ask for it in
-// a HelloRetryRequest, which uTLS cannot answer for a hybrid group, and
-// the handshake would fail at random.
-func fixRandomized(uc *utls.UConn) error {
-	if err := uc.BuildHandshakeState(); err != nil {
-		return err
+// newUClient is the uTLS client for hello id (or spec, when it is set).
+//
+// A randomized hello is rolled again until it needs no HelloRetryRequest
+// from a server that prefers X25519, as Go's and so sing-box's do: uTLS
+// generates random sets of groups and key shares, and a hello that lists
+// X25519 without a key share for it draws a retry request, which failed
+// or hung some handshakes at random (about 1 in 40 against sing-box). The
+// hybrid X25519MLKEM768 group, which uTLS cannot answer a retry for, is
+// dropped from a hello that sent no key share for it.
+func newUClient(sock net.Conn, cfg *utls.Config, id utls.ClientHelloID, spec *utls.ClientHelloSpec) (*utls.UConn, error) {
+	if spec != nil {
+		uc := utls.UClient(sock, cfg, id)
+		return uc, uc.ApplyPreset(spec)
 	}
-	shared := false
+	for try := 0; ; try++ {
+		uc := utls.UClient(sock, cfg, id)
+		ok, err := fixRandomized(uc)
+		if err != nil || ok || try == maxHelloRolls {
+			return uc, err
+		}
+	}
+}
+
+// maxHelloRolls bounds how often a randomized hello is rolled again; a
+// hello that lists X25519 with its key share comes up about half the time.
+const maxHelloRolls = 32
+
+// fixRandomized builds a randomized ClientHello, drops X25519MLKEM768 when
+// it sent no key share for it, and reports whether the hello needs no
+// retry request from a server with Go's preference of groups: it sends a
+// key share for the first group in serverGroups that it lists.
+func fixRandomized(uc *utls.UConn) (bool, error) {
+	if err := uc.BuildHandshakeState(); err != nil {
+		return false, err
+	}
+	shares := map[utls.CurveID]bool{}
 	var curves *utls.SupportedCurvesExtension
 	for _, e := range uc.Extensions {
 		switch e := e.(type) {
 		case *utls.KeyShareExtension:
 			for _, ks := range e.KeyShares {
-				shared = shared || ks.Group == utls.X25519MLKEM768
+				shares[ks.Group] = true
 			}
 		case *utls.SupportedCurvesExtension:
 			curves = e
 		}
 	}
-	if shared || curves == nil || !slices.Contains(curves.Curves, utls.X25519MLKEM768) {
-		return nil
+	if curves == nil {
+		return true, nil
 	}
-	curves.Curves = slices.DeleteFunc(slices.Clone(curves.Curves), func(c utls.CurveID) bool { return c == utls.X25519MLKEM768 })
-	return uc.BuildHandshakeState()
+	if !shares[utls.X25519MLKEM768] && slices.Contains(curves.Curves, utls.X25519MLKEM768) {
+		curves.Curves = slices.DeleteFunc(slices.Clone(curves.Curves), func(c utls.CurveID) bool { return c == utls.X25519MLKEM768 })
+		if err := uc.BuildHandshakeState(); err != nil {
+			return false, err
+		}
+	}
+	for _, g := range serverGroups {
+		if slices.Contains(curves.Curves, g) {
+			return shares[g], nil
+		}
+	}
+	return true, nil
 }
+
+// serverGroups is Go's TLS server's order of preference (and so
+// sing-box's): the group it picks is the first of these the client lists,
+// and it asks again when the client sent no key share for it.
+var serverGroups = []utls.CurveID{utls.X25519MLKEM768, utls.X25519, utls.CurveP256, utls.CurveP384, utls.CurveP521}
 
 // checkPin checks the leaf certificate against a pinned SHA-256.
 func checkPin(name string, certs []*x509.Certificate, pin []byte) error {

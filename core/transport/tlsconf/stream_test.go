@@ -277,3 +277,23 @@ func TestFingerprintTraffic(t *testing.T) {
 		})
 	}
 }
+
+// TestRandomizedNeedsNoRetry rolls many randomized hellos: each one sends a
+// key share for the group a Go server would pick from its list, so that no
+// handshake depends on a HelloRetryRequest.
+func TestRandomizedNeedsNoRetry(t *testing.T) {
+	cfg := &utls.Config{ServerName: "example.com"}
+	for i := 0; i < 200; i++ {
+		a, b := net.Pipe()
+		uc, err := newUClient(a, cfg, utls.HelloRandomizedNoALPN, nil)
+		a.Close()
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := fixRandomized(uc)
+		if err != nil || !ok {
+			t.Fatalf("hello %d needs a retry request (ok %v, err %v)", i, ok, err)
+		}
+	}
+}
