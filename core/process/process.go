@@ -9,7 +9,9 @@
 // what it found for a while: the same program opens many flows.
 //
 // Linux reads /proc (net/tcp, net/udp and their IPv6 twins, then the
-// fd tables of the processes of the socket's owner). Other systems report
+// fd tables of the processes of the socket's owner). Windows asks iphlpapi
+// for its socket tables with their owners' PIDs (GetExtendedTcpTable,
+// GetExtendedUdpTable), then the PID's image path. Other systems report
 // ErrUnsupported for now; a rule that needs a program then does not match.
 package process
 
