@@ -24,3 +24,5 @@ func TestParseHexAddr(t *testing.T) {
 		}
 	}
 }
+
+func underWine() bool { return false }

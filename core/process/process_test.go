@@ -37,7 +37,17 @@ func TestFindsItself(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		flows = append(flows, flow{"tcp", c.LocalAddr().(*net.TCPAddr).AddrPort()})
+		src := c.LocalAddr().(*net.TCPAddr).AddrPort()
+		if underWine() {
+			// Wine 8.0's GetExtendedTcpTable gives its programs' IPv6
+			// sockets the owner PID 0.
+			if _, err := New().Find("tcp", src); err != ErrNotFound {
+				t.Errorf("under Wine, IPv6 TCP %v: %v; want ErrNotFound (Wine reports PID 0)", src, err)
+			}
+			t.Logf("under Wine, IPv6 sockets have no owner PID: IPv6 TCP not found, as expected here")
+		} else {
+			flows = append(flows, flow{"tcp", src})
+		}
 	}
 	u, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv6loopback})
 	if err != nil {

@@ -48,7 +48,8 @@ var errBadTable = errors.New("process: malformed socket table")
 
 // findOwner returns the PID of the socket in table buf whose local address
 // is src: the one bound to src's address, else one bound to the wildcard
-// address with src's port. It returns ErrNotFound if there is none, and an
+// address with src's port. Rows of PID 0 (no process) are passed over. It
+// returns ErrNotFound if there is none, and an
 // error wrapping errBadTable if buf is shorter than its row count says.
 func findOwner(buf []byte, t ownerTable, src netip.AddrPort) (uint32, error) {
 	l := layouts[t]
@@ -70,7 +71,13 @@ func findOwner(buf []byte, t ownerTable, src netip.AddrPort) (uint32, error) {
 			a = netip.AddrFrom16([16]byte(r[l.addr : l.addr+16]))
 		}
 		local := netip.AddrPortFrom(a, binary.BigEndian.Uint16(r[l.port:]))
-		if m.offer(local, binary.LittleEndian.Uint32(r[l.pid:])) {
+		pid := binary.LittleEndian.Uint32(r[l.pid:])
+		if pid == 0 {
+			// No process holds it: a TCP socket in TIME_WAIT (Wine also
+			// reports 0 for the IPv6 sockets of its programs).
+			continue
+		}
+		if m.offer(local, pid) {
 			break
 		}
 	}

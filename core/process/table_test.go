@@ -60,6 +60,8 @@ func TestFindOwner(t *testing.T) {
 		{"udp4 wildcard", udp4Table, -1, []row{{"0.0.0.0:5353", 300}}, "10.1.2.3:5353", 300, nil},
 		{"udp4 port differs", udp4Table, -1, []row{{"0.0.0.0:5353", 300}}, "10.1.2.3:5354", 0, ErrNotFound},
 		{"udp6 exact", udp6Table, -1, []row{{"[::]:53", 2}, {"[fe80::1]:40000", 65536}}, "[fe80::1]:40000", 65536, nil},
+		{"time-wait row of pid 0 passed over", tcp4Table, -1, []row{{"127.0.0.1:50000", 0}, {"0.0.0.0:50000", 5}}, "127.0.0.1:50000", 5, nil},
+		{"only pid 0", tcp6Table, -1, []row{{"[::1]:50000", 0}}, "[::1]:50000", 0, ErrNotFound},
 		{"empty table", udp6Table, -1, nil, "[::1]:1", 0, ErrNotFound},
 		{"count beyond the buffer", tcp4Table, 3, []row{{"127.0.0.1:1", 1}, {"127.0.0.1:2", 2}}, "127.0.0.1:2", 0, errBadTable},
 		{"huge count", udp4Table, 0xFFFFFFFF, []row{{"127.0.0.1:1", 1}}, "127.0.0.1:1", 0, errBadTable},
