@@ -24,5 +24,3 @@ func TestParseHexAddr(t *testing.T) {
 		}
 	}
 }
-
-func underWine() bool { return false }
