@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"path/filepath"
+	"path"
 )
 
 // This file reads what macOS's sysctls return: the socket lists
@@ -93,7 +93,7 @@ func execPath(buf []byte) (string, error) {
 		return "", fmt.Errorf("%w: kern.procargs2 of %d bytes", errBadTable, len(buf))
 	}
 	p, _, ok := bytes.Cut(buf[4:], []byte{0})
-	if !ok || len(p) == 0 || !filepath.IsAbs(string(p)) {
+	if !ok || !path.IsAbs(string(p)) { // a macOS path, whatever system runs the tests
 		return "", fmt.Errorf("%w: kern.procargs2 holds no path", errBadTable)
 	}
 	return string(p), nil
