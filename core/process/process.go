@@ -9,8 +9,12 @@
 // what it found for a while: the same program opens many flows.
 //
 // Linux reads /proc (net/tcp, net/udp and their IPv6 twins, then the
-// fd tables of the processes of the socket's owner). Other systems report
-// ErrUnsupported for now; a rule that needs a program then does not match.
+// fd tables of the processes of the socket's owner). Windows asks iphlpapi
+// for its socket tables with their owners' PIDs (GetExtendedTcpTable,
+// GetExtendedUdpTable), then the PID's image path. macOS reads the sysctls
+// net.inet.{tcp,udp}.pcblist_n (each socket with the PID that last used
+// it), then the PID's kern.procargs2 for its path; no cgo. Other systems
+// report ErrUnsupported; a rule that needs a program then does not match.
 package process
 
 import (

@@ -112,8 +112,11 @@ func (l *linuxFinder) socket(table string, src netip.AddrPort) (inode uint64, ui
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Scan() // the header
-	var wildcard uint64
-	wildUID := 0
+	type sock struct {
+		inode uint64
+		uid   int
+	}
+	m := matcher[sock]{src: src}
 	for sc.Scan() {
 		fields := bytes.Fields(sc.Bytes())
 		if len(fields) < 10 {
@@ -128,20 +131,15 @@ func (l *linuxFinder) socket(table string, src netip.AddrPort) (inode uint64, ui
 			continue
 		}
 		u, _ := strconv.Atoi(string(fields[7]))
-		if local.Addr().Unmap() == src.Addr() {
-			return ino, u, nil
-		}
-		// A UDP socket bound to the wildcard address sends from whichever
-		// address the route picks: the flow's source port still names it.
-		if local.Addr().IsUnspecified() && wildcard == 0 {
-			wildcard, wildUID = ino, u
+		if m.offer(local, sock{ino, u}) {
+			break
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, 0, fmt.Errorf("process: reading %s: %w", table, err)
 	}
-	if wildcard != 0 {
-		return wildcard, wildUID, nil
+	if s, ok := m.best(); ok {
+		return s.inode, s.uid, nil
 	}
 	return 0, 0, ErrNotFound
 }

@@ -1,0 +1,5 @@
+//go:build !windows
+
+package process
+
+func underWine() bool { return false }
