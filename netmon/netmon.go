@@ -51,8 +51,9 @@ type Config struct {
 	// Settle is how long changes are gathered into one Event (a Wi-Fi
 	// change is a burst of link, address and route messages); 0: 300 ms.
 	Settle time.Duration
-	// Tick is the clock watcher's period; 0: 1 s. A tick later than
-	// ResumeAfter (0: 5 s) is a resume.
+	// Tick is the clock watcher's period; 0: 1 s. Wall and monotonic
+	// clocks that part by more than ResumeAfter (0: 5 s), or a tick three
+	// times that late, are a resume.
 	Tick, ResumeAfter time.Duration
 	Logger            *slog.Logger // nil discards
 }
@@ -163,10 +164,10 @@ func (m *Monitor) loop(ctx context.Context) {
 	}
 }
 
-// watchClock reports "resume" when a tick comes more than resumeAfter
-// after the one before (by the monotonic clock: the process was stopped or
-// starved; by the wall clock: the machine was suspended, during which
-// Linux's monotonic clock does not advance).
+// watchClock reports "resume" when a tick comes late after the one before
+// (see jumped): by the monotonic clock, the process was stopped; by the
+// wall clock, the machine was suspended, during which Linux's monotonic
+// clock does not advance.
 func watchClock(ctx context.Context, tick, resumeAfter time.Duration, now func() time.Time, report func(string)) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -187,8 +188,15 @@ func watchClock(ctx context.Context, tick, resumeAfter time.Duration, now func()
 
 // jumped reports whether two successive ticks, due tick apart, came mono
 // apart by the monotonic clock and wall apart by the wall clock, which
-// shows a stop or a sleep: further apart than resumeAfter, or clocks that
-// moved apart by more than resumeAfter-tick.
+// shows a sleep or a stop: clocks that moved apart by more than
+// resumeAfter-tick (the machine was suspended, or the wall clock was set),
+// or ticks more than stalledFactor times resumeAfter apart (the process
+// was stopped). A shorter stall by the monotonic clock alone is a starved
+// process on a loaded machine: its connections are alive (QUIC's idle
+// time-out is 30 s), and re-dialling them all would only add to the load.
 func jumped(mono, wall, tick, resumeAfter time.Duration) bool {
-	return mono > resumeAfter || wall-mono > resumeAfter-tick || mono-wall > resumeAfter-tick
+	return mono > stalledFactor*resumeAfter || wall-mono > resumeAfter-tick || mono-wall > resumeAfter-tick
 }
+
+// stalledFactor: see jumped (15 s with the default ResumeAfter).
+const stalledFactor = 3

@@ -16,6 +16,8 @@ func TestJumped(t *testing.T) {
 	}{
 		{"on time", time.Second, time.Second, false},
 		{"a little late", 3 * time.Second, 3 * time.Second, false},
+		{"starved 8 s on a loaded machine", 8 * time.Second, 8 * time.Second, false},
+		{"stopped 16 s", 16 * time.Second, 16 * time.Second, true},
 		{"NTP slew", time.Second, 1100 * time.Millisecond, false},
 		{"stopped 30 s (SIGSTOP)", 31 * time.Second, 31 * time.Second, true},
 		{"suspended: wall moved, monotonic did not", time.Second, 3601 * time.Second, true},
