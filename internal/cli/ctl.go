@@ -15,6 +15,7 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/internal/service"
 )
 
@@ -57,7 +58,16 @@ func callContext(d time.Duration) (context.Context, func()) {
 }
 
 func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	return runQuery(args, "status", stdout, stderr, (*api.Client).Status, func(w io.Writer, st api.Status) error {
+		printStatus(w, st)
+		return nil
+	})
+}
+
+// runQuery implements a command that asks the service one thing and prints
+// it, as a table or text (print) or with --json.
+func runQuery[T any](args []string, name string, stdout, stderr io.Writer, ask func(*api.Client, context.Context) (T, error), print func(io.Writer, T) error) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	client := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -68,15 +78,17 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer done()
 	c := client()
 	defer c.Close()
-	st, err := c.Status(ctx)
+	v, err := ask(c, ctx)
 	if err != nil {
-		return failed(stderr, "status", err)
+		return failed(stderr, name, err)
 	}
 	if *asJSON {
-		json.NewEncoder(stdout).Encode(st)
+		json.NewEncoder(stdout).Encode(v)
 		return 0
 	}
-	printStatus(stdout, st)
+	if print(stdout, v) != nil {
+		return 1
+	}
 	return 0
 }
 
@@ -182,38 +194,18 @@ func runDisconnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("connections", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	client := clientFlags(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ctx, done := callContext(10 * time.Second)
-	defer done()
-	c := client()
-	defer c.Close()
-	cs, err := c.Connections(ctx)
-	if err != nil {
-		return failed(stderr, "connections", err)
-	}
-	if *asJSON {
-		json.NewEncoder(stdout).Encode(cs)
-		return 0
-	}
-	rows := [][]string{{"ID", "NET", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
-	for _, ci := range cs {
-		dst := ci.Destination
-		if ci.Host != "" {
-			dst = ci.Host
+	return runQuery(args, "connections", stdout, stderr, (*api.Client).Connections, func(w io.Writer, cs []stats.ConnInfo) error {
+		rows := [][]string{{"ID", "NET", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
+		for _, ci := range cs {
+			dst := ci.Destination
+			if ci.Host != "" {
+				dst = ci.Host
+			}
+			rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(dst), tabSafe(ci.Outbound),
+				strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})
 		}
-		rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(dst), tabSafe(ci.Outbound),
-			strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})
-	}
-	if writeTable(stdout, rows) != nil {
-		return 1
-	}
-	return 0
+		return writeTable(w, rows)
+	})
 }
 
 func runClose(args []string, _ io.Reader, stdout, stderr io.Writer) int {

@@ -79,3 +79,24 @@ func (l *unixListener) Close() error {
 	os.Remove(l.path)
 	return err
 }
+
+// peerSockopt runs get on the file descriptor of c, a Unix socket: the
+// peer credentials are read from it (SO_PEERCRED, LOCAL_PEERCRED).
+func peerSockopt(c net.Conn, name string, get func(fd int) error) error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("not a unix socket: %T", c)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var gerr error
+	if err := raw.Control(func(fd uintptr) { gerr = get(int(fd)) }); err != nil {
+		return err
+	}
+	if gerr != nil {
+		return fmt.Errorf("%s: %w", name, gerr)
+	}
+	return nil
+}

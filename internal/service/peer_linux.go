@@ -14,25 +14,12 @@ import (
 // peerOf reads the peer's credentials with SO_PEERCRED (taken by the kernel
 // when the peer connected) and the peer process's groups from /proc.
 func peerOf(c net.Conn) (*Peer, error) {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return nil, fmt.Errorf("not a unix socket: %T", c)
-	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		cred *unix.Ucred
-		cerr error
-	)
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	var cred *unix.Ucred
+	if err := peerSockopt(c, "SO_PEERCRED", func(fd int) (err error) {
+		cred, err = unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		return err
 	}); err != nil {
 		return nil, err
-	}
-	if cerr != nil {
-		return nil, fmt.Errorf("SO_PEERCRED: %w", cerr)
 	}
 	p := &Peer{UID: int(cred.Uid), PID: int(cred.Pid), Groups: []int{int(cred.Gid)}}
 	gs, err := procGroups(int(cred.Pid))
