@@ -403,7 +403,11 @@ func newRoutesView(u *UI) *routesView {
 			addSet(b)
 		}, v.u.win)
 	})
-	setsRow := container.NewBorder(nil, nil, nil, container.NewHBox(setFormat, addSetURL, importSet), container.NewGridWithColumns(2, setName, setURL))
+	// Name and URL take a line of their own: beside the buttons they were
+	// cut to a few letters at 800 px.
+	setsRow := container.NewVBox(
+		container.NewGridWithColumns(2, setName, setURL),
+		container.NewBorder(nil, nil, nil, container.NewHBox(addSetURL, importSet), setFormat))
 
 	groupsPane := container.NewBorder(
 		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
