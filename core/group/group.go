@@ -353,7 +353,8 @@ func (g *Group) pickLocked() int {
 
 // order returns the members to try for a new flow, best first: the picked
 // member, then (except for selectors) the other usable ones in configured
-// order, then the failing ones as a last resort.
+// order, then the failing ones as a last resort. A suspect member goes
+// after the usable ones that are not.
 func (g *Group) order() []int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -361,19 +362,36 @@ func (g *Group) order() []int {
 	if g.mode == Selector {
 		return []int{first}
 	}
-	order := make([]int, 0, len(g.members))
-	if first >= 0 {
-		order = append(order, first)
+	// Usable members first, the suspect ones among them last (see
+	// health.suspect); then the failing ones as a last resort.
+	rank := func(i int) int {
+		switch h := g.health[i]; {
+		case !h.get().usable():
+			return 2
+		case h.suspected():
+			return 1
+		}
+		return 0
 	}
-	for pass := 0; pass < 2; pass++ {
-		for i, h := range g.health {
-			if i == first || h.get().usable() != (pass == 0) {
-				continue
+	order := make([]int, 0, len(g.members))
+	for r := 0; r < 3; r++ {
+		if first >= 0 && rank(first) == r {
+			order = append(order, first)
+		}
+		for i := range g.health {
+			if i != first && rank(i) == r {
+				order = append(order, i)
 			}
-			order = append(order, i)
 		}
 	}
 	return order
+}
+
+// avoided reports whether new flows avoid member i: it is failing or
+// suspect.
+func (g *Group) avoided(i int) bool {
+	h := g.health[i]
+	return !h.get().usable() || h.suspected()
 }
 
 // hedgeDelay is how long to wait for member i's dial before starting the
@@ -517,8 +535,11 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 	stopFollowing := context.AfterFunc(ctx, abort)
 	results := make(chan attempt[T], len(order))
 	started, pending := 0, 0
+	startedAt := make([]time.Time, len(order))
 	start := func() {
 		i := order[started]
+		t0 := time.Now()
+		startedAt[started] = t0
 		started++
 		pending++
 		go func() {
@@ -526,7 +547,6 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			// within its own time-out: its outcome is the live signal that
 			// marks a silent member failing, so that later flows skip it
 			// instead of each waiting out a hedge delay.
-			t0 := time.Now()
 			limit := g.dialTimeout(i)
 			dctx, dcancel := context.WithTimeout(dialCtx, limit)
 			v, err := dialCaught(dctx, dial, g.members[i].Outbound)
@@ -568,6 +588,9 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 				timer.Reset(g.hedgeDelay(order[started-1]))
 			}
 		case <-timer.C:
+			// The last dial started is overdue: its member is suspect
+			// until it answers (see health.suspect).
+			g.health[order[started-1]].overdue(startedAt[started-1])
 			if started < len(order) {
 				start()
 				timer.Reset(g.hedgeDelay(order[started-1]))

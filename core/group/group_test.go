@@ -374,6 +374,50 @@ func TestSelector(t *testing.T) {
 	}
 }
 
+// TestSuspectPrimaryYieldsNewFlows: once a dial of the primary outlasts
+// its hedge delay with nothing answered, new TCP flows and UDP sessions
+// (whose start nothing answers) try the fallback first, with no switch;
+// the primary's late answer ends that.
+func TestSuspectPrimaryYieldsNewFlows(t *testing.T) {
+	probe, tcp, udp := servers(t)
+	p, f := &testOutbound{}, &testOutbound{}
+	g, ev := newTestGroup(t, Failover, probe, p, f)
+	echo(t, g, tcp)
+	if o := g.order(); g.members[o[0]].Name != "primary" {
+		t.Fatalf("order %v before the fault, want the primary first", o)
+	}
+	// Slower than the longest hedge delay (60 ms), within the dial
+	// time-out (400 ms): the hedge serves the flow, the primary answers late.
+	p.delay = 250 * time.Millisecond
+	echo(t, g, tcp)
+	if !g.health[0].suspected() {
+		t.Fatal("primary not suspect after a dial outlasted its hedge delay")
+	}
+	before := p.dials.Load()
+	echo(t, g, tcp)
+	if n := p.dials.Load() - before; n != 0 {
+		t.Errorf("a suspect primary was dialled %d times for a new flow", n)
+	}
+	pc, err := g.ListenPacket(context.Background(), udp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if got := pc.(*packetConn).idx; got != 1 {
+		t.Errorf("a new UDP session went to member %d, want the fallback (1)", got)
+	}
+	if g.Current() != "primary" {
+		t.Errorf("current = %q: suspicion is no switch", g.Current())
+	}
+	if len(ev.list()) != 0 {
+		t.Errorf("switch events on suspicion: %+v", ev.list())
+	}
+	waitFor(t, "the primary's late answer to clear the suspicion", func() bool { return !g.health[0].suspected() })
+	if o := g.order(); g.members[o[0]].Name != "primary" {
+		t.Errorf("order %v after the primary answered, want the primary first", o)
+	}
+}
+
 func TestUDPSessionMovesWhenSilent(t *testing.T) {
 	probe, _, udp := servers(t)
 	p, f := &testOutbound{}, &testOutbound{}

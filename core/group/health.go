@@ -67,6 +67,15 @@ type health struct {
 	answered time.Time // when a live dial last succeeded
 	timeouts uint16    // bit k set: the k-th most recent live dial timed out
 
+	// A live dial that outlasts its hedge delay while the member answers
+	// nothing else makes the member suspect: new flows try the others
+	// first until it answers a dial or a probe, or the dial times out and
+	// it fails. A path that died a moment ago is then not tried by every
+	// flow (and every UDP session, whose start nothing answers) for the
+	// seconds its dial time-out takes. Suspicion moves no flow that is
+	// running and is no switch: the member stays the group's current one.
+	suspect time.Time // start of the oldest overdue dial; zero when none
+
 	// Flap damping: a member that fails again soon after it returned has
 	// its next return held back longer.
 	upAt     time.Time // when it last returned from Failing
@@ -118,6 +127,7 @@ func (h *health) dialOK(now time.Time, rtt time.Duration) {
 	h.observeRTT(rtt)
 	h.lastCheck = now
 	h.answered = now
+	h.suspect = time.Time{}
 	h.timeouts <<= 1
 	if h.state == Unknown {
 		h.state = Healthy
@@ -195,6 +205,7 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 	defer h.mu.Unlock()
 	h.observeRTT(rtt)
 	h.lastCheck = now
+	h.suspect = time.Time{}
 	switch h.state {
 	case Unknown:
 		h.state = Healthy
@@ -245,6 +256,26 @@ func (h *health) throttleInfo() (throttled bool, m throttleMark) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.throttled, h.mark
+}
+
+// overdue records that a live dial started at started has outlasted its
+// hedge delay: the member is suspect unless it answered a dial since.
+func (h *health) overdue(started time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.answered.After(started) {
+		return
+	}
+	if h.suspect.IsZero() || started.Before(h.suspect) {
+		h.suspect = started
+	}
+}
+
+// suspected reports whether the member is suspect (see health.suspect).
+func (h *health) suspected() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.suspect.IsZero()
 }
 
 func (h *health) get() Health {

@@ -12,7 +12,8 @@ import (
 
 // packetConn is a UDP session through a group. When the member carrying it
 // has sent nothing back for the policy's UDPSilence while the app kept
-// sending, the session moves to the next member, and the silent member is
+// sending (or for HedgeMin, once the group finds that member failing or
+// suspect), the session moves to the next member, and the silent member is
 // probed at once: the probe, not one quiet session, decides whether other
 // flows leave it too.
 type packetConn struct {
@@ -67,7 +68,11 @@ func (p *packetConn) WriteTo(b []byte, addr net.Addr) (int, error) {
 		p.unanswered = now
 	}
 	p.writes++
-	move := !p.moving && !p.closed && p.writes >= 2 && now.Sub(p.unanswered) >= p.g.policy.UDPSilence && p.g.mode != Selector
+	// A session waits out UDPSilence before it moves, unless the group has
+	// meanwhile found its member failing or suspect: then it moves at once.
+	silent := now.Sub(p.unanswered)
+	move := !p.moving && !p.closed && p.writes >= 2 && p.g.mode != Selector &&
+		(silent >= p.g.policy.UDPSilence || silent >= p.g.policy.HedgeMin && p.g.avoided(p.idx))
 	if move {
 		p.moving = true
 	}
