@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
+	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/link"
 	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
@@ -342,7 +343,7 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 	h.ui.tabs.SelectIndex(2)
 	v := h.ui.routes
 	h.waitFor("live member state", func() bool { return len(v.live) == 2 })
-	if got := v.healthOf("Hy2 Home"); got == "not in use" {
+	if got := v.healthOf("Hy2 Home", false); got == "not in use" {
 		t.Errorf("Hy2 Home health %q: the live state is not shown", got)
 	}
 
@@ -358,6 +359,20 @@ func TestRoutesShowTheRunningGroup(t *testing.T) {
 	sw := h.ui.Switches()[0]
 	if sw.From != "Hy2 Home" {
 		t.Errorf("switch from %q, want Hy2 Home", sw.From)
+	}
+	// The reason crosses typed: the row says it in the window's words, the
+	// core's English chain only in the details.
+	if sw.Why.Kind != group.WhyFailed || sw.Why.Member != "Hy2 Home" || sw.Why.Fault == "" {
+		t.Errorf("switch's Why = %+v, want Hy2 Home's failure", sw.Why)
+	}
+	if words := switchWhy(sw.Why, sw.Reason); words == sw.Reason || !strings.Contains(words, "Hy2 Home") {
+		t.Errorf("switch said as %q, core's text %q", words, sw.Reason)
+	}
+	h.waitFor("Hy2 Home's failure in the member list", func() bool {
+		return strings.Contains(v.healthOf("Hy2 Home", false), faultWords(sw.Why.Fault, ""))
+	})
+	if row, whole := v.healthOf("Hy2 Home", false), v.healthOf("Hy2 Home", true); strings.Contains(row, "127.0.0.1") || !strings.Contains(whole, "127.0.0.1") {
+		t.Errorf("member row %q / details %q: want the error chain only in the details", row, whole)
 	}
 	// Both servers are dead: Home says no server answers, and which
 	// failed how, not Connected.

@@ -558,10 +558,11 @@ func (h *homeView) phaseOf(st api.Status, groups []core.GroupState) (phase, stri
 			return phaseConnected, ""
 		case inGroup && (m.Health == group.Failing || m.Health == group.Recovering):
 			// The group's LastError is the core's chain (Routes shows it
-			// whole): Home says it in words, the probe's when it has one.
+			// whole): Home says it in words, the probe's when it has one,
+			// else the kind of the group's failure.
 			why := probe
 			if why == "" {
-				why = tr("home.probeNoAnswer")
+				why = faultWords(m.Fault, tr("home.probeNoAnswer"))
 			}
 			failed = append(failed, tr("home.serverFailed", M{"Name": name, "Why": why}))
 		case probed:
@@ -645,9 +646,11 @@ func (h *homeView) member(rt route, st api.Status, groups []core.GroupState) (st
 	}
 	if sw := h.u.Switches(); len(sw) > 0 {
 		last := sw[len(sw)-1]
-		return label, last.Reason + ", " + last.Time.Local().Format("15:04")
+		return label, switchWhy(last.Why, last.Reason) + ", " + last.Time.Local().Format("15:04")
 	}
 	switch {
+	case st.Why != nil:
+		return label, switchWhy(*st.Why, st.Reason)
 	case st.Reason != "":
 		return label, st.Reason
 	case len(rt.nodes) > 1:

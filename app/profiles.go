@@ -142,7 +142,7 @@ func newProfilesView(u *UI) *profilesView {
 				name.Importance = widget.LowImportance
 				detail.Importance = widget.LowImportance
 				name.SetText(tr("profiles.unusable", M{"Name": label}))
-				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + n.Unsupported)
+				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + lackWords(n.Lack, n.Unsupported))
 				test.SetIcon(theme.InfoIcon())
 				use.Disable()
 			} else {
@@ -160,7 +160,8 @@ func newProfilesView(u *UI) *profilesView {
 			test.OnTapped = func() { v.test([]*profile.Node{n}) }
 			if n.Unsupported != "" {
 				test.OnTapped = func() {
-					showDetails(v.u.win, n.Name(), tr("profiles.unusableWhy", M{"Why": n.Unsupported, "Node": protocolLabel(&n.Config) + " · " + n.Config.Address()}))
+					// In the window's words, then the core's whole reason.
+					showDetails(v.u.win, n.Name(), tr("profiles.unusableWhy", M{"Why": lackWords(n.Lack, n.Unsupported), "Node": protocolLabel(&n.Config) + " · " + n.Config.Address()})+"\n\n"+n.Unsupported)
 				}
 			}
 			use.OnTapped = func() { v.use(n.ID) }

@@ -205,7 +205,7 @@ func newRoutesView(u *UI) *routesView {
 				prefix = "▶ "
 			}
 			name.SetText(prefix + label + "  ·  " + proto)
-			health.SetText(v.healthOf(label))
+			health.SetText(v.healthOf(label, false))
 			btns.Objects[0].(*widget.Button).OnTapped = func() { v.move(i, -1) }
 			btns.Objects[1].(*widget.Button).OnTapped = func() { v.move(i, +1) }
 		},
@@ -220,7 +220,7 @@ func newRoutesView(u *UI) *routesView {
 			} else if g := v.p.Group(name); g != nil {
 				name = g.Name
 			}
-			showDetails(v.u.win, name, v.healthOf(name))
+			showDetails(v.u.win, name, v.healthOf(name, true))
 		}
 		v.memberList.UnselectAll()
 	}
@@ -240,13 +240,14 @@ func newRoutesView(u *UI) *routesView {
 			if to == "" {
 				to = tr("routes.none")
 			}
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, e.Reason))
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, switchWhy(e.Why, e.Reason)))
 		},
 	)
 	v.switchLog.OnSelected = func(i widget.ListItemID) {
 		if i < len(v.switches) {
 			e := v.switches[len(v.switches)-1-i]
-			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+e.Reason)
+			// In the window's words, then the core's whole reason.
+			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+switchWhy(e.Why, e.Reason)+"\n\n"+e.Reason)
 		}
 		v.switchLog.UnselectAll()
 	}
@@ -514,8 +515,9 @@ func (v *routesView) update() {
 	v.switchLog.Refresh()
 }
 
-// healthOf describes a member's live state.
-func (v *routesView) healthOf(name string) string {
+// healthOf describes a member's live state; whole adds the core's own
+// words for its last failure (the error chain), for a details view.
+func (v *routesView) healthOf(name string, whole bool) string {
 	for _, m := range v.live {
 		if m.Name != name {
 			continue
@@ -528,10 +530,13 @@ func (v *routesView) healthOf(name string) string {
 			s += " · " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
 		}
 		if m.LastError != "" {
-			s += " · " + m.LastError
+			s += " · " + faultWords(m.Fault, m.LastError)
 		}
 		if !m.LastCheck.IsZero() {
 			s += " · " + tr("routes.checkedAgo", M{"Age": ageString(time.Now(), m.LastCheck)})
+		}
+		if whole && m.LastError != "" {
+			s += "\n\n" + m.LastError
 		}
 		return s
 	}

@@ -71,13 +71,14 @@ func (s State) String() string {
 // Status is a snapshot of the core's state.
 type Status struct {
 	State    State
-	Outbound string    // the name of the outbound in use ("" when stopped)
-	Member   string    // with several servers: the one carrying new flows now ("" when none is usable)
-	Reason   string    // the last failover switch's reason ("" when none)
-	Listen   string    // the address the local proxy listens on ("" when stopped)
-	TUN      string    // the TUN device's name in TUN mode ("" otherwise)
-	Err      string    // the last error in plain words ("" when none)
-	Since    time.Time // when State was entered
+	Outbound string     // the name of the outbound in use ("" when stopped)
+	Member   string     // with several servers: the one carrying new flows now ("" when none is usable)
+	Reason   string     // the last failover switch's reason in English ("" when none)
+	Why      *group.Why // the same as data, for front ends' own words (nil when none)
+	Listen   string     // the address the local proxy listens on ("" when stopped)
+	TUN      string     // the TUN device's name in TUN mode ("" otherwise)
+	Err      string     // the last error in plain words ("" when none)
+	Since    time.Time  // when State was entered
 	// Cause is the error behind Err, for errors.Is (core.ErrNoServer,
 	// ErrTUNPermission, …); nil when none.
 	Cause error
@@ -428,7 +429,7 @@ type GroupState struct {
 func (c *Controller) onSwitch(e group.Event) {
 	c.log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
 	c.mu.Lock()
-	c.status.Reason = e.Reason
+	c.status.Reason, c.status.Why = e.Reason, &e.Why
 	c.mu.Unlock()
 	st := c.Status()
 	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})

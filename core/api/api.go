@@ -75,7 +75,8 @@ type Status struct {
 	State    core.State `json:"state"`
 	Outbound string     `json:"outbound,omitempty"`
 	Member   string     `json:"member,omitempty"`
-	Reason   string     `json:"reason,omitempty"`
+	Reason   string     `json:"reason,omitempty"` // the last switch's reason in English
+	Why      *group.Why `json:"why,omitempty"`    // the same as data, for the window's own words
 	Listen   string     `json:"listen,omitempty"`
 	TUN      string     `json:"tun,omitempty"`
 	Since    time.Time  `json:"since"`

@@ -209,7 +209,7 @@ func (l *Local) Resume(ctx context.Context) (*Route, error) {
 func (l *Local) Status(context.Context) (Status, error) { return l.status(l.ctrl.Status()), nil }
 
 func (l *Local) status(st core.Status) Status {
-	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason,
+	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason, Why: st.Why,
 		Listen: st.Listen, TUN: st.TUN, Since: st.Since, RuleSets: l.ctrl.RuleSets()}
 	if st.State == core.Failed {
 		out.Error = &Error{Code: CodeOf(st.Cause), Message: st.Err}

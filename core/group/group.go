@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/fault"
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
@@ -171,7 +172,35 @@ type Event struct {
 	Group  string
 	From   string // "" when the group had no usable member
 	To     string // "" when no member is usable any more
-	Reason string // in plain words: "Hysteria2 failed: dial timeout", "Hysteria2 recovered: 3 good probes over 12s"
+	Reason string // in English, whole (logs, CLI): "Hysteria2 failed: dial timeout", "Hysteria2 recovered: 3 good probes over 12s"
+	Why    Why    // the same as data, for front ends that say it in their own words
+}
+
+// WhyKind is what made a group switch. Its values cross the API and name
+// translation keys (switch.failed, …): do not rename them.
+type WhyKind string
+
+// Kinds of switch.
+const (
+	WhyFailed    WhyKind = "failed"    // Member failed a dial or a probe (Fault says how)
+	WhyRecovered WhyKind = "recovered" // Member passed Probes good probes over Over
+	WhyLatency   WhyKind = "latency"   // Member measured RTT (url-test picks the fastest)
+	WhySelected  WhyKind = "selected"  // the user chose Member
+	WhyThrottled WhyKind = "throttled" // Member delivered Rate, Next delivered NextRate
+)
+
+// Why is a switch's reason as data. The decision of what the reason is is
+// the group's; a front end only puts it into words.
+type Why struct {
+	Kind     WhyKind
+	Member   string        // the member the reason is about
+	Fault    fault.Kind    `json:",omitempty"` // WhyFailed
+	RTT      time.Duration `json:",omitempty"` // WhyLatency
+	Probes   int           `json:",omitempty"` // WhyRecovered
+	Over     time.Duration `json:",omitempty"` // WhyRecovered
+	Rate     float64       `json:",omitempty"` // WhyThrottled: the member's speed, bytes/s
+	Next     string        `json:",omitempty"` // WhyThrottled: the member that was faster
+	NextRate float64       `json:",omitempty"` // WhyThrottled: its speed, bytes/s
 }
 
 // Options configures a Group beyond its members.
@@ -285,7 +314,7 @@ func (g *Group) Select(name string) error {
 			g.selected = i
 			g.mu.Unlock()
 			if prev != name {
-				g.emit(prev, name, "selected by the user")
+				g.emit(prev, name, "selected by the user", Why{Kind: WhySelected, Member: name})
 			}
 			return nil
 		}
@@ -440,7 +469,7 @@ func (g *Group) touch() {
 
 // refresh recomputes the current member after a health change and emits an
 // event when it moved.
-func (g *Group) refresh(reason string) {
+func (g *Group) refresh(reason string, why Why) {
 	g.emitMu.Lock()
 	defer g.emitMu.Unlock()
 	g.mu.Lock()
@@ -449,7 +478,7 @@ func (g *Group) refresh(reason string) {
 	g.current = next
 	g.mu.Unlock()
 	if prev != next {
-		g.emit(g.nameOf(prev), g.nameOf(next), reason)
+		g.emit(g.nameOf(prev), g.nameOf(next), reason, why)
 	}
 }
 
@@ -460,11 +489,21 @@ func (g *Group) nameOf(i int) string {
 	return g.members[i].Name
 }
 
-func (g *Group) emit(from, to, reason string) {
+func (g *Group) emit(from, to, reason string, why Why) {
 	if g.onEvent != nil {
-		g.onEvent(Event{Time: time.Now(), Group: g.name, From: from, To: to, Reason: reason})
+		g.onEvent(Event{Time: time.Now(), Group: g.name, From: from, To: to, Reason: reason, Why: why})
 	}
 }
+
+// noAnswer is a live dial that ran out of its time: a time-out (it
+// unwraps to context.DeadlineExceeded) whose text says how long it had.
+type noAnswer struct {
+	what  string
+	limit time.Duration
+}
+
+func (e noAnswer) Error() string { return fmt.Sprintf("%s: no answer within %v", e.what, e.limit) }
+func (e noAnswer) Unwrap() error { return context.DeadlineExceeded }
 
 // failed records a failure of member i seen by a live flow or (probe) by
 // the prober. A member that live flows find down is probed at once, so
@@ -487,7 +526,7 @@ func (g *Group) wentDown(i int, err error, probe, down bool) {
 	if !down {
 		return
 	}
-	g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err))
+	g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err), Why{Kind: WhyFailed, Member: g.members[i].Name, Fault: fault.Of(err)})
 	if !probe {
 		g.requestProbe(i)
 	}
@@ -560,7 +599,7 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 			case dialCtx.Err() != nil:
 				// The caller gave up: that says nothing about the member.
 			case timedOut:
-				err = fmt.Errorf("%s: no answer within %v", what, limit)
+				err = noAnswer{what, limit}
 				g.timedOut(i, t0, err)
 			default:
 				g.failed(i, err, false)

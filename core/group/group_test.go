@@ -7,12 +7,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/fault"
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
@@ -27,6 +30,9 @@ const (
 )
 
 // testOutbound reaches loopback servers for real, and can be switched to
+// errRefused is what a dial to a closed port returns.
+var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+
 // refuse or to go silent, the two ways a member dies.
 type testOutbound struct {
 	mode  atomic.Int32
@@ -38,7 +44,7 @@ func (o *testOutbound) DialContext(ctx context.Context, network string, dst flow
 	o.dials.Add(1)
 	switch o.mode.Load() {
 	case refuse:
-		return nil, errors.New("connection refused")
+		return nil, errRefused
 	case silent:
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -61,7 +67,7 @@ func (o *testOutbound) DialContext(ctx context.Context, network string, dst flow
 
 func (o *testOutbound) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
 	if o.mode.Load() == refuse {
-		return nil, errors.New("connection refused")
+		return nil, errRefused
 	}
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -213,6 +219,12 @@ func TestFailoverOnRefusal(t *testing.T) {
 	if sw == nil || !strings.Contains(sw.Reason, "primary failed") || !strings.Contains(sw.Reason, "refused") {
 		t.Fatalf("want a switch event naming the primary's failure, got %+v", ev.list())
 	}
+	if want := (Why{Kind: WhyFailed, Member: "primary", Fault: fault.Refused}); sw.Why != want {
+		t.Errorf("switch's Why = %+v, want %+v", sw.Why, want)
+	}
+	if m := g.Members()[0]; m.Fault != fault.Refused || !strings.Contains(m.LastError, "refused") {
+		t.Errorf("primary's state = %+v, want a refused fault beside the whole error", m)
+	}
 	// Later flows skip the failed primary without trying it.
 	before := p.dials.Load()
 	for range 5 {
@@ -278,6 +290,12 @@ func TestFailoverRecoversWithHysteresis(t *testing.T) {
 	last := ev.list()[len(ev.list())-1]
 	if last.To != "primary" || !strings.Contains(last.Reason, "recovered") {
 		t.Errorf("last event = %+v, want a recovery to primary", last)
+	}
+	if w := last.Why; w.Kind != WhyRecovered || w.Member != "primary" || w.Probes != g.policy.RecoverProbes || w.Over < g.policy.RecoverHold {
+		t.Errorf("recovery's Why = %+v", w)
+	}
+	if m := g.Members()[0]; m.Fault != "" || m.LastError != "" {
+		t.Errorf("recovered primary still has a fault: %+v", m)
 	}
 	echo(t, g, tcp)
 }
@@ -364,7 +382,7 @@ func TestSelector(t *testing.T) {
 	if err := g.Select("nope"); err == nil {
 		t.Error("selecting an unknown member should fail")
 	}
-	if len(ev.list()) == 0 || ev.list()[0].Reason != "selected by the user" {
+	if len(ev.list()) == 0 || ev.list()[0].Reason != "selected by the user" || ev.list()[0].Why.Kind != WhySelected {
 		t.Errorf("events = %+v", ev.list())
 	}
 	// A selector never moves on by itself.
@@ -663,7 +681,7 @@ func TestFailoverLeavesThrottledPrimary(t *testing.T) {
 	// the hanging dial made time out first: either way by time-outs.
 	last := ev.list()[len(ev.list())-1]
 	timedOut := strings.Contains(last.Reason, "no answer within") || strings.Contains(last.Reason, "deadline exceeded")
-	if last.From != "primary" || !timedOut {
+	if last.From != "primary" || !timedOut || last.Why.Fault != fault.Timeout {
 		t.Errorf("last event = %+v, want the primary failed by a time-out", last)
 	}
 }

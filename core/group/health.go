@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/fault"
 )
 
 // Health is a member's state as the group judges it.
@@ -44,7 +46,8 @@ type MemberState struct {
 	Name      string
 	Health    Health
 	RTT       time.Duration // smoothed connect time of recent dials and probes; 0: none measured
-	LastError string        // the last failure in plain words; "" when none
+	LastError string        // the last failure, the error's whole text (logs, CLI); "" when none
+	Fault     fault.Kind    // the last failure's kind, for front ends' own words; "" when none
 	LastCheck time.Time     // last dial or probe result
 	Successes int           // consecutive successful probes while Recovering
 	Throttled bool          // left because it delivered far less than the next member; re-measured by speed probes
@@ -56,6 +59,7 @@ type health struct {
 	state     Health
 	srtt      time.Duration
 	lastErr   string
+	fault     fault.Kind
 	lastCheck time.Time
 	failedAt  time.Time // when it last went Failing
 	okSince   time.Time // first of the current run of good probes while Recovering
@@ -174,6 +178,7 @@ func (h *health) fail(now time.Time, err error, probe bool, hold time.Duration) 
 	}
 	h.state = Failing
 	h.lastErr = err.Error()
+	h.fault = fault.Of(err)
 	h.lastCheck = now
 	h.successes = 0
 	if probe {
@@ -227,7 +232,7 @@ func (h *health) probeOK(now time.Time, rtt time.Duration, need int, hold time.D
 		h.state = Healthy
 		h.failures = 0
 		h.successes = 0
-		h.lastErr = ""
+		h.lastErr, h.fault = "", ""
 		h.upAt = now
 		h.timeouts = 0
 		h.throttled = false
@@ -245,6 +250,7 @@ func (h *health) throttle(now time.Time, err error, hold time.Duration, m thrott
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.throttled = true
+	h.fault = fault.Throttled
 	h.mark = m
 	h.failures = 0
 	return wentDown
@@ -293,7 +299,7 @@ func (h *health) rtt() time.Duration {
 func (h *health) snapshot(name string) MemberState {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return MemberState{Name: name, Health: h.state, RTT: h.srtt, LastError: h.lastErr, LastCheck: h.lastCheck, Successes: h.successes, Throttled: h.throttled}
+	return MemberState{Name: name, Health: h.state, RTT: h.srtt, LastError: h.lastErr, Fault: h.fault, LastCheck: h.lastCheck, Successes: h.successes, Throttled: h.throttled}
 }
 
 // nextProbe returns how long to wait before the next probe of this member:

@@ -84,9 +84,12 @@ func (g *Group) probeLoop() {
 			} else {
 				before := g.health[r.i].get()
 				if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
-					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v%s", g.members[r.i].Name, g.policy.RecoverProbes, g.health[r.i].hold(g.policy.RecoverHold), r.note))
+					name, over := g.members[r.i].Name, g.health[r.i].hold(g.policy.RecoverHold)
+					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v%s", name, g.policy.RecoverProbes, over, r.note),
+						Why{Kind: WhyRecovered, Member: name, Probes: g.policy.RecoverProbes, Over: over})
 				} else if g.mode == URLTest || before == Unknown {
-					g.refresh(fmt.Sprintf("latency of %s: %v", g.members[r.i].Name, r.rtt.Round(time.Millisecond)))
+					name := g.members[r.i].Name
+					g.refresh(fmt.Sprintf("latency of %s: %v", name, r.rtt.Round(time.Millisecond)), Why{Kind: WhyLatency, Member: name, RTT: r.rtt})
 				}
 			}
 			due[r.i] = time.Now().Add(g.health[r.i].nextProbe(&g.policy))

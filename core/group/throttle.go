@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/fault"
 	"github.com/skiffvpn/skiff/core/outbound"
 )
 
@@ -192,7 +193,7 @@ func (g *Group) applyCheck(r checkResult) bool {
 	reason := b.String()
 	mark := throttleMark{Left: r.curSp.Rate, Taker: r.nxSp.Rate, Before: r.s.Peak}
 	if g.health[r.cur].throttle(time.Now(), errors.New(reason), p.RecoverHold, mark) {
-		g.refresh(reason)
+		g.refresh(reason, Why{Kind: WhyThrottled, Member: cur, Fault: fault.Throttled, Rate: r.curSp.Rate, Next: next, NextRate: r.nxSp.Rate})
 	}
 	for _, c := range starving {
 		c.Close()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/fault"
 	"github.com/skiffvpn/skiff/core/flow"
 )
 
@@ -269,6 +270,9 @@ func TestFailoverLeavesThrottledMember(t *testing.T) {
 	last := ev.list()[len(ev.list())-1]
 	if last.From != "primary" || last.To != "fallback" || !strings.Contains(last.Reason, "primary throttled: ") || !strings.Contains(last.Reason, "; fallback: ") {
 		t.Errorf("event = %+v, want the primary left as throttled with both figures", last)
+	}
+	if w := last.Why; w.Kind != WhyThrottled || w.Member != "primary" || w.Next != "fallback" || w.Fault != fault.Throttled || w.Rate >= w.NextRate {
+		t.Errorf("throttle's Why = %+v", w)
 	}
 	if !strings.Contains(last.Reason, "1 starving connections closed") {
 		t.Errorf("event = %q, want the starving download closed", last.Reason)

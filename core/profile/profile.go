@@ -123,11 +123,12 @@ func (w Warning) String() string {
 
 // Node is one saved server.
 type Node struct {
-	ID           string    `json:"id"`                     // stable: see NodeID
-	Subscription string    `json:"subscription,omitempty"` // ID of the subscription it came from; empty: imported by hand
-	Rename       string    `json:"rename,omitempty"`       // the user's name for it; overrides Config.Name
-	Config       node.Node `json:"config"`
-	Unsupported  string    `json:"unsupported,omitempty"` // why Skiff cannot dial it yet; empty: it can
+	ID           string     `json:"id"`                     // stable: see NodeID
+	Subscription string     `json:"subscription,omitempty"` // ID of the subscription it came from; empty: imported by hand
+	Rename       string     `json:"rename,omitempty"`       // the user's name for it; overrides Config.Name
+	Config       node.Node  `json:"config"`
+	Unsupported  string     `json:"unsupported,omitempty"` // why Skiff cannot dial it yet, in English; empty: it can
+	Lack         *node.Lack `json:"lack,omitempty"`        // what it needs that Skiff lacks, as data; nil: its settings are wrong, or it can be dialled
 }
 
 // Name is the name to show: the user's rename, else the provider's name.

@@ -6,6 +6,7 @@
 package protocol
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -70,7 +71,7 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 		}
 		return c, nil
 	default:
-		return nil, fmt.Errorf("node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
+		return nil, node.Unsupportedf(node.FeatureProtocol, n.Protocol, "node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
 	}
 }
 
@@ -79,15 +80,28 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 // opens nothing), so that what the list says and what a run does never
 // disagree.
 func Supported(n *node.Node) (ok bool, reason string) {
+	reason, _ = Unusable(n)
+	return reason == "", reason
+}
+
+// Unusable says why Skiff cannot dial n: in English for the node list's
+// details, logs and the CLI, and as data for front ends that say it in
+// their own words. A node whose settings are wrong rather than
+// unsupported has no Lack. It returns "", nil for a node Skiff can dial.
+func Unusable(n *node.Node) (reason string, lack *node.Lack) {
 	if n == nil {
-		return false, "no node"
+		return "no node", nil
 	}
 	ob, err := NewOutbound(n, nil)
 	if err != nil {
-		return false, unsupportedReason(n, err)
+		var u *node.UnsupportedError
+		if errors.As(err, &u) {
+			lack = &u.Lack
+		}
+		return unsupportedReason(n, err), lack
 	}
 	ob.Close()
-	return true, ""
+	return "", nil
 }
 
 // unsupportedReason strips the node's name and server from a constructor's

@@ -258,6 +258,9 @@ func TestRefreshKeepsUserState(t *testing.T) {
 	if p.Nodes[0].Unsupported != "" || p.Nodes[3].Unsupported == "" {
 		t.Errorf("supported flags: %q %q", p.Nodes[0].Unsupported, p.Nodes[3].Unsupported)
 	}
+	if p.Nodes[0].Lack != nil || p.Nodes[3].Lack == nil {
+		t.Errorf("lacks: %+v %+v, want the unsupported node's as data", p.Nodes[0].Lack, p.Nodes[3].Lack)
+	}
 	hyID, vlID, vmID := p.Nodes[0].ID, p.Nodes[1].ID, p.Nodes[3].ID
 	// The user's choices.
 	if err := store.Update(func(p *profile.Profile) error {

@@ -124,9 +124,7 @@ func makeNodes(source string, nodes []*node.Node, old map[string]*profile.Node, 
 			continue
 		}
 		pn := &profile.Node{ID: id, Subscription: source, Config: *n}
-		if _, reason := protocol.Supported(n); reason != "" {
-			pn.Unsupported = reason
-		}
+		pn.Unsupported, pn.Lack = protocol.Unusable(n)
 		if o := old[id]; o != nil {
 			pn.Rename = o.Rename
 		}

@@ -89,7 +89,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("anytls: %s: empty password", n.Address())
 	}
 	if n.Transport != nil && n.Transport.Type != "" && n.Transport.Type != node.TransportTCP {
-		return nil, fmt.Errorf("anytls: %s: transport %q is not supported (AnyTLS runs on TLS over TCP)", n.Address(), n.Transport.Type)
+		return nil, node.Unsupportedf(node.FeatureTransport, n.Transport.Type, "anytls: %s: transport %q is not supported (AnyTLS runs on TLS over TCP)", n.Address(), n.Transport.Type)
 	}
 	nn := *n
 	if nn.TLS == nil {

@@ -72,17 +72,17 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	o := n.Shadowsocks
 	name := strings.ToLower(o.Method)
 	if why, ok := refused(name); ok {
-		return nil, fmt.Errorf("shadowsocks: %s: %s", addr, why)
+		return nil, node.Unsupportedf(node.FeatureCipher, name, "shadowsocks: %s: %s", addr, why)
 	}
 	m, ok := methods[name]
 	if !ok {
 		if len(name) > 40 {
 			name = name[:40] + "…"
 		}
-		return nil, fmt.Errorf("shadowsocks: %s: unknown method %q", addr, name)
+		return nil, node.Unsupportedf(node.FeatureCipher, name, "shadowsocks: %s: unknown method %q", addr, name)
 	}
 	if o.UDPOverTCP {
-		return nil, fmt.Errorf("shadowsocks: %s: udp-over-tcp is not supported yet (Skiff sends Shadowsocks UDP)", addr)
+		return nil, node.Unsupportedf(node.FeatureOption, "udp-over-tcp", "shadowsocks: %s: udp-over-tcp is not supported yet (Skiff sends Shadowsocks UDP)", addr)
 	}
 	k, err := parseKeys(m, o.Password)
 	if err != nil {
@@ -121,7 +121,7 @@ func (c *Client) setPlugin(n *node.Node, name, opts string) error {
 	case "v2ray-plugin":
 		return c.setV2rayPlugin(n, kv)
 	default:
-		return fmt.Errorf("plugin %q is not supported (only obfs-local and v2ray-plugin)", name)
+		return node.Unsupportedf(node.FeaturePlugin, name, "plugin %q is not supported (only obfs-local and v2ray-plugin)", name)
 	}
 }
 
@@ -133,7 +133,7 @@ func (c *Client) setV2rayPlugin(n *node.Node, kv []pluginOpt) error {
 		switch o.key {
 		case "mode":
 			if o.val != "websocket" && o.val != "" {
-				return fmt.Errorf("plugin v2ray-plugin: mode %q is not supported (only websocket)", o.val)
+				return node.Unsupportedf(node.FeaturePlugin, "v2ray-plugin mode="+o.val, "plugin v2ray-plugin: mode %q is not supported (only websocket)", o.val)
 			}
 		case "tls":
 			useTLS = o.val == "" || o.val == "true" || o.val == "1"
@@ -150,7 +150,7 @@ func (c *Client) setV2rayPlugin(n *node.Node, kv []pluginOpt) error {
 		case "skip-cert-verify", "allowInsecure", "insecure":
 			insecure = o.val == "" || o.val == "true" || o.val == "1"
 		default:
-			return fmt.Errorf("plugin v2ray-plugin: option %q is not supported", o.key)
+			return node.Unsupportedf(node.FeaturePlugin, "v2ray-plugin "+o.key, "plugin v2ray-plugin: option %q is not supported", o.key)
 		}
 	}
 	if host == "" {

@@ -50,7 +50,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("trojan: %s: empty password", n.Address())
 	}
 	if m := n.Trojan.SSMethod; m != "" {
-		return nil, fmt.Errorf("trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", n.Address(), m)
+		return nil, node.Unsupportedf(node.FeatureOption, "trojan-go shadowsocks", "trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", n.Address(), m)
 	}
 	st, err := stack.New("trojan", n, d)
 	if err != nil {

@@ -173,7 +173,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	switch cc := o.CongestionControl; cc {
 	case "", "cubic", "new_reno", "bbr": // all quic-go's CUBIC: see the package doc
 	default:
-		return nil, fmt.Errorf("tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.name, cc)
+		return nil, node.Unsupportedf(node.FeatureOption, "congestion control "+cc, "tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.name, cc)
 	}
 	switch m := o.UDPRelayMode; m {
 	case "", modeNative:
@@ -181,10 +181,10 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	case modeQUIC:
 		c.udpMode = modeQUIC
 	default:
-		return nil, fmt.Errorf("tuic: %s: udp relay mode %q is not supported (native, quic)", c.name, m)
+		return nil, node.Unsupportedf(node.FeatureOption, "udp relay mode "+m, "tuic: %s: udp relay mode %q is not supported (native, quic)", c.name, m)
 	}
 	if o.UDPOverStream {
-		return nil, fmt.Errorf("tuic: %s: udp_over_stream is not supported", c.name)
+		return nil, node.Unsupportedf(node.FeatureOption, "udp_over_stream", "tuic: %s: udp_over_stream is not supported", c.name)
 	}
 	c.heartbeat = DefaultHeartbeat
 	if o.Heartbeat > 0 {

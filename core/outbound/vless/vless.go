@@ -74,7 +74,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("vless: %s: unknown flow %q", addr, o.Flow)
 	}
 	if e := o.Encryption; e != "" && e != "none" {
-		return nil, fmt.Errorf("vless: %s: encryption %q is not supported (only \"none\")", addr, e)
+		return nil, node.Unsupportedf(node.FeatureCipher, e, "vless: %s: encryption %q is not supported (only \"none\")", addr, e)
 	}
 	st, err := stack.New("vless", n, d)
 	if err != nil {

@@ -82,18 +82,18 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("vmess: %s: uuid: want a UUID (32 hex digits, dashes optional) or a name of 1-30 characters", addr)
 	}
 	if o.AlterID > 0 {
-		return nil, fmt.Errorf("vmess: %s: alterId %d is legacy VMess (MD5 authentication), which is not supported; only AEAD headers (alterId 0)", addr, o.AlterID)
+		return nil, node.Unsupportedf(node.FeatureOption, fmt.Sprintf("alterId %d", o.AlterID), "vmess: %s: alterId %d is legacy VMess (MD5 authentication), which is not supported; only AEAD headers (alterId 0)", addr, o.AlterID)
 	}
 	if o.AlterID < 0 {
 		return nil, fmt.Errorf("vmess: %s: alterId %d: negative", addr, o.AlterID)
 	}
 	if o.AuthenticatedLength {
-		return nil, fmt.Errorf("vmess: %s: authenticated length is not supported yet", addr)
+		return nil, node.Unsupportedf(node.FeatureOption, "authenticated length", "vmess: %s: authenticated length is not supported yet", addr)
 	}
 	switch pe := strings.ToLower(o.PacketEncoding); pe {
 	case "", "none":
 	default:
-		return nil, fmt.Errorf("vmess: %s: packet encoding %q is not supported yet", addr, pe)
+		return nil, node.Unsupportedf(node.FeatureOption, "packet encoding "+pe, "vmess: %s: packet encoding %q is not supported yet", addr, pe)
 	}
 	c := &Client{addr: addr, ck: cmdKey(id), opt: optChunkStream | optChunkMasking, now: time.Now}
 	switch sec := strings.ToLower(o.Security); sec {
@@ -111,7 +111,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	case "zero":
 		c.sec, c.opt, c.raw = secNone, 0, true
 	default:
-		return nil, fmt.Errorf("vmess: %s: security %q is not supported (auto, aes-128-gcm, chacha20-poly1305, none, zero)", addr, sec)
+		return nil, node.Unsupportedf(node.FeatureCipher, sec, "vmess: %s: security %q is not supported (auto, aes-128-gcm, chacha20-poly1305, none, zero)", addr, sec)
 	}
 	if o.GlobalPadding && c.sec != secNone {
 		c.opt |= optGlobalPadding

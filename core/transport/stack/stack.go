@@ -42,7 +42,7 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	}
 	s := &Stack{proto: proto, addr: addr, dialer: d}
 	if n.Multiplex != "" {
-		return nil, fmt.Errorf("%s: %s: multiplex %q is not supported yet", proto, addr, n.Multiplex)
+		return nil, node.Unsupportedf(node.FeatureMultiplex, n.Multiplex, "%s: %s: multiplex %q is not supported yet", proto, addr, n.Multiplex)
 	}
 	t := n.Transport
 	typ := node.TransportTCP
@@ -53,7 +53,7 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	switch typ {
 	case node.TransportTCP, "raw":
 		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
-			return nil, fmt.Errorf("%s: %s: tcp header type %q is not supported yet", proto, addr, t.HeaderType)
+			return nil, node.Unsupportedf(node.FeatureTransport, "tcp+"+t.HeaderType, "%s: %s: tcp header type %q is not supported yet", proto, addr, t.HeaderType)
 		}
 	case node.TransportWS:
 		alpn = []string{"http/1.1"}
@@ -63,15 +63,15 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		}
 	case node.TransportH2:
 		if n.TLS == nil {
-			return nil, fmt.Errorf("%s: %s: transport h2 without TLS is not supported", proto, addr)
+			return nil, node.Unsupportedf(node.FeatureTransport, "h2 (no TLS)", "%s: %s: transport h2 without TLS is not supported", proto, addr)
 		}
 		alpn = []string{"h2"}
 	default:
-		return nil, fmt.Errorf("%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
+		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
 	}
 	if n.TLS != nil {
 		if n.TLS.Reality != nil && typ == node.TransportWS {
-			return nil, fmt.Errorf("%s: %s: REALITY over WebSocket is not supported (REALITY carries tcp or h2)", proto, addr)
+			return nil, node.Unsupportedf(node.FeatureTransport, "REALITY+ws", "%s: %s: REALITY over WebSocket is not supported (REALITY carries tcp or h2)", proto, addr)
 		}
 		var err error
 		s.tls, err = tlsconf.NewStream(n.TLS, n.Server, alpn...)
