@@ -60,7 +60,7 @@ E2E_TIMEOUT ?= 45m
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps deps-build build test unit e2e cross bench bench-tun bench-rules measure-window fuzz fuzz-smoke run demo clean \
-	package package-linux package-windows package-test package-test-fresh
+	package package-linux package-windows package-test package-test-fresh cjk-font
 
 all: build
 
@@ -184,6 +184,12 @@ bench: build
 # SKIFF_MEASURE_SECONDS, SKIFF_MEASURE_RUNS or SKIFF_MEASURE_BIN.
 measure-window:
 	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasureWindow$$' -count=1 -v -timeout 30m
+
+# The window's bundled CJK subset (app/font), made again from Noto Sans CJK
+# (the same bytes from the same fonts-noto-cjk). Not part of CI.
+cjk-font:
+	$(SUDO) apt-get install -y -q python3-fonttools fonts-noto-cjk
+	/usr/bin/python3 app/font/subset.py app/font/cjk-subset.otf
 
 # TUN mode: skiff --tun against sing-box's tun (gvisor stack) in network
 # namespaces, plus 500 connections (root).

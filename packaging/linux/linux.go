@@ -69,9 +69,9 @@ var DebDepends = []string{
 	"passwd",
 }
 
-// DebRecommends: a Mesa driver for the window's OpenGL, and CJK glyphs for
-// node names in Chinese, Japanese and Korean, which Fyne's bundled font
-// lacks.
+// DebRecommends: a Mesa driver for the window's OpenGL, and a full CJK
+// font for the rare characters beyond the subset the window embeds
+// (app/font: the common Hanzi, kana and Hangul draw without it).
 var DebRecommends = []string{"libgl1-mesa-dri", "fonts-noto-cjk"}
 
 // RPMRequires names the same libraries by soname, which Fedora, openSUSE
@@ -267,33 +267,51 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(stage, "copyright"), copyright(license), 0o644); err != nil {
+	fontLicense, err := os.ReadFile(filepath.Join(s.Repo, "app", "font", "LICENSE"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(stage, "copyright"), copyright(license, fontLicense), 0o644); err != nil {
 		return nil, err
 	}
 	cp := file(filepath.Join(stage, "copyright"), "/usr/share/doc/skiff/copyright", 0o644)
 	cp.Packager = "deb"
 	lic := file(filepath.Join(s.Repo, "LICENSE"), "/usr/share/licenses/skiff/LICENSE", 0o644)
 	lic.Packager, lic.Type = "rpm", files.TypeRPMLicense
+	fontLic := file(filepath.Join(s.Repo, "app", "font", "LICENSE"), "/usr/share/licenses/skiff/LICENSE.cjk-font", 0o644)
+	fontLic.Packager, fontLic.Type = "rpm", files.TypeRPMLicense
 	if err := writeGzip(filepath.Join(stage, "changelog.Debian.gz"), s.changelog()); err != nil {
 		return nil, err
 	}
 	cl := file(filepath.Join(stage, "changelog.Debian.gz"), "/usr/share/doc/skiff/changelog.Debian.gz", 0o644)
 	cl.Packager = "deb"
-	return append(c, cp, lic, cl), nil
+	return append(c, cp, lic, fontLic, cl), nil
 }
 
-// copyright is the deb's machine-readable copyright file around LICENSE.
-func copyright(license []byte) []byte {
+// copyright is the deb's machine-readable copyright file around LICENSE,
+// and fontLicense for the CJK font subset the window embeds (app/font).
+func copyright(license, fontLicense []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n")
 	b.WriteString("Upstream-Name: skiff\nSource: https://github.com/skiffvpn/skiff\n\n")
 	b.WriteString("Files: *\nCopyright: 2026 The Skiff Authors\nLicense: Expat\n")
 	b.WriteString("Comment: the binary also contains Go modules under their own BSD-, MIT- and\n")
 	b.WriteString(" Apache-2.0-style licences (Fyne, gVisor, quic-go, wireguard-go, golang.org/x).\n\n")
-	b.WriteString("License: Expat\n")
+	b.WriteString("Files: app/font/cjk-subset.otf\nCopyright: 2014-2021 Adobe (http://www.adobe.com/)\nLicense: OFL-1.1\n")
+	b.WriteString("Comment: a subset of Noto Sans CJK SC, embedded in skiff-window as its CJK fallback.\n\n")
+	// the licence bodies after their title and copyright lines, as the format wants
+	licenseBody(&b, "Expat", license, "Permission is hereby granted")
+	b.WriteString("\n")
+	licenseBody(&b, "OFL-1.1", fontLicense, "-----")
+	return b.Bytes()
+}
+
+// licenseBody writes a License paragraph named name: text from its first
+// line starting with from, indented, blank lines as " .".
+func licenseBody(b *bytes.Buffer, name string, license []byte, from string) {
+	b.WriteString("License: " + name + "\n")
 	text := strings.TrimSpace(string(license))
-	// the licence body after its title and copyright lines, as the format wants
-	if i := strings.Index(text, "Permission is hereby granted"); i >= 0 {
+	if i := strings.Index(text, from); i >= 0 {
 		text = text[i:]
 	}
 	for _, line := range strings.Split(text, "\n") {
@@ -303,7 +321,6 @@ func copyright(license []byte) []byte {
 			b.WriteString(" " + strings.TrimRight(line, " ") + "\n")
 		}
 	}
-	return b.Bytes()
 }
 
 func (s Spec) changelog() []byte {

@@ -266,6 +266,12 @@ func TestDebContents(t *testing.T) {
 			t.Errorf("%s: %s, want %s", p, got, want)
 		}
 	}
+	// The window embeds an OFL font (app/font): the copyright says so.
+	if b, err := os.ReadFile(filepath.Join(f.extracted, "usr/share/doc/skiff/copyright")); err != nil {
+		t.Error(err)
+	} else if c := string(b); !strings.Contains(c, "Files: app/font/cjk-subset.otf") || !strings.Contains(c, "License: OFL-1.1\n SIL OPEN FONT LICENSE") && !strings.Contains(c, "License: OFL-1.1\n -----") {
+		t.Errorf("the copyright file does not carry the CJK font's licence:\n%s", c)
+	}
 	for p := range files {
 		if strings.Contains(p, "/usr/local/") || strings.HasPrefix(p, "/home") || strings.HasPrefix(p, "/etc/") {
 			t.Errorf("deb has %s", p)
