@@ -212,6 +212,26 @@ type Group struct {
 	Selected     string   `json:"selected,omitempty"` // selector: the chosen member
 	ProbeURL     string   `json:"probeURL,omitempty"` // empty: Settings.ProbeURL
 	Interval     Duration `json:"interval,omitempty"` // probe interval; zero: the engine's default
+	// Made is the group as its import last made it, before the user's
+	// edits: a refresh tells the user's edits (kept) from the import's
+	// (replaced) by comparing the group with it. nil for the user's own
+	// groups, and for groups made before Skiff kept it (their name only is
+	// then known to be the user's).
+	Made *GroupShape `json:"made,omitempty"`
+}
+
+// GroupShape is what of a group a user may edit.
+type GroupShape struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type"`
+	Members  []string `json:"members"`
+	ProbeURL string   `json:"probeURL,omitempty"`
+	Interval Duration `json:"interval,omitempty"`
+}
+
+// Shape returns g's editable part, its members copied.
+func (g *Group) Shape() GroupShape {
+	return GroupShape{Name: g.Name, Type: g.Type, Members: append([]string(nil), g.Members...), ProbeURL: g.ProbeURL, Interval: g.Interval}
 }
 
 // GroupID derives the stable ID of a group made by an import from where

@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,7 +20,10 @@ import (
 //     VLESS+WS+TLS, then the other protocols.
 //
 // A refresh makes them again from the new nodes (their IDs are stable:
-// profile.GroupID); the user's own groups are never touched.
+// profile.GroupID), and keeps what the user changed in them since the
+// last import (a new name, the members' order, a member taken out or
+// added, the type, the probe): see keepEdits. The user's own groups are
+// never touched.
 
 // FastestName is the name of the url-test group over all nodes.
 const FastestName = "Fastest"
@@ -177,9 +181,14 @@ func ApplyGroups(p *profile.Profile, source string, specs []Group) []profile.War
 		kept = append(kept, g)
 	}
 	for _, g := range fresh {
-		if o := old[g.ID]; o != nil && o.Selected != "" && contains(g.Members, o.Selected) {
-			g.Selected = o.Selected
+		made := g.Shape()
+		if o := old[g.ID]; o != nil {
+			keepEdits(g, o)
+			if o.Selected != "" && contains(g.Members, o.Selected) {
+				g.Selected = o.Selected
+			}
 		}
+		g.Made = &made
 	}
 	if pos < 0 {
 		pos = len(kept)
@@ -187,6 +196,52 @@ func ApplyGroups(p *profile.Profile, source string, specs []Group) []profile.War
 	p.Groups = append(kept[:pos:pos], append(fresh, kept[pos:]...)...)
 	p.Prune()
 	return warns
+}
+
+// keepEdits puts into fresh, a group as an import makes it now, what the
+// user changed in old, the same group as it is in the profile, since the
+// import made it (old.Made). Members: the user's order and removals stay,
+// members the user added stay, members the import no longer makes go, and
+// members the import makes anew join at the end. A group from before
+// Skiff kept Made has its name kept only.
+func keepEdits(fresh, old *profile.Group) {
+	made := old.Made
+	if made == nil {
+		legacy := old.Shape()
+		legacy.Name = fresh.Name
+		made = &legacy
+	}
+	if old.Name != made.Name {
+		fresh.Name = old.Name
+	}
+	if old.Type != made.Type {
+		fresh.Type = old.Type
+	}
+	if old.ProbeURL != made.ProbeURL {
+		fresh.ProbeURL = old.ProbeURL
+	}
+	if old.Interval != made.Interval {
+		fresh.Interval = old.Interval
+	}
+	if slices.Equal(old.Members, made.Members) {
+		return
+	}
+	wasMade := map[string]bool{}
+	for _, m := range made.Members {
+		wasMade[m] = true
+	}
+	var members []string
+	for _, m := range old.Members {
+		if !wasMade[m] || contains(fresh.Members, m) {
+			members = append(members, m) // the user's, or made still
+		}
+	}
+	for _, m := range fresh.Members {
+		if !wasMade[m] && !contains(members, m) {
+			members = append(members, m) // new from this import
+		}
+	}
+	fresh.Members = members
 }
 
 func contains(s []string, x string) bool {

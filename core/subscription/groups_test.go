@@ -232,3 +232,84 @@ func TestSingBoxGroups(t *testing.T) {
 		t.Errorf("warnings:\n%s", all)
 	}
 }
+
+// TestRefreshKeepsUserEdits: what the user changed in a group Skiff made
+// (its name, its members' order, a member taken out or added, its type and
+// probe) survives refreshes, while the import's own changes (a new node,
+// a node gone) still reach it; a group the user did not edit follows the
+// import; a group saved before Skiff kept Made keeps its new name.
+func TestRefreshKeepsUserEdits(t *testing.T) {
+	p, sub := imported(t, sameServerList)
+	hk := p.Group(profile.GroupID("s1", profile.OriginAuto, "hk.example.com"))
+	fastest := p.Group(profile.GroupID("s1", profile.OriginAuto, FastestName))
+	if hk == nil || fastest == nil || hk.Made == nil {
+		t.Fatalf("groups after import: %+v", viewGroups(p))
+	}
+	byName := func(name string) string {
+		for _, n := range p.Nodes {
+			if n.Name() == name {
+				return n.ID
+			}
+		}
+		t.Fatalf("no node %q", name)
+		return ""
+	}
+	// The user's edits: renamed, WS before Hysteria2, Trojan out, the
+	// Japanese server added, another probe.
+	hk.Name = "香港 (mine)"
+	hk.Members = []string{byName("🇭🇰 香港 WS 01"), byName("🇭🇰 香港 Hy2 01"), byName("🇯🇵 日本 Hy2 01")}
+	hk.ProbeURL = "https://example.com/204"
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	refresh := func(body string) {
+		t.Helper()
+		res, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		Apply(p, sub, res, time.Now())
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The provider adds a TUIC node for hk.
+	withTUIC := sameServerList + "\ntuic://" + testUUID + ":pw@hk.example.com:8443?sni=hk.example.com&congestion_control=bbr#🇭🇰 香港 TUIC 01"
+	want := []groupView{
+		{"Fastest", profile.GroupURLTest, profile.OriginAuto, []string{"🇭🇰 香港 WS 01", "🇭🇰 香港 Hy2 01", "🇭🇰 香港 Trojan 01", "🇯🇵 日本 Hy2 01", "🇭🇰 香港 TUIC 01"}},
+		{"香港 (mine)", profile.GroupFailover, profile.OriginAuto, []string{"🇭🇰 香港 WS 01", "🇭🇰 香港 Hy2 01", "🇯🇵 日本 Hy2 01", "🇭🇰 香港 TUIC 01"}},
+	}
+	for range 2 { // the second refresh changes nothing
+		refresh(withTUIC)
+		if got := viewGroups(p); !reflect.DeepEqual(got, want) {
+			t.Fatalf("after refresh\n%+v\nwant\n%+v", got, want)
+		}
+		if g := p.Group(hk.ID); g.ProbeURL != "https://example.com/204" {
+			t.Errorf("the user's probe URL was lost: %+v", g)
+		}
+	}
+	// The provider drops the Hysteria2 node: it leaves the user's order.
+	refresh(strings.Replace(withTUIC, "hysteria2://pw@hk.example.com:443?sni=hk.example.com#🇭🇰 香港 Hy2 01\n", "", 1))
+	want = []groupView{
+		{"Fastest", profile.GroupURLTest, profile.OriginAuto, []string{"🇭🇰 香港 WS 01", "🇭🇰 香港 Trojan 01", "🇯🇵 日本 Hy2 01", "🇭🇰 香港 TUIC 01"}},
+		{"香港 (mine)", profile.GroupFailover, profile.OriginAuto, []string{"🇭🇰 香港 WS 01", "🇯🇵 日本 Hy2 01", "🇭🇰 香港 TUIC 01"}},
+	}
+	if got := viewGroups(p); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after the provider dropped a node\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A group saved before Made: its name is kept, its members follow the
+	// import.
+	p2, sub2 := imported(t, sameServerList)
+	old := p2.Group(profile.GroupID("s1", profile.OriginAuto, "hk.example.com"))
+	old.Made, old.Name = nil, "renamed before"
+	old.Members = old.Members[:1]
+	res, err := Parse([]byte(sameServerList))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Apply(p2, sub2, res, time.Now())
+	if g := p2.Group(old.ID); g == nil || g.Name != "renamed before" || len(g.Members) != 3 || g.Made == nil {
+		t.Errorf("a group from before Made after refresh: %+v", g)
+	}
+}
