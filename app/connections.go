@@ -22,6 +22,16 @@ var connColumns = []struct {
 	{"conns.up", 76}, {"conns.down", 76}, {"conns.age", 50}, {"", 40},
 }
 
+// connColumnWidth is column i's width: as wide as its title in the
+// window's language needs, at least its own.
+func connColumnWidth(i int) float32 {
+	c := connColumns[i]
+	if c.title == "" {
+		return c.width
+	}
+	return max(c.width, widget.NewLabelWithStyle(tr(c.title), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}).MinSize().Width)
+}
+
 // connectionsView is the live connection table.
 type connectionsView struct {
 	u     *UI
@@ -78,13 +88,8 @@ func newConnectionsView(u *UI) *connectionsView {
 			o.(*widget.Label).SetText(tr(connColumns[id.Col].title))
 		}
 	}
-	for i, c := range connColumns {
-		// As wide as the title in the window's language needs, at least.
-		w := c.width
-		if c.title != "" {
-			w = max(w, widget.NewLabelWithStyle(tr(c.title), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}).MinSize().Width)
-		}
-		v.table.SetColumnWidth(i, w)
+	for i := range connColumns {
+		v.table.SetColumnWidth(i, connColumnWidth(i))
 	}
 	v.count = widget.NewLabel("")
 	closeAll := widget.NewButtonWithIcon(tr("conns.closeAll"), theme.DeleteIcon(), func() {

@@ -323,3 +323,24 @@ func TestChosenLanguageWhateverTheSystem(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionColumnsFit: the Connections table's columns, each as wide
+// as its title in the language needs, fit in an 800 px window, so that
+// the last column (each connection's close button) is on screen without
+// scrolling sideways. Russian's titles once took 900 px.
+func TestConnectionColumnsFit(t *testing.T) {
+	defer setLanguage(i18n.Languages[0])
+	test.NewTempApp(t)
+	for _, l := range i18n.Languages {
+		if err := setLanguage(l); err != nil {
+			t.Fatal(err)
+		}
+		var sum float32
+		for i := range connColumns {
+			sum += connColumnWidth(i) + theme.SeparatorThicknessSize() // and its divider
+		}
+		if limit := float32(800) - 2*theme.Padding(); sum > limit {
+			t.Errorf("%s: the columns take %.0f px, more than %.0f", l.Code, sum, limit)
+		}
+	}
+}

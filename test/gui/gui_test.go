@@ -268,15 +268,20 @@ func fetchThrough(t *testing.T, proxy, origin string) int {
 // tabNames name the tabs in the screenshots, in the window's order.
 var tabNames = []string{"home", "profiles", "routes", "connections", "logs", "settings"}
 
-// languages are the locales the window is run in (as LANG) and where its
+// languages are the locales the window is run in (as LANG), where its
 // tabs are (the middle of each tab button, from the layout at Fyne's
-// default scale: the app's test driver gives the same).
+// default scale: the app's test driver gives the same, 2 px to the left)
+// and at which screen sizes. Russian (the longest words) and Traditional
+// Chinese are shot at the small size only, where text is cut first.
 var languages = []struct {
 	code, lang string
 	tabX       []int
+	sizes      [][2]int
 }{
-	{"en", "en_US.UTF-8", []int{45, 136, 230, 342, 445, 534}},
-	{"zh-CN", "zh_CN.UTF-8", []int{38, 110, 182, 254, 326, 398}},
+	{"en", "en_US.UTF-8", []int{45, 136, 230, 342, 445, 534}, [][2]int{{1024, 768}, {800, 600}}},
+	{"zh-CN", "zh_CN.UTF-8", []int{38, 110, 182, 254, 326, 398}, [][2]int{{1024, 768}, {800, 600}}},
+	{"ru", "ru_RU.UTF-8", []int{54, 164, 285, 415, 532, 645}, [][2]int{{800, 600}}},
+	{"zh-TW", "zh_TW.UTF-8", []int{38, 110, 182, 254, 326, 398}, [][2]int{{800, 600}}},
 }
 
 // clickConnect clicks Home's connect switch until the local proxy at
@@ -304,7 +309,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 	origin := bigOrigin(t)
 
 	for _, lang := range languages {
-		for _, size := range [][2]int{{1024, 768}, {800, 600}} {
+		for _, size := range lang.sizes {
 			for _, th := range []string{"light", "dark"} {
 				name := fmt.Sprintf("%s-%dx%d-%s", lang.code, size[0], size[1], th)
 				tabs := lang.tabX
