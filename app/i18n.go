@@ -92,9 +92,15 @@ func setLanguage(l i18n.Language) error {
 	out := log.Writer()
 	log.SetOutput(io.Discard)
 	defer log.SetOutput(out)
-	data := i18n.File(l)
+	// Fyne's own words (its file dialog, Yes/No, an entry's menu) go
+	// with the window's: Fyne would pick them by the system's locale, and
+	// has none in Traditional Chinese.
+	data, words := i18n.File(l), i18n.FyneFile(l)
 	for _, t := range tags {
 		if err := lang.AddTranslationsForLocale(data, fyne.Locale(t)); err != nil {
+			return err
+		}
+		if err := lang.AddTranslationsForLocale(words, fyne.Locale(t)); err != nil {
 			return err
 		}
 	}

@@ -1,8 +1,12 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"image"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/lang"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -320,6 +325,18 @@ func TestChosenLanguageWhateverTheSystem(t *testing.T) {
 			if got, want := nodesString(5), strings.ReplaceAll(msgs[l.Plural("count.nodes", 5)], "{{.N}}", "5"); got != want {
 				t.Errorf("system %s, chose %s: 5 nodes = %q, want %q", sys, l.Code, got, want)
 			}
+			// Fyne's own words (its dialogs' buttons, the file dialog)
+			// follow the chosen language too.
+			var words map[string]any
+			if err := json.Unmarshal(i18n.FyneFile(l), &words); err != nil {
+				t.Fatal(err)
+			}
+			if got := lang.L("Cancel"); got != words["Cancel"] {
+				t.Errorf("system %s, chose %s: Fyne's Cancel = %q, want %q", sys, l.Code, got, words["Cancel"])
+			}
+			if got, want := lang.X("file.name", "Name"), words["file.name"].(map[string]any)["other"]; got != want {
+				t.Errorf("system %s, chose %s: Fyne's file.name = %q, want %q", sys, l.Code, got, want)
+			}
 		}
 	}
 }
@@ -341,6 +358,40 @@ func TestConnectionColumnsFit(t *testing.T) {
 		}
 		if limit := float32(800) - 2*theme.Padding(); sum > limit {
 			t.Errorf("%s: the columns take %.0f px, more than %.0f", l.Code, sum, limit)
+		}
+	}
+}
+
+// TestFyneWordsComplete: each language has Fyne's own words under exactly
+// the keys Fyne (the version in go.mod) looks up: those of its English
+// file, read from the module.
+func TestFyneWordsComplete(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "fyne.io/fyne/v2").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "lang", "translations", "base.en.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fyneEN map[string]any
+	if err := json.Unmarshal(b, &fyneEN); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range i18n.Languages {
+		var words map[string]any
+		if err := json.Unmarshal(i18n.FyneFile(l), &words); err != nil {
+			t.Fatalf("%s: %v", l.Code, err)
+		}
+		for k := range fyneEN {
+			if w, ok := words[k]; !ok || w == "" {
+				t.Errorf("%s lacks Fyne's %q", l.Code, k)
+			}
+		}
+		for k := range words {
+			if _, ok := fyneEN[k]; !ok {
+				t.Errorf("%s has %q, which Fyne does not look up", l.Code, k)
+			}
 		}
 	}
 }

@@ -28,7 +28,7 @@ import (
 // FS holds the bundles, one file per language under Dir, named by its
 // BCP 47 tag (en.json, zh-Hans.json, …).
 //
-//go:embed locales/*.json
+//go:embed locales/*.json locales/fyne/*.json
 var FS embed.FS
 
 // Dir is the bundles' folder inside FS.
@@ -129,6 +129,19 @@ func File(l Language) []byte {
 	b, err := fs.ReadFile(FS, Dir+"/"+l.Code+".json")
 	if err != nil {
 		panic("i18n: bundle " + l.Code + " is not embedded: " + err.Error()) // the build is broken
+	}
+	return b
+}
+
+// FyneFile returns the words of Fyne's own widgets and dialogs (the file
+// dialog, the confirm buttons, the entry's menu) in lang, keyed as Fyne
+// 2.7 looks them up. Fyne ships them for some languages only (not
+// Traditional Chinese) and picks them by the system's locale; the window
+// registers these so that they follow the window's language.
+func FyneFile(l Language) []byte {
+	b, err := fs.ReadFile(FS, Dir+"/fyne/"+l.Code+".json")
+	if err != nil {
+		panic("i18n: Fyne's words in " + l.Code + " are not embedded: " + err.Error()) // the build is broken
 	}
 	return b
 }
