@@ -18,7 +18,7 @@ var connColumns = []struct {
 	title string
 	width float32
 }{
-	{"conns.source", 130}, {"conns.destination", 190}, {"conns.route", 100}, {"conns.member", 100},
+	{"conns.source", 125}, {"conns.destination", 170}, {"conns.route", 100}, {"conns.member", 100},
 	{"conns.up", 76}, {"conns.down", 76}, {"conns.age", 50}, {"", 40},
 }
 
