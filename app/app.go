@@ -734,6 +734,7 @@ func (u *UI) reloadProfile() {
 	u.mu.Lock()
 	u.prof = p
 	u.mu.Unlock()
+	u.applyTheme() // CJK names may have come or gone (needCJK)
 	u.profiles.setProfile(p)
 	u.routes.setProfile(p)
 	u.settings.setProfile(p)

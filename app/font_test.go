@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/theme"
 	"github.com/go-text/typesetting/font"
+
+	"github.com/skiffvpn/skiff/core/profile"
 )
 
 // nodeNameWords are words of node names as Chinese, Japanese and Korean
@@ -86,7 +88,7 @@ func TestCJKSubsetCovers(t *testing.T) {
 // differs from the one drawn with Fyne's own font alone (boxes).
 func TestCJKFromTheBundledFont(t *testing.T) {
 	a := test.NewTempApp(t)
-	a.Settings().SetTheme(themeFor(ThemeLight))
+	a.Settings().SetTheme(themeFor(ThemeLight, true))
 	draw := func(s string, src fyne.Resource) []byte {
 		txt := canvas.NewText(s, theme.Color(theme.ColorNameForeground))
 		txt.TextSize = 24
@@ -112,6 +114,37 @@ func TestCJKFromTheBundledFont(t *testing.T) {
 			t.Errorf("%q is not drawn by the bundled font", s)
 		case bytes.Equal(themed, noto):
 			t.Errorf("%q is drawn as Fyne's font draws it: boxes", s)
+		}
+	}
+}
+
+// TestSubsetOnlyWithCJKText: the window takes the CJK subset as its text
+// font when it has CJK text to show (a Chinese language, or a CJK name in
+// the profile), and not otherwise, where it would cost 3.2 MiB of heap per
+// text style for nothing; an import of a CJK node turns it on at once.
+func TestSubsetOnlyWithCJKText(t *testing.T) {
+	uses := func(h *harness) bool { return h.ui.fa.Settings().Theme().(skiffTheme).cjk }
+	h := newHarness(t, Prefs{Language: "ru"}, addLinks(t, hy2Link))
+	if uses(h) {
+		t.Error("a Russian window with Latin names took the CJK subset")
+	}
+	add := addLinks(t, cjkVLESSLink)
+	if err := h.ui.update(func(p *profile.Profile) error { add(p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	h.pump()
+	if !uses(h) {
+		t.Error("a CJK node name did not bring the CJK subset")
+	}
+	if h := newHarness(t, Prefs{Language: "zh-Hant"}, addLinks(t, hy2Link)); !uses(h) {
+		t.Error("a Traditional Chinese window has no CJK subset")
+	}
+	for _, tt := range []struct {
+		s    string
+		want bool
+	}{{"Hy2 Home", false}, {"Москва 01", false}, {"🇭🇰 香港 Hy2 01", true}, {"とうきょう", true}, {"서울", true}, {"「」", false}} {
+		if got := hasCJK(tt.s); got != tt.want {
+			t.Errorf("hasCJK(%q) = %v", tt.s, got)
 		}
 	}
 }

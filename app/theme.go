@@ -18,6 +18,7 @@ type skiffTheme struct {
 	fyne.Theme
 	forced  bool
 	variant fyne.ThemeVariant
+	cjk     bool // the text font puts the CJK subset first (see cjkSubset)
 }
 
 // palette is what skiffTheme changes, per variant.
@@ -68,21 +69,26 @@ func (t skiffTheme) Icon(n fyne.ThemeIconName) fyne.Resource {
 	return t.Theme.Icon(n)
 }
 
-// themeFor returns the theme for a Theme preference.
-func themeFor(pref string) fyne.Theme {
+// themeFor returns the theme for a Theme preference, with the CJK subset
+// as the first text font when cjk (see needCJK).
+func themeFor(pref string, cjk bool) fyne.Theme {
 	switch pref {
 	case ThemeLight:
-		return skiffTheme{Theme: theme.DefaultTheme(), forced: true, variant: theme.VariantLight}
+		return skiffTheme{Theme: theme.DefaultTheme(), forced: true, variant: theme.VariantLight, cjk: cjk}
 	case ThemeDark:
-		return skiffTheme{Theme: theme.DefaultTheme(), forced: true, variant: theme.VariantDark}
+		return skiffTheme{Theme: theme.DefaultTheme(), forced: true, variant: theme.VariantDark, cjk: cjk}
 	}
-	return skiffTheme{Theme: theme.DefaultTheme()}
+	return skiffTheme{Theme: theme.DefaultTheme(), cjk: cjk}
 }
 
-// applyTheme follows the system, or forces the user's light/dark choice.
-// The views follow at once: see watchTheme.
+// applyTheme follows the system, or forces the user's light/dark choice,
+// with the CJK subset when the window has CJK text to show. The views
+// follow at once: see watchTheme.
 func (u *UI) applyTheme() {
-	if t := themeFor(u.Prefs().Theme); u.fa.Settings().Theme() != t {
+	u.mu.Lock()
+	p := u.prof
+	u.mu.Unlock()
+	if t := themeFor(u.Prefs().Theme, needCJK(language(), p)); u.fa.Settings().Theme() != t {
 		u.fa.Settings().SetTheme(t)
 	}
 }

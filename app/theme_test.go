@@ -117,7 +117,7 @@ func TestTextContrast(t *testing.T) {
 		theme.ColorNameForeground:          theme.ColorNameButton,
 	}
 	for _, pref := range []string{ThemeLight, ThemeDark} {
-		th := themeFor(pref)
+		th := themeFor(pref, false)
 		c := func(n fyne.ThemeColorName) color.Color { return th.Color(n, theme.VariantDark) }
 		bg := c(theme.ColorNameBackground)
 		check := func(what string, fg, back color.Color, min float64) {
@@ -154,12 +154,12 @@ func TestTextContrast(t *testing.T) {
 func TestUncheckedBoxVisible(t *testing.T) {
 	for _, pref := range []string{ThemeLight, ThemeDark} {
 		a := test.NewTempApp(t)
-		a.Settings().SetTheme(themeFor(pref))
+		a.Settings().SetTheme(themeFor(pref, false))
 		c := widget.NewCheck("", nil)
 		w := test.NewTempWindow(t, c)
 		w.Resize(fyne.NewSize(60, 60))
 		img := w.Canvas().Capture()
-		bg := themeFor(pref).Color(theme.ColorNameBackground, theme.VariantLight)
+		bg := themeFor(pref, false).Color(theme.ColorNameBackground, theme.VariantLight)
 		best := 0.0
 		r := img.Bounds()
 		for y := r.Min.Y; y < r.Max.Y; y++ {
