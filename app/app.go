@@ -147,8 +147,16 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	if err := setLanguage(languageFor(prefs.Language)); err != nil {
 		u.log.Warn("app: language", "err", err)
 	}
-	u.applyTheme()
 	u.ctx, u.cancel = context.WithCancel(context.Background())
+	// The profile's names choose the text font (needCJK) before anything
+	// is measured: Fyne keeps the faces it built for the first theme until
+	// its driver runs, whatever theme comes between.
+	pctx, pcancel := context.WithTimeout(u.ctx, 5*time.Second)
+	if p, _, err := u.b.Profile(pctx); err == nil {
+		u.prof = p
+	}
+	pcancel()
+	u.applyTheme()
 	if o.SystemProxy == nil {
 		o.SystemProxy = sysproxy.New(o.PrefsDir)
 	}

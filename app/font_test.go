@@ -136,6 +136,9 @@ func TestSubsetOnlyWithCJKText(t *testing.T) {
 	if !uses(h) {
 		t.Error("a CJK node name did not bring the CJK subset")
 	}
+	if h := newHarness(t, Prefs{Language: "en"}, addLinks(t, cjkHy2Link)); !uses(h) {
+		t.Error("an English window whose profile has a CJK name at start has no CJK subset")
+	}
 	if h := newHarness(t, Prefs{Language: "zh-Hant"}, addLinks(t, hy2Link)); !uses(h) {
 		t.Error("a Traditional Chinese window has no CJK subset")
 	}

@@ -571,7 +571,8 @@ func TestIdleRSSByLanguage(t *testing.T) {
 	}
 	var report strings.Builder
 	// en-cjk: English with CJK node names, as a subscription from a
-	// Chinese provider gives them (the names draw from a CJK font).
+	// Chinese provider gives them, shown on Profiles (the names draw from
+	// a CJK font).
 	for _, l := range []struct {
 		code, lang string
 		cjkNames   bool
@@ -594,6 +595,12 @@ func TestIdleRSSByLanguage(t *testing.T) {
 				gui := harness.Start(t, "skiff-gui-"+l.code, bin)
 				id := findWindow(t, display)
 				fitWindow(t, display, id, 1024, 768)
+				if l.cjkNames {
+					for i := 0; i < 2; i++ {
+						click(t, display, id, languages[0].tabX[1], 21) // Profiles: the names drawn
+						time.Sleep(700 * time.Millisecond)
+					}
+				}
 				time.Sleep(15 * time.Second)
 				rss = append(rss, float64(rssKiB(t, gui.Pid()))/1024)
 				if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", gui.Pid())); err == nil {

@@ -1,10 +1,12 @@
 package gui
 
 import (
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,7 +47,7 @@ func TestWindowWithoutSystemCJKFont(t *testing.T) {
 		script.WriteString("mount -t tmpfs tmpfs '" + d + "' && ")
 	}
 	// What the window then sees: no file of the hidden folders.
-	check := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script.String()+"ls -A "+strings.Join(keys(dirs), " ")+" | grep -v ':$' | grep . ; true")
+	check := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script.String()+"ls -A "+strings.Join(slices.Sorted(maps.Keys(dirs)), " ")+" | grep -v ':$' | grep . ; true")
 	if b, err := check.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != "" {
 		t.Fatalf("hiding the CJK fonts: %v\n%s", err, b)
 	}
@@ -77,12 +79,4 @@ func TestWindowWithoutSystemCJKFont(t *testing.T) {
 		time.Sleep(700 * time.Millisecond)
 	}
 	checkGlyphs(t, screenshot(t, display, "gui-no-cjk-font-profiles"), w)
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
