@@ -226,7 +226,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	}
 	if cfg.TUN != nil {
 		// The device and routes come first: the outbounds need its dialer.
-		t, err := openTUN(ctx, cfg.TUN, cfg.Nodes, c.log)
+		t, err := openTUN(ctx, cfg.TUN, cfg.servers(), c.log)
 		if err != nil {
 			return nil, Status{}, err
 		}

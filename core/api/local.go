@@ -466,7 +466,7 @@ func CheckProfile(p *profile.Profile) error {
 			return fmt.Errorf("subscription %s: %w", s.ID, err)
 		}
 	}
-	if _, err := plan.Rules(p.Routes.Rules); err != nil {
+	if _, err := plan.Rules(p.Routes.Rules, nil); err != nil {
 		return err
 	}
 	return plan.CheckTUN(p.Settings.TUN)
