@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -104,12 +105,15 @@ func outboundClient(ob outbound.Outbound) *http.Client {
 // start: it is the profile's own data), downloaded sets come from the
 // cache whatever their age (a stale one is refreshed at once by run), and
 // those not cached are downloaded, all at once, within
-// ruleSetStartTimeout. A set whose download fails starts empty, with its
+// ruleSetStartTimeout; the cached ones decode one per core at a time. A set whose download fails starts empty, with its
 // error in the state, and is retried by run.
 func (r *ruleSets) load(ctx context.Context) error {
 	now := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.srcs))
+	// Cached sets decode one per core at once (CPU work); the sets not
+	// cached are all downloaded at once.
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, src := range r.srcs {
 		if src.Name == "" {
 			return fmt.Errorf("core: rule set %d: no name", i+1)
@@ -120,9 +124,7 @@ func (r *ruleSets) load(ctx context.Context) error {
 		r.sets[src.Name] = ruleset.Empty()
 		r.states[i].Name, r.states[i].Format = src.Name, src.Format
 	}
-	for i := range r.srcs {
-		src := r.srcs[i]
-		st := &r.states[i]
+	for i, src := range r.srcs {
 		if src.URL == "" {
 			t0 := time.Now()
 			s, err := r.cache.Get(ctx, src, now)
@@ -130,19 +132,28 @@ func (r *ruleSets) load(ctx context.Context) error {
 				return fmt.Errorf("core: %w", err)
 			}
 			r.set(i, s, "data", now, time.Since(t0))
-			continue
 		}
-		t0 := time.Now()
-		if s, saved, err := r.cache.Load(src); err == nil {
-			r.set(i, s, "cache", saved, time.Since(t0))
-			r.mu.Lock()
-			st.Next = saved.Add(interval(&src))
-			r.mu.Unlock()
+	}
+	for i := range r.srcs {
+		src := r.srcs[i]
+		st := &r.states[i]
+		if src.URL == "" {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			t0 := time.Now()
+			sem <- struct{}{}
+			s, saved, err := r.cache.Load(src)
+			<-sem
+			if err == nil {
+				r.set(i, s, "cache", saved, time.Since(t0))
+				r.mu.Lock()
+				st.Next = saved.Add(interval(&src))
+				r.mu.Unlock()
+				return
+			}
 			ctx, cancel := context.WithTimeout(ctx, ruleSetStartTimeout)
 			defer cancel()
 			errs[i] = r.update(ctx, i)
