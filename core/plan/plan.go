@@ -20,6 +20,7 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
@@ -537,11 +538,13 @@ func Members(p *profile.Profile, g *profile.Group) []string {
 // profile kept in dir: beside it, so that they survive restarts.
 func RuleSetCache(dir string) string { return filepath.Join(dir, "rulesets") }
 
-// RuleSets turns the profile's rule sets into the core's sources.
+// RuleSets turns the profile's rule sets into the core's sources (a URL an
+// earlier preset wrote and that was replaced is downloaded from its
+// replacement, preset.Current).
 func RuleSets(in []profile.RuleSet) []ruleset.Source {
 	var out []ruleset.Source
 	for _, rs := range in {
-		out = append(out, ruleset.Source{Name: rs.Name, URL: rs.URL, Data: rs.Data, Format: rs.Format, Interval: time.Duration(rs.Interval)})
+		out = append(out, ruleset.Source{Name: rs.Name, URL: preset.Current(rs.URL), Data: rs.Data, Format: rs.Format, Interval: time.Duration(rs.Interval)})
 	}
 	return out
 }
