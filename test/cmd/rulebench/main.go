@@ -184,25 +184,14 @@ func throughput(dir, lists, sitePath, ipPath, skiff, sb, proto string, streams, 
 		return err
 	}
 	defer sink.Close()
-	port, err := harness.FreePort()
-	if err != nil {
-		return err
-	}
-	s, err := measure.Server(proto, port, cert)
-	if err != nil {
-		return err
-	}
-	cfg, err := s.ServerConfig()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	server, err := harness.StartSingBox(ctx, sb, dir, "server", cfg)
-	cancel()
+	s, server, err := measure.StartServer(proto, sb, dir, cert)
 	if err != nil {
 		return err
 	}
 	defer server.Stop()
+	if s.Site != nil {
+		defer s.Site.Close()
+	}
 	n := must(link.Parse(s.Link(s.Trusting())))
 	type client struct {
 		name  string
