@@ -23,7 +23,7 @@ import (
 // loopback addresses (127.0.0.2 and 127.0.0.3, their direct outbounds'
 // bind addresses), and the origins report the address each connection
 // came from: the route "Main" runs on server a, the rule for the group
-// "🇭🇰 Hong Kong" (a selector over b and a, on its first) and the rule for
+// "🇭🇰 Hong Kong" (a selector over a and b, on its default b) and the rule for
 // server b leave through b.
 func TestRuleTargetsGroupAndNode(t *testing.T) {
 	dir := t.TempDir()
@@ -80,7 +80,7 @@ func TestRuleTargetsGroupAndNode(t *testing.T) {
 		"outbounds": []any{
 			out(a, "a"), out(b, "b"),
 			map[string]any{"type": "selector", "tag": "Main", "outbounds": []string{"a", "b"}},
-			map[string]any{"type": "selector", "tag": "🇭🇰 Hong Kong", "outbounds": []string{"b", "a"}},
+			map[string]any{"type": "selector", "tag": "🇭🇰 Hong Kong", "outbounds": []string{"a", "b"}, "default": "b"},
 			map[string]any{"type": "direct", "tag": "direct"},
 		},
 		"route": map[string]any{
