@@ -27,6 +27,7 @@ import (
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/core/ruleset"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/core/subscription"
 	"github.com/skiffvpn/skiff/internal/nettest"
@@ -612,6 +613,25 @@ func TestRoutesReorderAndRules(t *testing.T) {
 	if p, _ := h.store.Load(); p.Routes.SubscriptionRules != profile.SubRulesOff || !v.rows[4].greyed {
 		t.Errorf("subscription rules off: saved %q, row %+v", p.Routes.SubscriptionRules, v.rows[4])
 	}
+
+	// The rule sets' rows say how each running set stands: a failed
+	// download with the list kept, one that never came.
+	h.ui.mu.Lock()
+	h.ui.live.st.RuleSets = []core.RuleSetState{
+		{Name: "geosite-cn", Updated: time.Now().Add(-3 * time.Hour), Err: "rule set geosite-cn: HTTP 502 from raw.githubusercontent.com", Stats: ruleset.Stats{Domains: 110000}},
+		{Name: "geoip-cn", Err: "rule set geoip-cn: dial: connection refused"},
+	}
+	h.ui.mu.Unlock()
+	v.update()
+	if !strings.Contains(v.rows[2].text, "last download failed: rule set geosite-cn: HTTP 502") || !strings.Contains(v.rows[2].text, "updated 3 h ago: 110000 domains") {
+		t.Errorf("failed set's row %q", v.rows[2].text)
+	}
+	if !strings.Contains(v.rows[3].text, "no list yet") {
+		t.Errorf("never loaded set's row %q", v.rows[3].text)
+	}
+	// Refresh while disconnected says to connect first.
+	v.refreshSets()
+	h.waitFor("the refresh's outcome", func() bool { return v.setsNote.Text == tr("routes.ruleSetsNotRunning") })
 }
 
 func TestSettingsSave(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/preset"
@@ -56,12 +58,20 @@ func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
 	for i, r := range p.Routes.Rules {
 		rows = append(rows, ruleRow{text: text(r), user: i})
 	}
+	states := map[string]core.RuleSetState{}
+	for _, st := range v.u.status().RuleSets {
+		states[st.Name] = st
+	}
 	for _, rs := range p.Routes.RuleSets {
 		from := rs.URL
 		if from == "" {
 			from = tr("routes.ruleSetImported", M{"Size": bytesString(int64(len(rs.Data)))})
 		}
-		rows = append(rows, ruleRow{text: tr("routes.ruleSetRow", M{"Name": rs.Name, "Format": rs.Format, "From": from}), user: -1})
+		text := tr("routes.ruleSetRow", M{"Name": rs.Name, "Format": rs.Format, "From": from})
+		if st, ok := states[rs.Name]; ok {
+			text += " · " + ruleSetStateText(st, time.Now())
+		}
+		rows = append(rows, ruleRow{text: text, user: -1})
 	}
 	for _, sub := range p.Subscriptions {
 		sr := sub.Routes
@@ -81,6 +91,21 @@ func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
 		}
 	}
 	return rows
+}
+
+// ruleSetStateText says how a running rule set stands: when the list in
+// use came and what it holds, and why the last download failed.
+func ruleSetStateText(st core.RuleSetState, now time.Time) string {
+	var parts []string
+	if st.Err != "" {
+		parts = append(parts, tr("routes.ruleSetFailed", M{"Err": st.Err}))
+	}
+	if st.Updated.IsZero() {
+		parts = append(parts, tr("routes.ruleSetEmpty"))
+	} else {
+		parts = append(parts, tr("routes.ruleSetUpdated", M{"Age": ageString(now, st.Updated), "Domains": st.Stats.Domains, "Ranges": st.Stats.Ranges}))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // presetTitles are the preset chooser's entries: core/preset's, then
@@ -146,7 +171,9 @@ type routesView struct {
 	ruleList   *widget.List
 	noRules    *widget.Label // the rule list's empty state
 	subRules   *widget.Select
-	rows       []ruleRow // the user's rules, then the subscriptions' (used and greyed)
+	rows       []ruleRow     // the user's rules, then the subscriptions' (used and greyed)
+	setsNote   *widget.Label // the outcome of "refresh rule sets"
+	setsSeen   string        // the rule-set states the rows were made with
 
 	p        *profile.Profile
 	selGroup int
@@ -308,6 +335,14 @@ func newRoutesView(u *UI) *routesView {
 			}
 		},
 	)
+	// A row may be cut (a long error, a greyed rule's reason): selecting
+	// one opens it whole.
+	v.ruleList.OnSelected = func(i widget.ListItemID) {
+		if i < len(v.rows) {
+			showDetails(v.u.win, tr("routes.rules"), v.rows[i].text)
+		}
+		v.ruleList.UnselectAll()
+	}
 	v.subRules = widget.NewSelect(subRulesChoices(), func(string) {
 		i := v.subRules.SelectedIndex()
 		if i < 0 {
@@ -383,6 +418,11 @@ func newRoutesView(u *UI) *routesView {
 		setURL.SetText("")
 	}
 	addSetURL := widget.NewButtonWithIcon(tr("routes.ruleSetAdd"), theme.ContentAddIcon(), func() { addSet(nil) })
+	refreshSets := widget.NewButtonWithIcon(tr("routes.ruleSetsRefresh"), theme.ViewRefreshIcon(), v.refreshSets)
+	v.setsNote = widget.NewLabel("")
+	v.setsNote.Wrapping = fyne.TextWrapWord
+	v.setsNote.TextStyle.Italic = true
+	v.setsNote.Hide()
 	importSet := widget.NewButtonWithIcon(tr("routes.ruleSetImport"), theme.FolderOpenIcon(), func() {
 		dialog.ShowFileOpen(func(r fyne.URIReadCloser, err error) {
 			if err != nil || r == nil {
@@ -408,7 +448,8 @@ func newRoutesView(u *UI) *routesView {
 	// cut to a few letters at 800 px.
 	setsRow := container.NewVBox(
 		container.NewGridWithColumns(2, setName, setURL),
-		container.NewBorder(nil, nil, nil, container.NewHBox(addSetURL, importSet), setFormat))
+		container.NewBorder(nil, nil, nil, container.NewHBox(addSetURL, importSet, refreshSets), setFormat),
+		v.setsNote)
 
 	groupsPane := container.NewBorder(
 		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
@@ -504,6 +545,13 @@ func (v *routesView) update() {
 		}
 	}
 	v.switches = v.u.Switches()
+	// The rule sets' rows follow their running state (a download came or
+	// failed): rebuilt when it changed.
+	if seen := fmt.Sprint(v.u.status().RuleSets); seen != v.setsSeen {
+		v.setsSeen = seen
+		v.rows = v.ruleRows(v.p)
+		v.ruleList.Refresh()
+	}
 	if len(v.p.Groups) == 0 {
 		v.note.SetText(tr("routes.noGroups"))
 	} else if len(v.switches) == 0 {
@@ -513,6 +561,33 @@ func (v *routesView) update() {
 	}
 	v.memberList.Refresh()
 	v.switchLog.Refresh()
+}
+
+// refreshSets downloads the running rule sets now (api.Backend
+// RefreshRuleSets) and says how it went; the rows follow the new states.
+func (v *routesView) refreshSets() {
+	v.setsNote.SetText(tr("routes.ruleSetsRefreshing"))
+	v.setsNote.Show()
+	var states []core.RuleSetState
+	var err error
+	v.u.background(func(ctx context.Context) {
+		states, err = v.u.b.RefreshRuleSets(ctx, nil)
+	}, func() {
+		switch {
+		case api.IsCode(err, api.CodeNotFound):
+			v.setsNote.SetText(tr("routes.ruleSetsNotRunning"))
+		case err != nil:
+			v.setsNote.SetText(tr("routes.ruleSetsRefreshFailed", M{"Err": err.Error()}))
+		default:
+			failed := 0
+			for _, st := range states {
+				if st.Err != "" {
+					failed++
+				}
+			}
+			v.setsNote.SetText(tr("routes.ruleSetsRefreshed", M{"OK": len(states) - failed, "Failed": failed}))
+		}
+	})
 }
 
 // healthOf describes a member's live state; whole adds the core's own

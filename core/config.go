@@ -13,9 +13,15 @@ type Config struct {
 	// Nodes are the servers in failover order: with more than one, they
 	// form the failover group "proxy" (see package group).
 	Nodes []*node.Node
-	// Rules route flows to "proxy", "direct" or "block", first match wins;
-	// nil: every flow goes to Final.
+	// Rules route flows to "proxy", "direct", "block" or one of Targets,
+	// first match wins; nil: every flow goes to Final.
 	Rules []rule.Rule
+	// Targets are the other servers and groups that rules name, besides
+	// the route's own ("proxy"): a provider's rule that sends a site to
+	// its "Hong Kong" group or to one node. A node given by the same
+	// pointer here and in Nodes (or in two targets) is one outbound,
+	// shared: one connection to its server.
+	Targets []Target
 	// RuleSets are the rule sets that Rules name (rule.Rule.RuleSet), by
 	// their Name. Each is loaded at Start — decoded from its Data, or from
 	// RuleSetCache, else downloaded, direct first and then through the
@@ -48,6 +54,36 @@ type Config struct {
 	// TUN, when set, also captures all of the machine's traffic (needs root
 	// or CAP_NET_ADMIN; see ErrTUNPermission).
 	TUN *TUNConfig
+}
+
+// Target is a server or a group that rules route to by its Name.
+type Target struct {
+	Name string
+	// Nodes are its servers in order: one is that server alone, several
+	// a group in Mode ("": group.Failover) starting on Selected (a node's
+	// name) when a selector.
+	Nodes    []*node.Node
+	Mode     group.Mode
+	Selected string
+}
+
+// servers returns every node of cfg, of the route and of its targets,
+// each once.
+func (cfg *Config) servers() []*node.Node {
+	out := append([]*node.Node(nil), cfg.Nodes...)
+	seen := map[*node.Node]bool{}
+	for _, n := range out {
+		seen[n] = true
+	}
+	for _, t := range cfg.Targets {
+		for _, n := range t.Nodes {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // DefaultListen is the local proxy's address when Config.Listen is empty.

@@ -227,7 +227,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	}
 	if cfg.TUN != nil {
 		// The device and routes come first: the outbounds need its dialer.
-		t, err := openTUN(ctx, cfg.TUN, cfg.Nodes, c.log)
+		t, err := openTUN(ctx, cfg.TUN, cfg.servers(), c.log)
 		if err != nil {
 			return nil, Status{}, err
 		}
@@ -406,15 +406,18 @@ func (c *Controller) RuleSets() []RuleSetState {
 	return r.routing.sets.State()
 }
 
-// RefreshRuleSets asks for a download of every rule set of the run now;
-// the outcome shows in RuleSets and the log.
-func (c *Controller) RefreshRuleSets() error {
+// RefreshRuleSets downloads the run's rule sets named (none: every one
+// that has a URL) now, and returns their states once each was tried and
+// the rules were rebuilt over what came, or when ctx ends (with its
+// error). A failed download keeps the list in use and says why in its
+// state. ErrNoRuleSet: stopped, no rule sets, or an unknown name;
+// ErrRuleSetNoURL: a set that is the profile's own data.
+func (c *Controller) RefreshRuleSets(ctx context.Context, names ...string) ([]RuleSetState, error) {
 	r := c.current()
 	if r == nil || r.routing.sets == nil {
-		return errRuleSetsOff
+		return nil, fmt.Errorf("%w: the core runs no rule sets", ErrNoRuleSet)
 	}
-	r.routing.sets.refreshNow()
-	return nil
+	return r.routing.sets.refresh(ctx, names)
 }
 
 // GroupState is a failover group as the GUI shows it.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/block"
 	"github.com/skiffvpn/skiff/core/outbound/direct"
@@ -34,18 +35,25 @@ type routing struct {
 	router  *route.Table
 	final   string
 	rules   []rule.Rule
-	procs   *process.Finder // nil unless a rule matches programs
-	sets    *ruleSets       // nil without rule sets
-	proxy   string          // the proxy target's display name
-	group   *group.Group    // the failover group, when there are several nodes
-	outs    []outbound.Outbound
-	nodes   []outbound.Outbound // each node's outbound, in or out of the group
+	procs   *process.Finder     // nil unless a rule matches programs
+	sets    *ruleSets           // nil without rule sets
+	proxy   string              // the proxy target's display name
+	group   *group.Group        // the failover group, when there are several nodes
+	groups  []*group.Group      // every group: the proxy's and the targets'; closed first
+	nodes   []outbound.Outbound // each node's outbound, once, in or out of groups
 	targets map[string]outbound.Outbound
 }
 
 func (r *routing) close() error {
 	var errs []error
-	for _, o := range r.outs {
+	// The groups share their members' outbounds (group.Options.Shared):
+	// they stop probing first, then every outbound closes once.
+	for _, g := range r.groups {
+		if err := g.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, o := range r.nodes {
 		if err := o.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -54,58 +62,101 @@ func (r *routing) close() error {
 }
 
 // buildRouting builds the outbounds of cfg's nodes (several nodes become a
-// failover group in the given order), the direct and block outbounds, the
-// rule sets (see ruleSets.load; ctx bounds their downloads) and a rule
-// table over them. onSwitch receives the group's switch events; log (may
-// be nil) its throttle checks.
-func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), log *slog.Logger) (*routing, error) {
+// failover group in the given order) and of its Targets, the direct and
+// block outbounds, the rule sets (see ruleSets.load; ctx bounds their
+// downloads) and a rule table over them. onSwitch receives the proxy
+// group's switch events; log (may be nil) its throttle checks and the
+// target groups' switches.
+func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), log *slog.Logger) (_ *routing, err error) {
 	r := &routing{targets: map[string]outbound.Outbound{
 		TargetDirect: direct.New(cfg.Dialer),
 		TargetBlock:  block.New(),
 	}}
-	var members []group.Member
-	for i, n := range cfg.Nodes {
-		ob, err := protocol.NewOutbound(n, cfg.Dialer)
+	defer func() {
 		if err != nil {
 			r.close()
-			return nil, fmt.Errorf("server %d: %w", i+1, err)
 		}
-		r.outs = append(r.outs, ob)
-		r.nodes = append(r.nodes, ob)
-		members = append(members, group.Member{Name: nodeName(n), Outbound: ob})
+	}()
+	built := map[*node.Node]outbound.Outbound{}
+	members := func(nodes []*node.Node, what string) ([]group.Member, error) {
+		var ms []group.Member
+		for i, n := range nodes {
+			ob := built[n]
+			if ob == nil {
+				var err error
+				if ob, err = protocol.NewOutbound(n, cfg.Dialer); err != nil {
+					return nil, fmt.Errorf("%sserver %d: %w", what, i+1, err)
+				}
+				built[n] = ob
+				r.nodes = append(r.nodes, ob)
+			}
+			ms = append(ms, group.Member{Name: nodeName(n), Outbound: ob})
+		}
+		return ms, nil
 	}
-	switch len(members) {
-	case 0:
-	case 1:
-		r.targets[TargetProxy] = members[0].Outbound
-		r.proxy = members[0].Name
-	default:
-		mode := cfg.Mode
+	// target makes the outbound of one target: a node alone, or a group.
+	target := func(name string, ms []group.Member, mode group.Mode, selected string, onEvent func(group.Event)) (outbound.Outbound, error) {
+		if len(ms) == 1 {
+			return ms[0].Outbound, nil
+		}
 		if mode == "" {
 			mode = group.Failover
 		}
-		g, err := group.New(TargetProxy, mode, members, group.Options{Policy: cfg.Policy, OnEvent: onSwitch, Log: log})
+		g, err := group.New(name, mode, ms, group.Options{Policy: cfg.Policy, OnEvent: onEvent, Log: log, Shared: true})
 		if err != nil {
-			r.close()
 			return nil, err
 		}
-		if mode == group.Selector && cfg.Selected != "" {
-			if err := g.Select(cfg.Selected); err != nil {
-				g.Close()
+		r.groups = append(r.groups, g)
+		if mode == group.Selector && selected != "" {
+			if err := g.Select(selected); err != nil {
 				return nil, fmt.Errorf("core: group: %w", err)
 			}
 		}
-		// The group closes its members: keep only it to close.
-		r.outs = []outbound.Outbound{g}
-		r.group = g
-		r.targets[TargetProxy] = g
+		return g, nil
+	}
+	ms, err := members(cfg.Nodes, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) > 0 {
+		ob, err := target(TargetProxy, ms, cfg.Mode, cfg.Selected, onSwitch)
+		if err != nil {
+			return nil, err
+		}
+		r.targets[TargetProxy] = ob
 		r.proxy = TargetProxy
+		if g, ok := ob.(*group.Group); ok {
+			r.group = g
+		} else {
+			r.proxy = ms[0].Name
+		}
+	}
+	for _, t := range cfg.Targets {
+		if t.Name == "" || r.targets[t.Name] != nil || t.Name == TargetProxy {
+			return nil, fmt.Errorf("core: target %q: want a name of its own (not proxy, direct, block or another target's)", t.Name)
+		}
+		tms, err := members(t.Nodes, "target "+t.Name+": ")
+		if err != nil {
+			return nil, err
+		}
+		if len(tms) == 0 {
+			return nil, fmt.Errorf("core: target %q: no server", t.Name)
+		}
+		ob, err := target(t.Name, tms, t.Mode, t.Selected, func(e group.Event) {
+			if log != nil {
+				log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.targets[t.Name] = ob
 	}
 	final := cfg.Final
 	if final == "" {
 		final = TargetProxy
 	}
-	if final == TargetProxy && len(members) == 0 {
+	if final == TargetProxy && len(ms) == 0 {
 		return nil, ErrNoServer
 	}
 	r.final, r.rules = final, cfg.Rules
@@ -119,7 +170,6 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 	if len(cfg.RuleSets) > 0 {
 		r.sets = newRuleSets(cfg, r.targets, log)
 		if err := r.sets.load(ctx); err != nil {
-			r.close()
 			return nil, err
 		}
 		sets = r.sets.snapshot()
@@ -127,12 +177,10 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 	}
 	set, err := r.compile(sets)
 	if err != nil {
-		r.close()
 		return nil, err
 	}
 	r.router, err = route.NewTable(set, r.targets)
 	if err != nil {
-		r.close()
 		return nil, fmt.Errorf("core: rules: %w", err)
 	}
 	if r.proxy == "" {

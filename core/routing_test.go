@@ -3,10 +3,13 @@ package core
 import (
 	"bytes"
 	"context"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/rule"
@@ -118,5 +121,77 @@ func TestFlowFailedEvent(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no flow-failed event")
 		}
+	}
+}
+
+// TestRuleTargets: rules route to targets of their own (a node, a group)
+// beside the route's group; a node in both is one outbound; bad target
+// names are refused.
+func TestRuleTargets(t *testing.T) {
+	c := NewController(Options{LogOutput: &bytes.Buffer{}})
+	a, b, hk := testNode(), testNode(), testNode()
+	b.Name, hk.Name = "b", "hk"
+	rules := []rule.Rule{
+		{Ports: []rule.PortRange{{From: 1, To: 1}}, Target: "HK"},
+		{Ports: []rule.PortRange{{From: 2, To: 2}}, Target: "b alone"},
+	}
+	cfg := Config{
+		Nodes: []*node.Node{a, b},
+		Targets: []Target{
+			{Name: "HK", Nodes: []*node.Node{hk, b}, Mode: group.Selector, Selected: "b"},
+			{Name: "b alone", Nodes: []*node.Node{b}},
+		},
+		Rules:  rules,
+		Listen: "127.0.0.1:0",
+		Policy: group.Policy{ProbeURL: "http://127.0.0.1:9/"},
+	}
+	before := runtime.NumGoroutine()
+	if err := c.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	rt := c.current().routing
+	if len(rt.nodes) != 3 {
+		t.Errorf("%d outbounds for 3 distinct nodes, want 3 (b shared)", len(rt.nodes))
+	}
+	if len(rt.groups) != 2 {
+		t.Errorf("%d groups, want the route's and HK", len(rt.groups))
+	}
+	for port, want := range map[uint16]string{1: "HK", 2: "b alone", 3: TargetProxy} {
+		m := flow.Metadata{Network: flow.TCP, Destination: flow.Addr{Name: "example.com", Port: port}}
+		ob, name, err := rt.router.Route(&m)
+		if err != nil || name != want || ob != rt.targets[want] {
+			t.Errorf("port %d: %q (%v), want %q", port, name, err, want)
+		}
+	}
+	hkGroup, ok := rt.targets["HK"].(*group.Group)
+	if !ok || hkGroup.Current() != "b" || hkGroup.Mode() != group.Selector {
+		t.Errorf("HK target = %T, want a selector on b", rt.targets["HK"])
+	}
+	if len(rt.nodes) > 1 && rt.targets["b alone"] != rt.nodes[1] {
+		t.Error("the target b alone is not the outbound of b in the route's group")
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after Stop, %d before", n, before)
+	}
+
+	for _, bad := range []string{"", TargetProxy, TargetDirect, "HK"} {
+		cfg := cfg
+		cfg.Targets = append(slices.Clone(cfg.Targets), Target{Name: bad, Nodes: []*node.Node{a}})
+		if err := c.Start(context.Background(), cfg); err == nil {
+			c.Stop()
+			t.Errorf("target named %q accepted", bad)
+		}
+	}
+	cfg.Targets = []Target{{Name: "empty"}}
+	if err := c.Start(context.Background(), cfg); err == nil {
+		c.Stop()
+		t.Error("a target without servers accepted")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -58,6 +59,8 @@ type ruleSets struct {
 	states []RuleSetState // by index of srcs
 	fails  []int
 	wake   chan struct{} // Refresh asks the loop for an attempt now
+	round  chan struct{} // closed (and replaced) when the loop ends a round of downloads
+	ended  chan struct{} // closed when the loop returns
 }
 
 // newRuleSets returns the loader of cfg's rule sets, downloading through
@@ -78,6 +81,8 @@ func newRuleSets(cfg *Config, targets map[string]outbound.Outbound, log *slog.Lo
 		states: make([]RuleSetState, len(cfg.RuleSets)),
 		fails:  make([]int, len(cfg.RuleSets)),
 		wake:   make(chan struct{}, 1),
+		round:  make(chan struct{}),
+		ended:  make(chan struct{}),
 	}
 }
 
@@ -100,12 +105,15 @@ func outboundClient(ob outbound.Outbound) *http.Client {
 // start: it is the profile's own data), downloaded sets come from the
 // cache whatever their age (a stale one is refreshed at once by run), and
 // those not cached are downloaded, all at once, within
-// ruleSetStartTimeout. A set whose download fails starts empty, with its
+// ruleSetStartTimeout; the cached ones decode one per core at a time. A set whose download fails starts empty, with its
 // error in the state, and is retried by run.
 func (r *ruleSets) load(ctx context.Context) error {
 	now := time.Now()
 	var wg sync.WaitGroup
 	errs := make([]error, len(r.srcs))
+	// Cached sets decode one per core at once (CPU work); the sets not
+	// cached are all downloaded at once.
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i, src := range r.srcs {
 		if src.Name == "" {
 			return fmt.Errorf("core: rule set %d: no name", i+1)
@@ -116,9 +124,7 @@ func (r *ruleSets) load(ctx context.Context) error {
 		r.sets[src.Name] = ruleset.Empty()
 		r.states[i].Name, r.states[i].Format = src.Name, src.Format
 	}
-	for i := range r.srcs {
-		src := r.srcs[i]
-		st := &r.states[i]
+	for i, src := range r.srcs {
 		if src.URL == "" {
 			t0 := time.Now()
 			s, err := r.cache.Get(ctx, src, now)
@@ -126,19 +132,28 @@ func (r *ruleSets) load(ctx context.Context) error {
 				return fmt.Errorf("core: %w", err)
 			}
 			r.set(i, s, "data", now, time.Since(t0))
-			continue
 		}
-		t0 := time.Now()
-		if s, saved, err := r.cache.Load(src); err == nil {
-			r.set(i, s, "cache", saved, time.Since(t0))
-			r.mu.Lock()
-			st.Next = saved.Add(interval(&src))
-			r.mu.Unlock()
+	}
+	for i := range r.srcs {
+		src := r.srcs[i]
+		st := &r.states[i]
+		if src.URL == "" {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			t0 := time.Now()
+			sem <- struct{}{}
+			s, saved, err := r.cache.Load(src)
+			<-sem
+			if err == nil {
+				r.set(i, s, "cache", saved, time.Since(t0))
+				r.mu.Lock()
+				st.Next = saved.Add(interval(&src))
+				r.mu.Unlock()
+				return
+			}
 			ctx, cancel := context.WithTimeout(ctx, ruleSetStartTimeout)
 			defer cancel()
 			errs[i] = r.update(ctx, i)
@@ -209,12 +224,38 @@ func (r *ruleSets) State() []RuleSetState {
 	return append([]RuleSetState(nil), r.states...)
 }
 
-// refreshNow asks run for an attempt at every downloaded set now.
-func (r *ruleSets) refreshNow() {
+// refresh asks run for an attempt now at the downloaded sets named (none:
+// every one) and waits until each was tried and the rules were rebuilt,
+// or ctx ends. It returns the states then.
+func (r *ruleSets) refresh(ctx context.Context, names []string) ([]RuleSetState, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	t0 := time.Now()
+	var asked []int
 	r.mu.Lock()
-	for i := range r.states {
-		if r.srcs[i].URL != "" {
+	for _, n := range names {
+		found := false
+		for i := range r.srcs {
+			if r.srcs[i].Name != n {
+				continue
+			}
+			found = true
+			if r.srcs[i].URL == "" {
+				r.mu.Unlock()
+				return nil, fmt.Errorf("%w: rule set %q is data the profile holds, not a download (import the file again)", ErrRuleSetNoURL, n)
+			}
+		}
+		if !found {
+			r.mu.Unlock()
+			return nil, fmt.Errorf("%w: %q", ErrNoRuleSet, n)
+		}
+	}
+	for i := range r.srcs {
+		if r.srcs[i].URL != "" && (len(want) == 0 || want[r.srcs[i].Name]) {
 			r.states[i].Next = time.Time{}
+			asked = append(asked, i)
 		}
 	}
 	r.mu.Unlock()
@@ -222,11 +263,32 @@ func (r *ruleSets) refreshNow() {
 	case r.wake <- struct{}{}:
 	default:
 	}
+	for {
+		r.mu.Lock()
+		done, round := true, r.round
+		for _, i := range asked {
+			if r.states[i].Checked.Before(t0) {
+				done = false
+			}
+		}
+		r.mu.Unlock()
+		if done {
+			return r.State(), nil
+		}
+		select {
+		case <-ctx.Done():
+			return r.State(), ctx.Err()
+		case <-r.ended:
+			return r.State(), fmt.Errorf("%w: the core stopped", ErrNoRuleSet)
+		case <-round:
+		}
+	}
 }
 
 // run downloads each set when it is due, until ctx ends, and applies every
 // list that changed.
 func (r *ruleSets) run(ctx context.Context) {
+	defer close(r.ended)
 	for {
 		next, due := r.due(time.Now())
 		if len(due) > 0 {
@@ -252,6 +314,10 @@ func (r *ruleSets) run(ctx context.Context) {
 				}
 				releaseMemory()
 			}
+			r.mu.Lock()
+			close(r.round)
+			r.round = make(chan struct{})
+			r.mu.Unlock()
 			continue
 		}
 		if next.IsZero() {
@@ -303,6 +369,12 @@ func (r *ruleSets) due(now time.Time) (next time.Time, due []int) {
 // 5 starts): `skiff run` 26.8 MiB without it, 18.6 MiB with it.
 func releaseMemory() { debug.FreeOSMemory() }
 
-// errRuleSetsOff is returned by Controller.RefreshRuleSets when the core
-// runs without rule sets.
-var errRuleSetsOff = errors.New("core: no rule set is in use")
+// Errors of Controller.RefreshRuleSets.
+var (
+	// ErrNoRuleSet: the core is stopped, runs without rule sets, or has
+	// none of the name asked for.
+	ErrNoRuleSet = errors.New("core: no such rule set in use")
+	// ErrRuleSetNoURL: the set asked for is data in the profile (an
+	// imported file): there is nothing to download.
+	ErrRuleSetNoURL = errors.New("core: rule set has no URL")
+)

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -201,10 +202,19 @@ func TestRuleSetStartsWithoutList(t *testing.T) {
 		t.Errorf("a.example: %s, want direct", got)
 	}
 	ls.serve(200, "+.a.example\n", false)
-	if err := c.RefreshRuleSets(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	states, err := c.RefreshRuleSets(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, "refresh", func(s RuleSetState) bool { return s.Err == "" && !s.Updated.IsZero() })
+	// It returns once the download was tried and the rules rebuilt.
+	if len(states) != 1 || states[0].Err != "" || states[0].Updated.IsZero() {
+		t.Errorf("states after the refresh: %+v", states)
+	}
+	if _, err := c.RefreshRuleSets(ctx, "nope"); !errors.Is(err, ErrNoRuleSet) {
+		t.Errorf("an unknown set: %v, want ErrNoRuleSet", err)
+	}
 	if got := routeOf(t, c, "x.a.example"); got != TargetBlock {
 		t.Errorf("x.a.example after the refresh: %s, want block", got)
 	}
@@ -229,7 +239,17 @@ func TestRuleSetData(t *testing.T) {
 	if st := c.RuleSets()[0]; st.Source != "data" || st.Skipped != 1 {
 		t.Errorf("state: %+v", st)
 	}
+	if _, err := c.RefreshRuleSets(context.Background(), "mine"); !errors.Is(err, ErrRuleSetNoURL) {
+		t.Errorf("refresh of a data set: %v, want ErrRuleSetNoURL", err)
+	}
+	// Nothing to download: every set is data, so a refresh of all returns at once.
+	if _, err := c.RefreshRuleSets(context.Background()); err != nil {
+		t.Errorf("refresh of no downloaded set: %v", err)
+	}
 	c.Stop()
+	if _, err := c.RefreshRuleSets(context.Background()); !errors.Is(err, ErrNoRuleSet) {
+		t.Errorf("refresh while stopped: %v, want ErrNoRuleSet", err)
+	}
 	cfg.RuleSets[0].Data = []byte(`{"version":3,"rules":[{"domain":`)
 	cfg.RuleSets[0].Format = ruleset.FormatSingBox
 	err := c.Start(context.Background(), cfg)

@@ -68,6 +68,14 @@ type Backend interface {
 	// Probe measures the latency of the given nodes through each node's own
 	// outbound, outside the tunnel.
 	Probe(ctx context.Context, ids []string) ([]ProbeResult, error)
+	// RefreshRuleSets downloads the running rule sets named (none: all
+	// that have a URL) now and returns their states once each was tried
+	// and the rules were rebuilt; a failed download keeps the list in use
+	// and says why in its state (after at most 3 minutes it returns the
+	// states then; the downloads go on). ErrNotFound: not connected, no
+	// rule sets, or no set of a name; ErrBadRequest: a set that is an
+	// imported file's data.
+	RefreshRuleSets(ctx context.Context, names []string) ([]core.RuleSetState, error)
 }
 
 // Status is the core's state as it crosses the API.

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +64,12 @@ func TestBothBackendsAgree(t *testing.T) {
 			}
 			if _, err := b.Refresh(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 				t.Errorf("refresh of no subscription: %v", err)
+			}
+			if _, err := b.RefreshRuleSets(ctx, nil); !errors.Is(err, ErrNotFound) {
+				t.Errorf("rule-set refresh while stopped: %v, want ErrNotFound", err)
+			}
+			if _, err := b.RefreshRuleSets(ctx, []string{strings.Repeat("n", 129)}); !errors.Is(err, ErrBadRequest) {
+				t.Errorf("rule-set refresh of a long name: %v, want ErrBadRequest", err)
 			}
 			if _, err := b.Import(ctx, ImportRequest{URL: "http://127.0.0.1:1/sub"}); !errors.Is(err, ErrSubscriptionFetch) {
 				t.Errorf("import of a dead URL: %v, want ErrSubscriptionFetch", err)
@@ -170,6 +178,11 @@ func TestHandlerRefusesBadRequests(t *testing.T) {
 		{"GET", "/v2/status", "", false, CodeUnsupportedVersion},
 		{"GET", "/status", "", false, CodeNotFound},
 		{"DELETE", "/v1/connections/abc", "", false, CodeBadRequest},
+		{"POST", "/v1/rulesets/refresh", `{"names":"all"}`, false, CodeBadRequest},
+		{"POST", "/v1/rulesets/refresh", `{"names":[""]}`, false, CodeBadRequest},
+		{"POST", "/v1/rulesets/refresh", `{"url":"http://x/"}`, false, CodeBadRequest},
+		{"POST", "/v1/rulesets/refresh", `{"names":["` + strings.Repeat("x", maxRequest) + `"]}`, false, CodeTooLarge},
+		{"POST", "/v1/rulesets/refresh", `{}`, false, CodeNotFound},
 		{"GET", "/v1/status", "", true, CodeForbidden},
 	} {
 		req, _ := http.NewRequest(tc.method, "http://skiff"+tc.path, strings.NewReader(tc.body))
@@ -209,6 +222,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{}`, `{"mode":"tun","target":"n1","listen":"127.0.0.1:1080","dns":"fake-ip"}`, `{"url":"https://x/sub"}`,
 		`{"body":"hysteria2://a@b:1"}`, `{"ids":["a","b"]}`, `{"profile":{"version":1}}`, `{"mode":`, `[1,2]`, `null`, "\x00",
 		`{"mode":"tun"}{"mode":"tun"}`, `{"noIPv6":"yes"}`,
+		`{"names":["cn","geoip-cn"]}`, `{"names":[""]}`, `{"names":null}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -227,8 +241,66 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var pr probeRequest
 		DecodeRequest(strings.NewReader(string(b)), maxRequest, &pr)
+		var rs ruleSetsRequest
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &rs); err == nil {
+			if err := checkRuleSetNames(rs.Names); err != nil && CodeOf(err) != CodeBadRequest {
+				t.Fatalf("rule-set names refused with code %s", CodeOf(err))
+			}
+		}
 		DecodeRequest(strings.NewReader(string(b)), maxRequest, nil)
 	})
+}
+
+// TestRefreshRuleSets: over the socket, a refresh downloads the running
+// rule set now and answers with its state once the rules hold the new
+// list; a failed download says why and keeps the list.
+func TestRefreshRuleSets(t *testing.T) {
+	l, c := pair(t)
+	var mu sync.Mutex
+	status, body := 200, "+.a.example\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Import(ctx, ImportRequest{Body: hy2Link}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(ctx, c, func(p *profile.Profile) error {
+		p.Routes.RuleSets = []profile.RuleSet{{Name: "list", URL: srv.URL + "/list.txt", Format: "clash-domain"}}
+		p.Routes.Rules = []profile.Rule{{Type: "rule_set", Values: []string{"list"}, Target: "direct"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Connect(ctx, plan.Request{Listen: "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Disconnect(ctx)
+	mu.Lock()
+	body = "+.a.example\n+.b.example\n"
+	mu.Unlock()
+	st, err := c.RefreshRuleSets(ctx, nil)
+	if err != nil || len(st) != 1 || st[0].Stats.Domains != 2 || st[0].Err != "" {
+		t.Fatalf("refresh: %+v %v, want the list of 2", st, err)
+	}
+	mu.Lock()
+	status = 500
+	mu.Unlock()
+	st, err = c.RefreshRuleSets(ctx, []string{"list"})
+	if err != nil || len(st) != 1 || st[0].Stats.Domains != 2 || !strings.Contains(st[0].Err, "500") {
+		t.Fatalf("refresh of a failing list: %+v %v, want its error and the old list", st, err)
+	}
+	if _, err := c.RefreshRuleSets(ctx, []string{"other"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("refresh of an unknown set: %v, want ErrNotFound", err)
+	}
+	if s, _ := c.Status(ctx); len(s.RuleSets) != 1 || s.RuleSets[0].Err == "" {
+		t.Errorf("Status.RuleSets %+v, want the failure", s.RuleSets)
+	}
 }
 
 func TestSortByLatency(t *testing.T) {

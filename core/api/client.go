@@ -258,6 +258,13 @@ func (c *Client) Probe(ctx context.Context, ids []string) ([]ProbeResult, error)
 	return res, err
 }
 
+// RefreshRuleSets implements Backend.
+func (c *Client) RefreshRuleSets(ctx context.Context, names []string) ([]core.RuleSetState, error) {
+	var res []core.RuleSetState
+	err := c.do(ctx, http.MethodPost, "rulesets/refresh", ruleSetsRequest{Names: names}, &res)
+	return res, err
+}
+
 var (
 	_ Backend = (*Client)(nil)
 	_ Backend = (*Local)(nil)

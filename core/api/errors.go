@@ -84,6 +84,10 @@ func CodeOf(err error) Code {
 		return CodeTUNPermission
 	case errors.Is(err, core.ErrRunning):
 		return CodeRunning
+	case errors.Is(err, core.ErrNoRuleSet):
+		return CodeNotFound
+	case errors.Is(err, core.ErrRuleSetNoURL):
+		return CodeBadRequest
 	case errors.Is(err, outbound.ErrAuthRejected):
 		return CodeServerAuth
 	case errors.Is(err, syscall.EADDRINUSE):

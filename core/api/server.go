@@ -37,6 +37,7 @@ import (
 //	POST   /v1/import        ImportRequest     ImportResult
 //	POST   /v1/refresh       refreshRequest    ImportResult
 //	POST   /v1/probe         probeRequest      []ProbeResult
+//	POST   /v1/rulesets/refresh  ruleSetsRequest  []core.RuleSetState
 
 // Body limits: most requests are a few hundred bytes; an import carries a
 // subscription body (up to subscription.MaxBodySize, JSON-escaped); a
@@ -61,6 +62,10 @@ type refreshRequest struct {
 
 type probeRequest struct {
 	IDs []string `json:"ids"`
+}
+
+type ruleSetsRequest struct {
+	Names []string `json:"names,omitempty"` // none: every rule set with a URL
 }
 
 // HandlerOptions configure NewHandler.
@@ -166,6 +171,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var req probeRequest
 		if decode(w, r, maxRequest+maxProbe*64, &req) {
 			res, err := h.b.Probe(ctx, req.IDs)
+			reply(w, res, err)
+		}
+	case "POST rulesets/refresh":
+		var req ruleSetsRequest
+		if decode(w, r, maxRequest, &req) {
+			res, err := h.b.RefreshRuleSets(ctx, req.Names)
 			reply(w, res, err)
 		}
 	default:

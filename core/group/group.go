@@ -213,6 +213,10 @@ type Options struct {
 	// looked throttled, measured against the next), also those that moved
 	// nothing.
 	Log *slog.Logger
+	// Shared: the members' outbounds are also used elsewhere (by another
+	// group, or on their own as a rule's target), so Close leaves them
+	// open for their owner to close.
+	Shared bool
 }
 
 // Group is an outbound.Outbound over members. Its methods are safe for
@@ -226,6 +230,7 @@ type Group struct {
 	policy  Policy
 	onEvent func(Event)
 	log     *slog.Logger
+	shared  bool // Close leaves the members open
 
 	// emitMu orders switch events as the switches happen: it is held from
 	// working out a switch to reporting it, so two members failing at once
@@ -261,6 +266,7 @@ func New(name string, mode Mode, members []Member, opts Options) (*Group, error)
 		policy:   opts.Policy.withDefaults(),
 		onEvent:  opts.OnEvent,
 		log:      opts.Log,
+		shared:   opts.Shared,
 		probeNow: make(chan probeReq, len(members)),
 		done:     make(chan struct{}),
 	}
@@ -322,7 +328,7 @@ func (g *Group) Select(name string) error {
 	return fmt.Errorf("group %s: select: no member %q", g.name, name)
 }
 
-// Close stops probing and closes every member.
+// Close stops probing and closes every member (unless Options.Shared).
 func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
@@ -333,6 +339,9 @@ func (g *Group) Close() error {
 	close(g.done)
 	g.mu.Unlock()
 	g.wg.Wait()
+	if g.shared {
+		return nil
+	}
 	var errs []error
 	for _, m := range g.members {
 		if err := m.Outbound.Close(); err != nil {

@@ -19,6 +19,8 @@ import (
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
@@ -100,6 +102,7 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 		return nil, err
 	}
 	pl := &Plan{}
+	route := map[string]bool{} // the IDs that name the route itself
 	var ids []string
 	mode := group.Failover
 	var selected string
@@ -119,33 +122,9 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	useGroup := func(g *profile.Group) {
 		pl.Name, pl.GroupID = g.Name, g.ID
-		// A selector whose pick is a group runs that group, and so does
-		// one with no pick whose first member is a group (Clash starts a
-		// select group on its first member: a provider's "PROXY" over its
-		// "Auto" runs "Auto"). Other member groups give their servers, in
-		// order.
-		for range maxNesting {
-			if g.Type != profile.GroupSelector {
-				break
-			}
-			pick := g.Selected
-			if pick == "" && len(g.Members) > 0 {
-				pick = g.Members[0]
-			}
-			next := p.Group(pick)
-			if next == nil {
-				break
-			}
-			g = next
-		}
-		ids = Members(p, g)
-		switch g.Type {
-		case profile.GroupURLTest:
-			mode = group.URLTest
-		case profile.GroupSelector:
-			mode = group.Selector
-			selected = g.Selected
-		}
+		var ran *profile.Group
+		ran, ids, mode, selected = runGroup(p, g)
+		route[ran.ID] = true
 	}
 	switch {
 	case sel != "" && p.Group(sel) != nil:
@@ -153,6 +132,7 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	case sel != "" && p.Node(sel) != nil:
 		n := p.Node(sel)
 		pl.Name, ids = n.Name(), []string{n.ID}
+		route[n.ID] = true
 	case firstGroup(p) != nil:
 		useGroup(firstGroup(p))
 	default:
@@ -164,25 +144,22 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 			ids = append(ids, n.ID)
 		}
 	}
+	if pl.GroupID != "" {
+		route[pl.GroupID] = true
+	}
+	servers := map[string]*node.Node{} // the core's node for each profile node, shared by the route and the targets
 	for _, id := range ids {
-		n := p.Node(id)
+		n, why := usable(p, id, servers)
+		if why != "" {
+			pl.Skipped = append(pl.Skipped, why)
+		}
 		if n == nil {
 			continue
 		}
-		if n.Unsupported != "" {
-			pl.Skipped = append(pl.Skipped, n.Name()+": "+n.Unsupported)
-			continue
-		}
-		if ok, why := protocol.Supported(&n.Config); !ok {
-			pl.Skipped = append(pl.Skipped, n.Name()+": "+why)
-			continue
-		}
-		cfg := n.Config
-		cfg.Name = n.Name()
-		pl.Config.Nodes = append(pl.Config.Nodes, &cfg)
-		pl.IDs = append(pl.IDs, n.ID)
+		pl.Config.Nodes = append(pl.Config.Nodes, n)
+		pl.IDs = append(pl.IDs, id)
 		if id == selected {
-			pl.Config.Selected = cfg.Name
+			pl.Config.Selected = n.Name
 		}
 	}
 	if len(pl.Config.Nodes) == 0 {
@@ -212,12 +189,178 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 		pl.Skipped = append(pl.Skipped, routes.Skipped)
 	}
 	cfg := &pl.Config
-	if cfg.Rules, err = Rules(routes.Rules); err != nil {
+	tg := &targets{p: p, sub: sub, route: route, servers: servers, plan: pl, byID: map[string]string{}}
+	if cfg.Rules, err = Rules(routes.Rules, tg.target); err != nil {
 		return pl, err
 	}
-	cfg.Final = target(routes.Final)
+	cfg.Final = tg.target(routes.Final)
 	cfg.RuleSets = RuleSets(routes.RuleSets)
 	return pl, nil
+}
+
+// runGroup is what running group g means: a selector whose pick is a
+// group runs that group, and so does one with no pick whose first member
+// is a group (Clash starts a select group on its first member: a
+// provider's "PROXY" over its "Auto" runs "Auto"). Other member groups
+// give their servers, in order. It returns the group run, its node IDs,
+// its mode and a selector's pick.
+func runGroup(p *profile.Profile, g *profile.Group) (ran *profile.Group, ids []string, mode group.Mode, selected string) {
+	for range maxNesting {
+		if g.Type != profile.GroupSelector {
+			break
+		}
+		pick := g.Selected
+		if pick == "" && len(g.Members) > 0 {
+			pick = g.Members[0]
+		}
+		next := p.Group(pick)
+		if next == nil {
+			break
+		}
+		g = next
+	}
+	mode = group.Failover
+	switch g.Type {
+	case profile.GroupURLTest:
+		mode = group.URLTest
+	case profile.GroupSelector:
+		mode = group.Selector
+		selected = g.Selected
+	}
+	return g, Members(p, g), mode, selected
+}
+
+// usable returns the core's node for the profile's node id, made once and
+// kept in servers, or nil and why not when the core cannot dial it ("" for
+// an ID that is no node).
+func usable(p *profile.Profile, id string, servers map[string]*node.Node) (*node.Node, string) {
+	if n := servers[id]; n != nil {
+		return n, ""
+	}
+	n := p.Node(id)
+	if n == nil {
+		return nil, ""
+	}
+	if n.Unsupported != "" {
+		return nil, n.Name() + ": " + n.Unsupported
+	}
+	if ok, why := protocol.Supported(&n.Config); !ok {
+		return nil, n.Name() + ": " + why
+	}
+	cfg := n.Config
+	cfg.Name = n.Name()
+	servers[id] = &cfg
+	return &cfg, ""
+}
+
+// targets turns the targets of a run's rules into the core's: direct and
+// block are themselves; the route's own group or node, and "proxy", are
+// the run's proxy target; another node or group of the profile (by ID, or
+// a group of the route's subscription by the name its rules give) becomes
+// a core.Target of its own, so that a provider's rule for its "Hong Kong"
+// group sends those flows there. A target that is none of these, or has no
+// server the core can use, is the proxy target (and is said in Skipped).
+type targets struct {
+	p       *profile.Profile
+	sub     *profile.Subscription // the route's subscription, or nil
+	route   map[string]bool
+	servers map[string]*node.Node
+	plan    *Plan
+	byID    map[string]string // profile ID → the core target's name
+}
+
+func (tg *targets) target(t string) string {
+	switch {
+	case t == core.TargetDirect || t == core.TargetBlock:
+		return t
+	case t == "" || t == core.TargetProxy || tg.route[t]:
+		return core.TargetProxy
+	}
+	if name, ok := tg.byID[t]; ok {
+		return name
+	}
+	ct := core.Target{}
+	id := t
+	var skipped []string
+	if n := tg.p.Node(t); n != nil {
+		sn, why := usable(tg.p, n.ID, tg.servers)
+		if sn != nil {
+			ct.Name, ct.Nodes = n.Name(), []*node.Node{sn}
+		} else if why != "" {
+			skipped = append(skipped, why)
+		}
+	} else if g := tg.group(t); g != nil {
+		id = g.ID
+		ran, ids, mode, selected := runGroup(tg.p, g)
+		if tg.route[g.ID] || tg.route[ran.ID] {
+			tg.byID[t] = core.TargetProxy
+			return core.TargetProxy
+		}
+		ct.Name, ct.Mode = g.Name, mode
+		for _, mid := range ids {
+			sn, why := usable(tg.p, mid, tg.servers)
+			if why != "" {
+				skipped = append(skipped, why)
+			}
+			if sn != nil {
+				ct.Nodes = append(ct.Nodes, sn)
+				if mid == selected {
+					ct.Selected = sn.Name
+				}
+			}
+		}
+	}
+	if len(ct.Nodes) == 0 {
+		why := "no such node or group"
+		if len(skipped) > 0 {
+			why = "none of its servers can be used by this Skiff (" + skipped[0] + ")"
+		}
+		tg.plan.Skipped = append(tg.plan.Skipped, fmt.Sprintf("rule target %q: %s; its flows use the route's servers", t, why))
+		tg.byID[t] = core.TargetProxy
+		return core.TargetProxy
+	}
+	ct.Name = tg.uniqueName(ct.Name)
+	tg.plan.Config.Targets = append(tg.plan.Config.Targets, ct)
+	tg.byID[t], tg.byID[id] = ct.Name, ct.Name
+	return ct.Name
+}
+
+// group returns the profile's group of ID t, else the group of the route's
+// subscription named t (its rules name groups as the provider does).
+func (tg *targets) group(t string) *profile.Group {
+	if g := tg.p.Group(t); g != nil {
+		return g
+	}
+	if tg.sub == nil {
+		return nil
+	}
+	for _, g := range tg.p.Groups {
+		if g.Subscription == tg.sub.ID && g.Name == t {
+			return g
+		}
+	}
+	return nil
+}
+
+// uniqueName returns name, or name with a number, so that it is none of
+// the core's own targets' names and no other target's.
+func (tg *targets) uniqueName(name string) string {
+	taken := func(s string) bool {
+		if s == "" || s == core.TargetProxy || s == core.TargetDirect || s == core.TargetBlock {
+			return true
+		}
+		for _, t := range tg.plan.Config.Targets {
+			if t.Name == s {
+				return true
+			}
+		}
+		return false
+	}
+	out := name
+	for i := 2; taken(out); i++ {
+		out = fmt.Sprintf("%s (%d)", name, i)
+	}
+	return out
 }
 
 // firstGroup is the first group of p that the user or a provider made.
@@ -262,7 +405,7 @@ func Routes(p *profile.Profile, sub *profile.Subscription) (*Combined, error) {
 		c.Skipped = "the rules of subscription " + sub.DisplayName() + ": " + err.Error()
 		return c, nil
 	}
-	if _, err := Rules(sr.Rules); err != nil {
+	if _, err := Rules(sr.Rules, nil); err != nil {
 		c.Skipped = "the rules of subscription " + sub.DisplayName() + ": " + err.Error()
 		return c, nil
 	}
@@ -302,16 +445,6 @@ func Routes(p *profile.Profile, sub *profile.Subscription) (*Combined, error) {
 		c.Rules = append(slices.Clone(user.Rules), theirs...)
 	}
 	return c, nil
-}
-
-// target is the core's target for a profile rule's: direct and block are
-// themselves; a node, a group or the proxy is the run's proxy target (the
-// core has one: the route's servers).
-func target(t string) string {
-	if t == core.TargetDirect || t == core.TargetBlock {
-		return t
-	}
-	return core.TargetProxy
 }
 
 // Limits of a profile's rule sets.
@@ -405,11 +538,13 @@ func Members(p *profile.Profile, g *profile.Group) []string {
 // profile kept in dir: beside it, so that they survive restarts.
 func RuleSetCache(dir string) string { return filepath.Join(dir, "rulesets") }
 
-// RuleSets turns the profile's rule sets into the core's sources.
+// RuleSets turns the profile's rule sets into the core's sources (a URL an
+// earlier preset wrote and that was replaced is downloaded from its
+// replacement, preset.Current).
 func RuleSets(in []profile.RuleSet) []ruleset.Source {
 	var out []ruleset.Source
 	for _, rs := range in {
-		out = append(out, ruleset.Source{Name: rs.Name, URL: rs.URL, Data: rs.Data, Format: rs.Format, Interval: time.Duration(rs.Interval)})
+		out = append(out, ruleset.Source{Name: rs.Name, URL: preset.Current(rs.URL), Data: rs.Data, Format: rs.Format, Interval: time.Duration(rs.Interval)})
 	}
 	return out
 }
@@ -444,9 +579,18 @@ func CheckTUN(s profile.TUN) error {
 	return nil
 }
 
-// Rules turns the profile's rules into the core's. The core has one proxy
-// target (the route's servers): a rule naming a node or a group goes to it.
-func Rules(in []profile.Rule) ([]rule.Rule, error) {
+// Rules turns the profile's rules into the core's, with their targets
+// turned into the core's by target (nil: direct and block stay, anything
+// else is the run's proxy target).
+func Rules(in []profile.Rule, target func(string) string) ([]rule.Rule, error) {
+	if target == nil {
+		target = func(t string) string {
+			if t == core.TargetDirect || t == core.TargetBlock {
+				return t
+			}
+			return core.TargetProxy
+		}
+	}
 	out := make([]rule.Rule, 0, len(in))
 	for i, pr := range in {
 		r := rule.Rule{Target: target(pr.Target)}

@@ -133,7 +133,7 @@ func TestRules(t *testing.T) {
 		{Type: "port", Values: []string{"443", "8000-8080"}, Target: "n123"},
 		{Type: "private", Target: "direct"},
 	}
-	out, err := plan.Rules(in)
+	out, err := plan.Rules(in, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestRules(t *testing.T) {
 	if !out[3].Private {
 		t.Errorf("rule 4 = %+v", out[3])
 	}
-	if _, err := plan.Rules([]profile.Rule{{Type: "geosite", Values: []string{"cn"}}}); err == nil {
+	if _, err := plan.Rules([]profile.Rule{{Type: "geosite", Values: []string{"cn"}}}, nil); err == nil {
 		t.Error("an unknown rule type was accepted")
 	}
 }
@@ -168,14 +168,7 @@ proxy-groups:
   - {name: "自动选择", type: url-test, proxies: ["JP Hy2", "HK Hy2"]}
   - {name: "故障转移", type: fallback, proxies: ["HK WS", "HK Hy2", "节点选择"]}
 `
-	res, err := subscription.Parse([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := profile.New()
-	sub := &profile.Subscription{ID: "s1", URL: "https://example.com/sub"}
-	p.Subscriptions = []*profile.Subscription{sub}
-	subscription.Apply(p, sub, res, sub.LastAttempt)
+	p := subscribed(t, doc)
 	names := func(pl *plan.Plan) string {
 		var s []string
 		for _, n := range pl.Config.Nodes {
@@ -237,8 +230,12 @@ func TestRuleSetRoutes(t *testing.T) {
 		t.Errorf("rule sets: %+v", c.RuleSets)
 	}
 	if len(c.Rules) != 2 || len(c.Rules[0].RuleSet) != 2 || c.Rules[0].Target != core.TargetDirect ||
-		len(c.Rules[1].Process) != 2 || c.Rules[1].Target != core.TargetProxy || c.Final != core.TargetBlock {
+		len(c.Rules[1].Process) != 2 || c.Rules[1].Target != p.Nodes[0].Name() || c.Final != core.TargetBlock {
 		t.Errorf("rules: %+v final %s", c.Rules, c.Final)
+	}
+	// The process rule names one node of the route: that node alone.
+	if len(c.Targets) != 1 || c.Targets[0].Name != p.Nodes[0].Name() || len(c.Targets[0].Nodes) != 1 {
+		t.Errorf("targets: %+v", c.Targets)
 	}
 
 	for _, tc := range []struct {
@@ -265,6 +262,107 @@ func TestRuleSetRoutes(t *testing.T) {
 		_, err := plan.Build(q, plan.Request{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// subscribed is a profile with one subscription whose body is doc.
+func subscribed(t *testing.T, doc string) *profile.Profile {
+	t.Helper()
+	res, err := subscription.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profile.New()
+	sub := &profile.Subscription{ID: "s1", URL: "https://example.com/sub"}
+	p.Subscriptions = []*profile.Subscription{sub}
+	subscription.Apply(p, sub, res, sub.LastAttempt)
+	return p
+}
+
+// TestBuildRuleTargets: a subscription's rules that name its groups and
+// nodes route to them, not to the route's servers; the route's own group
+// is the proxy target; a node in both is one core node.
+func TestBuildRuleTargets(t *testing.T) {
+	const doc = `proxies:
+  - {name: "HK Hy2", type: hysteria2, server: 127.0.0.1, port: 443, password: pw, sni: hk.example.com}
+  - {name: "JP Hy2", type: hysteria2, server: 127.0.0.2, port: 443, password: pw, sni: jp.example.com}
+  - {name: "US Hy2", type: hysteria2, server: 127.0.0.3, port: 443, password: pw, sni: us.example.com}
+  - {name: "Old", type: snell, server: 127.0.0.4, port: 443, psk: x}
+proxy-groups:
+  - {name: "Main", type: select, proxies: ["JP Hy2", "HK Hy2"]}
+  - {name: "🇭🇰 Hong Kong", type: fallback, proxies: ["HK Hy2", "US Hy2"]}
+  - {name: "Dead", type: select, proxies: ["Old"]}
+rules:
+  - DOMAIN-SUFFIX,hk.example,🇭🇰 Hong Kong
+  - DOMAIN-SUFFIX,us.example,US Hy2
+  - DOMAIN-SUFFIX,jp.example,JP Hy2
+  - DOMAIN-SUFFIX,main.example,Main
+  - DOMAIN-SUFFIX,old.example,Dead
+  - MATCH,Main
+`
+	p := subscribed(t, doc)
+	main, err := p.FindGroup("Main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl, err := plan.Build(p, plan.Request{Target: main.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &pl.Config
+	got := map[string]string{}
+	for _, r := range cfg.Rules {
+		if len(r.DomainSuffix) == 1 {
+			got[r.DomainSuffix[0]] = r.Target
+		}
+	}
+	want := map[string]string{
+		"hk.example":   "🇭🇰 Hong Kong",
+		"us.example":   "US Hy2",
+		"jp.example":   "JP Hy2",
+		"main.example": core.TargetProxy, // the route itself
+		"old.example":  core.TargetProxy, // no server Skiff can use: said in Skipped
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("rule %s -> %q, want %q", k, got[k], v)
+		}
+	}
+	if cfg.Final != core.TargetProxy {
+		t.Errorf("final %q, want proxy (MATCH,Main is the route)", cfg.Final)
+	}
+	targets := map[string]core.Target{}
+	for _, tg := range cfg.Targets {
+		targets[tg.Name] = tg
+	}
+	if len(targets) != 3 {
+		t.Fatalf("targets %+v, want Hong Kong, US Hy2, JP Hy2", cfg.Targets)
+	}
+	hk := targets["🇭🇰 Hong Kong"]
+	if hk.Mode != group.Failover || len(hk.Nodes) != 2 || hk.Nodes[0].Name != "HK Hy2" || hk.Nodes[1].Name != "US Hy2" {
+		t.Errorf("Hong Kong target %+v", hk)
+	}
+	// Shared nodes: HK Hy2 of the route's group and of the Hong Kong
+	// group, US Hy2 of the group and the node rule.
+	byName := map[string]any{}
+	for _, n := range cfg.Nodes {
+		byName[n.Name] = n
+	}
+	if byName["HK Hy2"] != any(hk.Nodes[0]) || byName["JP Hy2"] != any(targets["JP Hy2"].Nodes[0]) || hk.Nodes[1] != targets["US Hy2"].Nodes[0] {
+		t.Error("a node used by the route and a target is not one core node")
+	}
+	if !strings.Contains(strings.Join(pl.Skipped, "\n"), `rule target "`) {
+		t.Errorf("Skipped %q does not name the target without usable servers", pl.Skipped)
+	}
+	// With the Hong Kong group as the route, its rule is the proxy target.
+	hkg, _ := p.FindGroup("🇭🇰 Hong Kong")
+	if pl, err = plan.Build(p, plan.Request{Target: hkg.ID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range pl.Config.Rules {
+		if len(r.DomainSuffix) == 1 && r.DomainSuffix[0] == "hk.example" && r.Target != core.TargetProxy {
+			t.Errorf("route Hong Kong: its own rule goes to %q", r.Target)
 		}
 	}
 }

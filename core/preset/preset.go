@@ -8,7 +8,10 @@
 // The rule sets are the well-known public ones, fetched by the user's
 // machine: SagerNet's sing-geosite and sing-geoip rule-set branches
 // (binary .srs, built daily from v2fly's domain-list-community and
-// MaxMind-style country data).
+// MaxMind-style country data) for mainland China, and MetaCubeX's
+// meta-rules-dat for the GFW list (built from Loyalsoldier's
+// v2ray-rules-dat, whose "gfw" is the gfwlist: v2fly's own "gfw" list is
+// only the domain gfw.report, so SagerNet's geosite-gfw is not that list).
 package preset
 
 import (
@@ -31,8 +34,25 @@ const (
 const (
 	GeositeCNURL  = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-cn.srs"
 	GeoIPCNURL    = "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-cn.srs"
-	GeositeGFWURL = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-gfw.srs"
+	GeositeGFWURL = "https://raw.githubusercontent.com/MetaCubeX/meta-rules-dat/sing/geo/geosite/gfw.srs"
 )
+
+// retired maps the URLs earlier presets wrote to the ones that replace
+// them: SagerNet's geosite-gfw, which holds gfw.report alone.
+var retired = map[string]string{
+	"https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-gfw.srs": GeositeGFWURL,
+}
+
+// Current returns the URL a rule set at url is downloaded from: url, or
+// what replaced it when an earlier preset wrote a list that turned out
+// wrong. A profile keeps what it was saved with; the plan downloads from
+// Current.
+func Current(url string) string {
+	if u, ok := retired[url]; ok {
+		return u
+	}
+	return url
+}
 
 // The profile's targets the presets use: the core's own names
 // (core.TargetDirect, core.TargetProxy; the test checks they agree). Not
@@ -114,5 +134,5 @@ func equalRule(a, b profile.Rule) bool {
 }
 
 func equalSet(a, b profile.RuleSet) bool {
-	return a.Name == b.Name && a.URL == b.URL && a.Format == b.Format && a.Interval == b.Interval && string(a.Data) == string(b.Data)
+	return a.Name == b.Name && Current(a.URL) == Current(b.URL) && a.Format == b.Format && a.Interval == b.Interval && string(a.Data) == string(b.Data)
 }

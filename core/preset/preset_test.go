@@ -1,4 +1,4 @@
-package preset
+package preset_test
 
 import (
 	"strings"
@@ -7,15 +7,13 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
 // TestPresetsPlan expands every preset, plans a run from it, and finds the
 // preset again from its expansion — but not once a rule is edited.
 func TestPresetsPlan(t *testing.T) {
-	if targetDirect != core.TargetDirect || targetProxy != core.TargetProxy {
-		t.Fatal("the presets' target names are not the core's")
-	}
 	n, err := link.Parse("hysteria2://secret@127.0.0.1:9/?insecure=1#Home")
 	if err != nil {
 		t.Fatal(err)
@@ -24,12 +22,12 @@ func TestPresetsPlan(t *testing.T) {
 		sets  int
 		final string
 	}{
-		Everything:  {0, core.TargetProxy},
-		BypassCN:    {2, core.TargetProxy},
-		ProxyListed: {1, core.TargetDirect},
+		preset.Everything:  {0, core.TargetProxy},
+		preset.BypassCN:    {2, core.TargetProxy},
+		preset.ProxyListed: {1, core.TargetDirect},
 	}
-	for _, pr := range List() {
-		r, err := Routes(pr.Name, profile.SubRulesFirst)
+	for _, pr := range preset.List() {
+		r, err := preset.Routes(pr.Name, profile.SubRulesFirst)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,19 +43,46 @@ func TestPresetsPlan(t *testing.T) {
 			t.Errorf("%s: planned %d sets, final %s, rules %+v", pr.Name, len(pl.Config.RuleSets), pl.Config.Final, pl.Config.Rules)
 		}
 		for _, s := range pl.Config.RuleSets {
-			if !strings.HasPrefix(s.URL, "https://") || s.Interval != Interval {
+			if !strings.HasPrefix(s.URL, "https://") || s.Interval != preset.Interval {
 				t.Errorf("%s: set %+v", pr.Name, s)
 			}
 		}
-		if got := Which(&p.Routes); got != pr.Name {
+		if got := preset.Which(&p.Routes); got != pr.Name {
 			t.Errorf("Which(%s) = %q", pr.Name, got)
 		}
 		p.Routes.Rules[0].Target = core.TargetBlock
-		if got := Which(&p.Routes); got != "" {
+		if got := preset.Which(&p.Routes); got != "" {
 			t.Errorf("Which(edited %s) = %q, want none", pr.Name, got)
 		}
 	}
-	if _, err := Routes("nope", ""); err == nil {
+	if _, err := preset.Routes("nope", ""); err == nil {
 		t.Error("unknown preset: no error")
+	}
+}
+
+// TestRetiredGFWList: a profile saved with the GFW list an earlier preset
+// wrote (SagerNet's geosite-gfw: gfw.report alone) is still that preset,
+// and its run downloads the list that replaced it.
+func TestRetiredGFWList(t *testing.T) {
+	const old = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-gfw.srs"
+	n, err := link.Parse("hysteria2://secret@127.0.0.1:9/?insecure=1#Home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := profile.New()
+	p.Nodes = []*profile.Node{{ID: "n1", Config: *n}}
+	if p.Routes, err = preset.Routes(preset.ProxyListed, ""); err != nil {
+		t.Fatal(err)
+	}
+	p.Routes.RuleSets[0].URL = old
+	if got := preset.Which(&p.Routes); got != preset.ProxyListed {
+		t.Errorf("Which = %q, want %s", got, preset.ProxyListed)
+	}
+	pl, err := plan.Build(p, plan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := pl.Config.RuleSets[0].URL; u != preset.GeositeGFWURL || u == old {
+		t.Errorf("the run downloads %s, want %s", u, preset.GeositeGFWURL)
 	}
 }

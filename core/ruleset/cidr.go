@@ -2,6 +2,7 @@ package ruleset
 
 import (
 	"cmp"
+	"math/bits"
 	"net/netip"
 	"slices"
 )
@@ -37,6 +38,44 @@ func (a u128) next() (u128, bool) {
 		return u128{a.hi + 1, 0}, true
 	}
 	return a, false
+}
+
+func (a u128) or(b u128) u128 { return u128{a.hi | b.hi, a.lo | b.lo} }
+
+// trailingZeros is the number of zero bits below a's lowest one (128 for 0).
+func (a u128) trailingZeros() int {
+	if a.lo != 0 {
+		return bits.TrailingZeros64(a.lo)
+	}
+	return 64 + bits.TrailingZeros64(a.hi)
+}
+
+// lowBits is the value whose k lowest bits are ones (0 <= k <= 128).
+func lowBits(k int) u128 {
+	switch {
+	case k <= 0:
+		return u128{}
+	case k < 64:
+		return u128{0, 1<<k - 1}
+	case k < 128:
+		return u128{1<<(k-64) - 1, ^uint64(0)}
+	}
+	return u128{^uint64(0), ^uint64(0)}
+}
+
+// addrOf is the address of value a: IPv4 (its low 32 bits) when width is
+// 32, else IPv6.
+func addrOf(a u128, width int) netip.Addr {
+	if width == 32 {
+		v := uint32(a.lo)
+		return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	}
+	var b [16]byte
+	for i := range 8 {
+		b[i] = byte(a.hi >> (56 - 8*i))
+		b[8+i] = byte(a.lo >> (56 - 8*i))
+	}
+	return netip.AddrFrom16(b)
 }
 
 func u128Of(a netip.Addr) u128 {

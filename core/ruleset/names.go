@@ -22,36 +22,49 @@ type names struct {
 	seed  maphash.Seed
 }
 
-// newNames builds the set of list (sorted and deduplicated here).
+// newNames builds the set of list, each string once, in the order they
+// come. Duplicates are found through the index as it is built, not by
+// sorting: sorting 110,000 names was a fifth of loading geosite-cn.
 func newNames(list []string) names {
 	if len(list) == 0 {
 		return names{}
 	}
-	sorted := slices.Clone(list)
-	slices.Sort(sorted)
-	sorted = slices.Compact(sorted)
 	size := 0
-	for _, s := range sorted {
+	for _, s := range list {
 		size += len(s)
 	}
+	// The builder never grows past size, so the strings its String
+	// returns while building stay valid: the entries are compared there.
 	var b strings.Builder
 	b.Grow(size)
-	off := make([]uint32, 0, len(sorted)+1)
-	for _, s := range sorted {
-		off = append(off, uint32(b.Len()))
+	n := names{off: make([]uint32, 0, len(list)+1), seed: maphash.MakeSeed()}
+	n.index = make([]uint32, 1<<bits.Len(uint(2*len(list)-1)))
+	mask := uint64(len(n.index) - 1)
+	entry := func(i uint32) string {
+		end := uint32(b.Len())
+		if int(i)+1 < len(n.off) {
+			end = n.off[i+1]
+		}
+		return b.String()[n.off[i]:end]
+	}
+	for _, s := range list {
+		h := maphash.String(n.seed, s) & mask
+		dup := false
+		for ; n.index[h] != 0; h = (h + 1) & mask {
+			if entry(n.index[h]-1) == s {
+				dup = true
+				break
+			}
+		}
+		if dup {
+			continue
+		}
+		n.index[h] = uint32(len(n.off)) + 1
+		n.off = append(n.off, uint32(b.Len()))
 		b.WriteString(s)
 	}
-	off = append(off, uint32(b.Len()))
-	n := names{blob: b.String(), off: off, seed: maphash.MakeSeed()}
-	n.index = make([]uint32, 1<<bits.Len(uint(2*len(sorted)-1)))
-	mask := uint64(len(n.index) - 1)
-	for i := range sorted {
-		h := maphash.String(n.seed, n.at(i)) & mask
-		for n.index[h] != 0 {
-			h = (h + 1) & mask
-		}
-		n.index[h] = uint32(i + 1)
-	}
+	n.off = slices.Clip(append(n.off, uint32(b.Len())))
+	n.blob = b.String()
 	return n
 }
 

@@ -289,9 +289,22 @@ func compileMatcher(sp *spec) (*matcher, error) {
 // normName lower-cases a domain and checks it is one: labels of letters,
 // digits, '-' and '_', at most 253 bytes. It returns "" for anything else.
 func normName(s string) string {
+	if validName(s) {
+		return s // the common case: a list's names are written so already
+	}
 	s = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
-	if s == "" || len(s) > 253 {
+	if !validName(s) {
 		return ""
+	}
+	return s
+}
+
+// validName reports whether s is a name as Skiff matches it: lower-case
+// labels of letters, digits, '-' and '_', each 1 to 63 bytes, at most 253
+// in all.
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
 	}
 	label := 0
 	for i := 0; i < len(s); i++ {
@@ -299,22 +312,19 @@ func normName(s string) string {
 		switch {
 		case c == '.':
 			if label == 0 {
-				return ""
+				return false
 			}
 			label = 0
 			continue
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
 		default:
-			return ""
+			return false
 		}
 		if label++; label > 63 {
-			return ""
+			return false
 		}
 	}
-	if label == 0 {
-		return ""
-	}
-	return s
+	return label > 0
 }
 
 // parsePrefix parses a CIDR prefix or a bare address.

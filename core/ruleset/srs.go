@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -257,36 +258,37 @@ func (r *srsReader) addrRanges() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// appendRangePrefixes appends the CIDR prefixes that cover from-to exactly.
+// appendRangePrefixes appends the CIDR prefixes that cover from-to exactly
+// (from and to of one family, from <= to): each the largest block that
+// starts at from, is aligned to its size and ends by to.
 func appendRangePrefixes(out []netip.Prefix, from, to netip.Addr) []netip.Prefix {
+	width := from.BitLen()
+	a, b := u128Of(from), u128Of(to)
+	if width == 32 {
+		a, b = u128{0, uint64(u32Of(from))}, u128{0, uint64(u32Of(to))}
+	}
 	for {
-		// The largest prefix starting at from that stays within to.
-		bits := from.BitLen()
-		p := netip.PrefixFrom(from, bits)
-		for b := bits - 1; b >= 0; b-- {
-			q := netip.PrefixFrom(from, b).Masked()
-			if q.Addr() != from || lastOf(q).Compare(to) > 0 {
-				break
-			}
-			p = q
+		k := min(a.trailingZeros(), width)
+		for k > 0 && a.or(lowBits(k)).cmp(b) > 0 {
+			k--
 		}
-		out = append(out, p)
-		last := lastOf(p)
-		if last.Compare(to) >= 0 {
+		out = append(out, netip.PrefixFrom(addrOf(a, width), width-k))
+		last := a.or(lowBits(k))
+		if last.cmp(b) >= 0 {
 			return out
 		}
-		from = last.Next()
+		a, _ = last.next() // last < b: no overflow
 	}
 }
 
 // lastOf returns the last address of p.
 func lastOf(p netip.Prefix) netip.Addr {
-	b := p.Addr().AsSlice()
-	for i := p.Bits(); i < len(b)*8; i++ {
-		b[i/8] |= 0x80 >> (i % 8)
+	width := p.Addr().BitLen()
+	a := u128Of(p.Addr())
+	if width == 32 {
+		a = u128{0, uint64(u32Of(p.Addr()))}
 	}
-	a, _ := netip.AddrFromSlice(b)
-	return a
+	return addrOf(a.or(lowBits(width-p.Bits())), width)
 }
 
 // rule reads one rule; a non-empty reason says why it is skipped.
@@ -506,50 +508,77 @@ func (r *srsReader) domainTrie(sp *spec) error {
 		return fmt.Errorf("labels: %w", err)
 	}
 	// Walk the label bitmap once: edge e (the e-th 0) leads from the
-	// current node to node e+1 with label labels[e].
-	parent := make([]int32, 1, len(labels)+1)
-	parent[0] = -1
-	label := make([]byte, 1, len(labels)+1)
+	// current node to node e+1 with label labels[e], so the children of
+	// node k are the nodes first[k]+1 to first[k+1] (breadth-first order).
+	nodes := len(labels) + 1
+	first := make([]int32, nodes+1)
 	node, edge := 0, 0
-	for i := 0; i < len(bitmap)*64 && node <= edge; i++ {
-		if bitmap[i/64]>>(i%64)&1 == 1 {
+	// A word at a time: a run of zeros is that many edges, a one ends
+	// the node. node <= edge: a node's children come after it, so the
+	// walk below is over a tree whatever the bitmap says.
+walk:
+	for _, w := range bitmap {
+		for pos := 0; pos < 64; {
+			rest := w >> pos
+			if rest == 0 {
+				edge += 64 - pos
+				if edge > len(labels) {
+					return errors.New("more child edges than labels")
+				}
+				break
+			}
+			tz := bits.TrailingZeros64(rest)
+			if edge += tz; edge > len(labels) {
+				return errors.New("more child edges than labels")
+			}
+			pos += tz + 1
 			node++
-			continue
+			first[node] = int32(edge)
+			if node >= nodes || node > edge {
+				break walk
+			}
 		}
-		if edge >= len(labels) {
-			return errors.New("more child edges than labels")
-		}
-		parent = append(parent, int32(node))
-		label = append(label, labels[edge])
-		edge++
 	}
 	if edge != len(labels) {
 		return fmt.Errorf("%d labels for %d child edges", len(labels), edge)
 	}
-	var up []byte
-	for id := range parent {
+	for k := node + 1; k <= nodes; k++ {
+		first[k] = int32(edge) // nodes the bitmap ended before: no children
+	}
+	// Depth-first from the root, the key of the node at the top of path:
+	// each node is visited once (walking up from every leaf visited the
+	// upper nodes once per name: half of loading geosite-cn).
+	type visit struct{ node, depth int32 }
+	stack := []visit{{0, 0}}
+	var path, name []byte
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v.depth > 300 {
+			return errors.New("a name longer than a domain name can be")
+		}
+		// The parent's key is still the start of path: only its
+		// descendants were visited since.
+		if v.node > 0 {
+			path = append(path[:v.depth-1], labels[v.node-1])
+		} else {
+			path = path[:0]
+		}
+		for c := first[v.node+1]; c > first[v.node]; c-- {
+			stack = append(stack, visit{c, v.depth + 1}) // node c is reached by edge c-1
+		}
+		id := int(v.node)
 		if id/64 >= len(leaves) || leaves[id/64]>>(id%64)&1 == 0 {
 			continue
 		}
-		// The key runs from the root down to id; read upward, it comes
-		// backward.
-		up = up[:0]
-		for at, depth := id, 0; at > 0; at, depth = int(parent[at]), depth+1 {
-			if depth > 300 {
-				return errors.New("a name longer than a domain name can be")
-			}
-			up = append(up, label[at])
-		}
-		key := []byte(string(up))
-		slices.Reverse(key)
+		key := path
 		mark := byte(0)
 		if k := len(key); k > 0 && (key[k-1] == trieBelow || key[k-1] == trieSuffix) {
 			mark, key = key[k-1], key[:k-1]
 		}
 		// The key is the name with its characters in reverse order.
-		runes := []rune(string(key))
-		slices.Reverse(runes)
-		s := string(runes)
+		name = reverseName(name[:0], key)
+		s := string(name)
 		if mark == trieBelow {
 			s = trimDot(s)
 		}
@@ -568,6 +597,27 @@ func (r *srsReader) domainTrie(sp *spec) error {
 		}
 	}
 	return nil
+}
+
+// reverseName appends to dst the characters of key in reverse order: the
+// bytes, for ASCII (every name Skiff matches), else the UTF-8 runes.
+func reverseName(dst, key []byte) []byte {
+	ascii := true
+	for _, c := range key {
+		if c >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if !ascii {
+		runes := []rune(string(key))
+		slices.Reverse(runes)
+		return append(dst, string(runes)...)
+	}
+	for i := len(key) - 1; i >= 0; i-- {
+		dst = append(dst, key[i])
+	}
+	return dst
 }
 
 func trimDot(s string) string {

@@ -16,6 +16,7 @@ type Group struct {
 	Name     string
 	Type     string   // profile.GroupSelector, GroupURLTest or GroupFailover
 	Members  []string // names, in the provider's order
+	Default  string   // a selector's member to start on (sing-box "default"); "": the first
 	ProbeURL string
 	Interval time.Duration
 	Line     int

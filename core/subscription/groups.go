@@ -133,6 +133,9 @@ func ProviderGroups(p *profile.Profile, source string, specs []Group) ([]*profil
 				seen[id] = true
 				g.Members = append(g.Members, id)
 			}
+			if m == s.Default && g.Type == profile.GroupSelector && id != "" && id != g.ID {
+				g.Selected = id // the provider's pick; ApplyGroups keeps the user's over it
+			}
 		}
 		if len(missing) > 0 {
 			warns = append(warns, profile.Warning{Line: s.Line, Reason: fmt.Sprintf("proxy group %q: no proxy or group named %s", s.Name, quoteList(missing))})

@@ -203,7 +203,7 @@ func TestFileSubscription(t *testing.T) {
 // left out quietly.
 func TestSingBoxGroups(t *testing.T) {
 	const doc = `{"outbounds": [
-  {"type": "selector", "tag": "proxy", "outbounds": ["auto", "hy2", "direct"]},
+  {"type": "selector", "tag": "proxy", "outbounds": ["auto", "hy2", "direct"], "default": "hy2"},
   {"type": "urltest", "tag": "auto", "outbounds": ["hy2", "ws"], "url": "http://cp.cloudflare.com/generate_204", "interval": "5m"},
   {"type": "selector", "tag": "", "outbounds": ["hy2"]},
   {"type": "hysteria2", "tag": "hy2", "server": "hk.example.com", "server_port": 443, "password": "pw", "tls": {"enabled": true, "server_name": "hk.example.com"}},
@@ -220,6 +220,10 @@ func TestSingBoxGroups(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("groups\n%+v\nwant\n%+v", got, want)
+	}
+	// The selector starts on its default, as sing-box does.
+	if g, _ := p.FindGroup("proxy"); g == nil || p.Node(g.Selected) == nil || p.Node(g.Selected).Name() != "hy2" {
+		t.Errorf("selector's default: %+v", g)
 	}
 	if g, _ := p.FindGroup("auto"); g == nil || time.Duration(g.Interval) != 5*time.Minute || g.ProbeURL == "" {
 		t.Errorf("urltest's probe: %+v", g)

@@ -229,7 +229,7 @@ func FuzzSingBoxRoute(f *testing.F) {
 		res := &Result{}
 		parseSingBoxRules([]byte(body), res)
 		if res.Routes != nil && len(res.Routes.Rules) > 0 {
-			if _, err := plan.Rules(res.Routes.Rules); err != nil {
+			if _, err := plan.Rules(res.Routes.Rules, nil); err != nil {
 				// Mapped rules may still be refused by the plan (a bad
 				// port range); that is a clear error, not a panic.
 				return

@@ -79,8 +79,10 @@ type sbOutbound struct {
 	ServerPorts listable    `json:"server_ports"`
 	HopInterval hopInterval `json:"hop_interval"`
 
-	// selector and urltest: the group's members by tag, and urltest's probe.
+	// selector and urltest: the group's members by tag, a selector's
+	// default member, and urltest's probe.
 	Outbounds []string `json:"outbounds"`
+	Default   string   `json:"default"`
 	URL       string   `json:"url"`
 	Interval  string   `json:"interval"`
 
@@ -146,7 +148,7 @@ type sbOutbound struct {
 // members are other outbounds' tags (a direct or block one names no
 // server, and is reported as such when the groups are applied).
 func (o *sbOutbound) group(line int) Group {
-	g := Group{Name: o.Tag, Type: profile.GroupSelector, Members: o.Outbounds, Line: line}
+	g := Group{Name: o.Tag, Type: profile.GroupSelector, Members: o.Outbounds, Default: o.Default, Line: line}
 	if o.Type == "urltest" {
 		g.Type, g.ProbeURL = profile.GroupURLTest, o.URL
 		if d, err := time.ParseDuration(o.Interval); err == nil && d > 0 {

@@ -103,21 +103,7 @@ func run(o measure.Settings) error {
 	var results []measure.Result
 	var conns []measure.ConnsResult
 	for _, proto := range o.Protocols {
-		port, err := harness.FreePort()
-		if err != nil {
-			return err
-		}
-		s, err := measure.Server(proto, port, cert)
-		if err != nil {
-			return err
-		}
-		cfg, err := s.ServerConfig()
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		server, err := harness.StartSingBox(ctx, sbBin, dir, "server-"+proto, cfg)
-		cancel()
+		s, server, err := measure.StartServer(proto, sbBin, dir, cert)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,13 @@
 //   - the resident memory of `skiff run` (the cgo-free core) with the
 //     bypass-CN preset's rule sets loaded, and without, next to sing-box
 //     loading the same .srs files, and without; each started -runs times,
-//     medians reported.
+//     medians reported;
+//   - with -throughput D: 16 streams (-streams) downloading through each
+//     client's SOCKS5 to a sing-box server (-proto, Shadowsocks 2022 by
+//     default) for D, -runs times, interleaved, with the CN sets and
+//     without: Mbps and the client's Mbps per core, medians. With the
+//     sets, the rules check both sets before the flow goes to the proxy
+//     (the sink's address is in neither), as a foreign site's flow does.
 //
 // It is a benchmark (make bench-rules), not a test: nothing asserts.
 package main
@@ -40,6 +46,7 @@ import (
 	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/core/ruleset"
 	"github.com/skiffvpn/skiff/test/harness"
+	"github.com/skiffvpn/skiff/test/internal/measure"
 )
 
 func main() {
@@ -49,6 +56,10 @@ func main() {
 		v6      = flag.Int("v6", 1_500, "IPv6 prefixes in the generated geoip-cn")
 		runs    = flag.Int("runs", 5, "process starts per configuration for RSS")
 		settle  = flag.Duration("settle", 3*time.Second, "wait after a process is ready before reading its RSS")
+		tput    = flag.Duration("throughput", 0, "measure 16-stream throughput for this long per run (0: not at all)")
+		streams = flag.Int("streams", 16, "concurrent streams of the throughput runs")
+		proto   = flag.String("proto", "ss2022", "the server protocol of the throughput runs (as make bench names them)")
+		noRSS   = flag.Bool("no-rss", false, "skip the RSS starts (with -throughput: only the throughput runs)")
 	)
 	flag.Parse()
 	log.SetFlags(0)
@@ -114,9 +125,18 @@ func main() {
 	fmt.Printf("skiff match per flow: %d ns, %d allocs (%d sample flows: names in and out of geosite-cn, addresses in and out of geoip-cn; %d go direct)\n",
 		res.NsPerOp(), res.AllocsPerOp(), len(flows), direct)
 
-	// RSS of whole processes.
 	srv := serveDir(dir)
 	defer srv.Close()
+	if *tput > 0 {
+		if err := throughput(dir, srv.Addr().String(), sitePath, ipPath, skiff, sb, *proto, *streams, *runs, *tput); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *noRSS {
+		return
+	}
+
+	// RSS of whole processes.
 	skiffRSS := func(withSets bool) (int, time.Duration) {
 		cfg := skiffProfile(dir, srv.Addr().String(), withSets)
 		return runRSS(*settle, "skiff: listening", skiff, "run", "--node", "bench", "--config-dir", cfg, "--listen", freeAddr())
@@ -149,6 +169,154 @@ func main() {
 	}
 	fmt.Printf("with the CN sets: skiff %.1f MiB = %.2fx sing-box's %.1f MiB (target <= 0.5x); the sets add %.1f MiB to skiff, %.1f MiB to sing-box\n",
 		med[1], med[1]/med[3], med[3], med[1]-med[0], med[3]-med[2])
+}
+
+// throughput runs the 16-stream download through skiff and sing-box with
+// the CN sets and without, runs times each, interleaved, and prints the
+// medians.
+func throughput(dir, lists, sitePath, ipPath, skiff, sb, proto string, streams, runs int, d time.Duration) error {
+	cert, err := harness.NewCert(dir)
+	if err != nil {
+		return err
+	}
+	sink, err := harness.ServeTCP(harness.SinkSource)
+	if err != nil {
+		return err
+	}
+	defer sink.Close()
+	s, server, err := measure.StartServer(proto, sb, dir, cert)
+	if err != nil {
+		return err
+	}
+	defer server.Stop()
+	if s.Site != nil {
+		defer s.Site.Close()
+	}
+	n := must(link.Parse(s.Link(s.Trusting())))
+	type client struct {
+		name  string
+		start func() (*harness.Process, string, error)
+	}
+	skiffClient := func(withSets bool) func() (*harness.Process, string, error) {
+		return func() (*harness.Process, string, error) {
+			cfg := filepath.Join(dir, fmt.Sprintf("tput-skiff-%v", withSets))
+			store := must(profile.Open(cfg))
+			p := profile.New()
+			p.Nodes = []*profile.Node{{ID: "nbench", Config: *n}}
+			if withSets {
+				for _, name := range []string{"geosite-cn", "geoip-cn"} {
+					p.Routes.RuleSets = append(p.Routes.RuleSets, profile.RuleSet{Name: name, URL: "http://" + lists + "/" + name + ".srs", Format: ruleset.FormatSingBox})
+				}
+				p.Routes.Rules = []profile.Rule{{Type: "rule_set", Values: []string{"geosite-cn", "geoip-cn"}, Target: "direct"}}
+			}
+			if err := store.Save(p); err != nil {
+				return nil, "", err
+			}
+			listen := freeAddr()
+			pr, err := harness.StartProcess("skiff", skiff, "run", "--node", "nbench", "--config-dir", cfg, "--listen", listen)
+			if err != nil {
+				return nil, "", err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := pr.WaitText(ctx, "skiff: listening"); err != nil {
+				pr.Stop()
+				return nil, "", fmt.Errorf("skiff: %w\n%s", err, pr.Output())
+			}
+			return pr, listen, nil
+		}
+	}
+	sbClient := func(withSets bool) func() (*harness.Process, string, error) {
+		return func() (*harness.Process, string, error) {
+			out := s.ClientOutbound()
+			out["tag"] = "proxy"
+			route := map[string]any{"final": "proxy"}
+			if withSets {
+				route["rule_set"] = []any{
+					map[string]any{"tag": "geosite-cn", "type": "local", "format": "binary", "path": sitePath},
+					map[string]any{"tag": "geoip-cn", "type": "local", "format": "binary", "path": ipPath},
+				}
+				route["rules"] = []any{map[string]any{"rule_set": []string{"geosite-cn", "geoip-cn"}, "outbound": "direct"}}
+			}
+			listen := freeAddr()
+			_, ps, _ := net.SplitHostPort(listen)
+			pn, _ := strconv.Atoi(ps)
+			cfg := map[string]any{
+				"log":       map[string]any{"level": "info"},
+				"inbounds":  []any{map[string]any{"type": "mixed", "listen": "127.0.0.1", "listen_port": pn}},
+				"outbounds": []any{out, map[string]any{"type": "direct", "tag": "direct"}},
+				"route":     route,
+			}
+			b, _ := json.Marshal(cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			pr, err := harness.StartSingBox(ctx, sb, dir, fmt.Sprintf("client-%v", withSets), b)
+			if err != nil {
+				return nil, "", err
+			}
+			if err := harness.WaitTCP(ctx, listen); err != nil {
+				pr.Stop()
+				return nil, "", err
+			}
+			return pr, listen, nil
+		}
+	}
+	clients := []client{
+		{"skiff, no rule sets", skiffClient(false)}, {"skiff, CN sets", skiffClient(true)},
+		{"sing-box, no rule sets", sbClient(false)}, {"sing-box, CN sets", sbClient(true)},
+	}
+	// Prime Skiff's cache of the sets.
+	if p, _, err := clients[1].start(); err != nil {
+		return err
+	} else {
+		p.Stop()
+	}
+	mbps := make([][]float64, len(clients))
+	perCore := make([][]float64, len(clients))
+	for run := range runs {
+		for i, c := range clients {
+			p, proxy, err := c.start()
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			load := measure.Load{
+				Dial:      func(ctx context.Context) (net.Conn, error) { return harness.DialSOCKS(ctx, proxy, sink.Addr()) },
+				Dir:       harness.SinkDownload,
+				Streams:   streams,
+				Duration:  2 * time.Second,
+				ClientPid: p.Pid(),
+				ServerPid: server.Pid(), // its CPU shows the flows went through it, not direct
+			}
+			_, err = load.Run() // warm-up
+			var m measure.Sample
+			if err == nil {
+				load.Duration = d
+				m, err = load.Run()
+			}
+			p.Stop()
+			if err != nil {
+				return fmt.Errorf("%s: %w\n%s", c.name, err, p.Output())
+			}
+			mbps[i] = append(mbps[i], m.Mbps)
+			perCore[i] = append(perCore[i], m.Mbps/m.ClientCores)
+			fmt.Fprintf(os.Stderr, "run %d %s: %.0f Mbps, client %.2f cores, %.0f Mbps/core, server %.2f cores\n", run+1, c.name, m.Mbps, m.ClientCores, m.Mbps/m.ClientCores, m.ServerCores)
+		}
+	}
+	fmt.Printf("\n%d-stream download through %s, %v per run, medians of %d runs (load average %s):\n", streams, proto, d, runs, loadavg())
+	for i, c := range clients {
+		fmt.Printf("  %-24s %7.0f Mbps  %7.0f Mbps/core   (Mbps/core: %s)\n", c.name, measure.Median(mbps[i]), measure.Median(perCore[i]), fmtFloats(perCore[i]))
+	}
+	fmt.Printf("the CN sets change skiff's Mbps/core by %+.1f%%, sing-box's by %+.1f%%\n",
+		100*(measure.Median(perCore[1])/measure.Median(perCore[0])-1), 100*(measure.Median(perCore[3])/measure.Median(perCore[2])-1))
+	return nil
+}
+
+func fmtFloats(v []float64) string {
+	var s []string
+	for _, x := range v {
+		s = append(s, strconv.FormatFloat(x, 'f', 0, 64))
+	}
+	return strings.Join(s, " ")
 }
 
 func must[T any](v T, err error) T {
@@ -188,7 +356,11 @@ func genDomains(rng *rand.Rand, n int) []string {
 func genPrefixes(rng *rand.Rand, v4, v6 int) []string {
 	var out []string
 	for range v4 {
-		a := netip.AddrFrom4([4]byte{byte(1 + rng.IntN(222)), byte(rng.IntN(256)), byte(rng.IntN(256)), 0})
+		first := byte(1 + rng.IntN(222))
+		if first == 127 {
+			first = 128 // no loopback, as in the real list: the throughput runs' sink is on 127.0.0.1
+		}
+		a := netip.AddrFrom4([4]byte{first, byte(rng.IntN(256)), byte(rng.IntN(256)), 0})
 		out = append(out, netip.PrefixFrom(a, 10+rng.IntN(15)).Masked().String())
 	}
 	for range v6 {

@@ -136,6 +136,32 @@ func Server(proto string, port int, cert *harness.Cert) (*harness.Server, error)
 	return s, nil
 }
 
+// StartServer starts sing-box (sbBin) serving proto on a free loopback
+// port with cert, its config written in dir, and returns the server's
+// description and process (the caller stops it, and closes s.Site when
+// set).
+func StartServer(proto, sbBin, dir string, cert *harness.Cert) (*harness.Server, *harness.Process, error) {
+	port, err := harness.FreePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := Server(proto, port, cert)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := s.ServerConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p, err := harness.StartSingBox(ctx, sbBin, dir, "server-"+proto, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, p, nil
+}
+
 // Sample is one direction of one run. Its JSON form is what a load process
 // reports to the benchmark that started it.
 type Sample struct {
