@@ -154,6 +154,13 @@ var validCases = []struct {
 		node.Node{Name: "Dummy+profile+name", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
 			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "test", Plugin: "v2ray-plugin", PluginOpts: "server"}}},
 
+	{"ss udp-over-tcp, Clash's default version", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888/?uot=1#u",
+		node.Node{Name: "u", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "test", UDPOverTCP: true, UDPOverTCPVersion: 1}}},
+	{"ss udp-over-tcp version 2 with a plugin", "ss://YWVzLTEyOC1nY206dGVzdA@192.168.100.1:8888/?plugin=obfs-local%3Bobfs%3Dhttp&udp-over-tcp=true&udp-over-tcp-version=2#u",
+		node.Node{Name: "u", Protocol: node.Shadowsocks, Server: "192.168.100.1", Port: 8888,
+			Shadowsocks: &node.ShadowsocksOptions{Method: "aes-128-gcm", Password: "test", Plugin: "obfs-local", PluginOpts: "obfs=http", UDPOverTCP: true, UDPOverTCPVersion: 2}}},
+
 	// TUIC v5.
 	{"tuic full", "tuic://" + testUUID + ":p%40ss@tuic.example.com:443?congestion_control=bbr&udp_relay_mode=native&alpn=h3&sni=tuic.example.com&allow_insecure=1#TUIC%20v5",
 		node.Node{Name: "TUIC v5", Protocol: node.TUIC, Server: "tuic.example.com", Port: 443,

@@ -67,7 +67,26 @@ func parseSS(rest string) (*node.Node, error) {
 			o.Plugin, o.PluginOpts = name, opts
 		}
 	}
+	if err := ssUoT(u.query, o); err != nil {
+		return nil, err
+	}
 	return &node.Node{Name: u.name(), Protocol: node.Shadowsocks, Server: u.host, Port: port, Shadowsocks: o}, nil
+}
+
+// ssUoT reads UDP over TCP as mihomo's converter writes it into ss://
+// links: udp-over-tcp=true or uot=1, with udp-over-tcp-version (Clash's
+// default, 1, when absent).
+func ssUoT(q params, o *node.ShadowsocksOptions) error {
+	on, err := q.boolean(schemeSS, "udp-over-tcp", "uot")
+	if err != nil || !on {
+		return err
+	}
+	v, err := q.number(schemeSS, "udp-over-tcp-version", 2)
+	if err != nil {
+		return err
+	}
+	o.UDPOverTCP, o.UDPOverTCPVersion = true, max(v, 1)
+	return nil
 }
 
 // parseSSLegacy reads ss://base64(method:password@host:port)#name. A '/'
@@ -165,6 +184,7 @@ func formatSS(n *node.Node) (string, error) {
 	}
 	b.WriteByte('@')
 	b.WriteString(hostPort(n.Server, strconv.Itoa(int(n.Port))))
+	var q query
 	switch {
 	case o.Plugin != "":
 		if strings.ContainsRune(o.Plugin, ';') || strings.TrimSpace(o.Plugin) != o.Plugin {
@@ -174,12 +194,20 @@ func formatSS(n *node.Node) (string, error) {
 		if o.PluginOpts != "" {
 			p += ";" + o.PluginOpts
 		}
-		var q query
 		q.add("plugin", p)
-		b.WriteByte('/')
-		b.WriteString(q.String())
 	case o.PluginOpts != "":
 		return "", errf(s, "pluginOpts", "set without a plugin")
+	}
+	if o.UDPOverTCP {
+		q.add("udp-over-tcp", "true")
+		// The link's default is Clash's, 1; the node's (0) is 2.
+		if o.UDPOverTCPVersion != 1 {
+			q.add("udp-over-tcp-version", strconv.Itoa(max(o.UDPOverTCPVersion, 2)))
+		}
+	}
+	if qs := q.String(); qs != "" {
+		b.WriteByte('/')
+		b.WriteString(qs)
 	}
 	b.WriteByte('#')
 	b.WriteString(escape(n.Name))

@@ -138,6 +138,10 @@ type ShadowsocksOptions struct {
 	// UDPOverTCP is Clash's udp-over-tcp / sing-box's udp_over_tcp: UDP
 	// carried inside a TCP stream instead of Shadowsocks UDP.
 	UDPOverTCP bool `json:"udpOverTCP,omitempty"`
+	// UDPOverTCPVersion is its version, 1 or 2 (Clash
+	// udp-over-tcp-version, default 1; sing-box udp_over_tcp.version,
+	// default 2); 0: 2.
+	UDPOverTCPVersion int `json:"udpOverTCPVersion,omitempty"`
 }
 
 // TrojanOptions is Trojan's settings.

@@ -71,6 +71,7 @@ type clashProxy struct {
 	Plugin               string         `yaml:"plugin"`
 	PluginOpts           map[string]any `yaml:"plugin-opts"`
 	UDPOverTCP           bool           `yaml:"udp-over-tcp"`
+	UDPOverTCPVersion    int            `yaml:"udp-over-tcp-version"`
 	Ports                string         `yaml:"ports"`
 	HopInterval          string         `yaml:"hop-interval"` // seconds
 	Obfs                 string         `yaml:"obfs"`
@@ -304,6 +305,12 @@ func (cp *clashProxy) build() (*node.Node, error) {
 			return nil, err
 		}
 		n.Shadowsocks = &node.ShadowsocksOptions{Method: cp.Cipher, Password: cp.Password, Plugin: plugin, PluginOpts: opts, UDPOverTCP: cp.UDPOverTCP}
+		if cp.UDPOverTCP {
+			n.Shadowsocks.UDPOverTCPVersion = cp.UDPOverTCPVersion
+			if n.Shadowsocks.UDPOverTCPVersion == 0 {
+				n.Shadowsocks.UDPOverTCPVersion = 1 // mihomo's default
+			}
+		}
 		return n, nil
 	case "tuic":
 		if cp.UUID == "" && cp.Token != "" {

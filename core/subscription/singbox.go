@@ -51,22 +51,27 @@ func (d *hopInterval) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// sbUoT is sing-box's udp_over_tcp: true, or an object with enabled.
-type sbUoT bool
+// sbUoT is sing-box's udp_over_tcp: true, or an object with enabled and
+// version (0: sing-box's default, 2).
+type sbUoT struct {
+	Enabled bool
+	Version int
+}
 
 func (u *sbUoT) UnmarshalJSON(b []byte) error {
 	var on bool
 	if json.Unmarshal(b, &on) == nil {
-		*u = sbUoT(on)
+		*u = sbUoT{Enabled: on}
 		return nil
 	}
 	var o struct {
 		Enabled bool `json:"enabled"`
+		Version int  `json:"version"`
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
-		return errors.New("udp_over_tcp: want true/false or {\"enabled\": …}")
+		return errors.New("udp_over_tcp: want true/false or {\"enabled\": …, \"version\": …}")
 	}
-	*u = sbUoT(o.Enabled)
+	*u = sbUoT(o)
 	return nil
 }
 
@@ -326,7 +331,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		n.Trojan = &node.TrojanOptions{Password: o.Password}
 	case "shadowsocks":
 		n.Protocol = node.Shadowsocks
-		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts, UDPOverTCP: bool(o.UDPOverTCP)}
+		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts, UDPOverTCP: o.UDPOverTCP.Enabled, UDPOverTCPVersion: o.UDPOverTCP.Version}
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC

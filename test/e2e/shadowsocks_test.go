@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"testing"
@@ -109,6 +110,30 @@ func TestShadowsocks(t *testing.T) {
 				t.Run("udp-echo", func(t *testing.T) { testUDPEcho(t, proxy) })
 			}
 			t.Run("http-get", func(t *testing.T) { testHTTPGet(t, proxy) })
+		})
+	}
+}
+
+// TestShadowsocksUDPOverTCP: with udp-over-tcp the UDP echo goes inside a
+// stream (sing-box's UoT, both versions) to a server that serves TCP only,
+// also through v2ray-plugin, which carries no Shadowsocks UDP.
+func TestShadowsocksUDPOverTCP(t *testing.T) {
+	for _, tc := range []struct {
+		su      ssSetup
+		version int
+	}{
+		{ssSetups[0], 2},
+		{ssSetups[4], 2},
+		{ssSetups[6], 1},
+		{ssSetups[11], 2},
+	} {
+		t.Run(fmt.Sprintf("%s-v%d", tc.su.name, tc.version), func(t *testing.T) {
+			s := newSSServer(t, tc.su)
+			s.SSUoT = tc.version
+			startSSServer(t, s)
+			proxy := startClient(t, s)
+			t.Run("udp-echo", func(t *testing.T) { testUDPEcho(t, proxy) })
+			t.Run("tcp-echo-1MiB", func(t *testing.T) { testTCPEcho(t, proxy, 1<<20) })
 		})
 	}
 }

@@ -52,6 +52,8 @@ func (s *Server) ssInbound(in map[string]any) {
 	}
 	if s.Plugin != "" {
 		in["listen_port"] = s.PluginInnerPort
+	}
+	if s.Plugin != "" || s.SSUoT != 0 {
 		in["network"] = "tcp"
 	}
 }
@@ -87,9 +89,16 @@ func (s *Server) ssLink() string {
 	} else {
 		user = base64.RawURLEncoding.EncodeToString([]byte(s.Method + ":" + s.ssPassword()))
 	}
-	link := "ss://" + user + "@" + s.linkAddr()
+	var q []string
 	if name, opts := s.ssPluginClient(); name != "" {
-		link += "/?plugin=" + url.QueryEscape(name+";"+opts)
+		q = append(q, "plugin="+url.QueryEscape(name+";"+opts))
+	}
+	if s.SSUoT != 0 {
+		q = append(q, "udp-over-tcp=true", "udp-over-tcp-version="+strconv.Itoa(s.SSUoT))
+	}
+	link := "ss://" + user + "@" + s.linkAddr()
+	if len(q) > 0 {
+		link += "/?" + strings.Join(q, "&")
 	}
 	return link + "#" + s.Name()
 }
@@ -100,6 +109,9 @@ func (s *Server) ssOutbound(out map[string]any) {
 	out["type"] = "shadowsocks"
 	out["method"] = s.Method
 	out["password"] = s.ssPassword()
+	if s.SSUoT != 0 {
+		out["udp_over_tcp"] = map[string]any{"enabled": true, "version": s.SSUoT}
+	}
 	if name, opts := s.ssPluginClient(); name != "" {
 		out["plugin"] = name
 		out["plugin_opts"] = opts

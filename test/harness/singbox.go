@@ -76,6 +76,10 @@ type Server struct {
 	SSUserPSK       string
 	Plugin          string
 	PluginInnerPort int
+	// SSUoT is the version (1 or 2) of sing-box's UDP over TCP that links
+	// and client outbounds ask for; the server then serves TCP only, so
+	// that UDP cannot go as Shadowsocks UDP. 0: none.
+	SSUoT int
 	// LinkHost, when set, is the server's address in links instead of
 	// 127.0.0.1 (a server in another network namespace).
 	LinkHost string

@@ -76,6 +76,9 @@ func FuzzChunkReader(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xff}, 3000), uint32(40), false)
 	f.Add(bytes.Repeat([]byte{1}, 100), uint32(1<<31), false)
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, uint32(0), true)
+	// Chunks larger than io.ReadAll's first buffers and smaller than its
+	// later ones: opened into pend, then straight into the caller's buffer.
+	f.Add(bytes.Repeat([]byte{0xfe}, 20000), uint32(62), false)
 	s, pw := newTestServer(f, "2022-blake3-aes-128-gcm", false)
 	f.Fuzz(func(t *testing.T, data []byte, flip uint32, raw bool) {
 		c, err := New(&node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,

@@ -30,6 +30,10 @@ type testServer struct {
 	psks     [][]byte // 2022: iPSK1…iPSKn, uPSK last; classic: the key alone
 	misbehav misbehaviour
 	salt     []byte // fixed response salt (to replay one); nil: random
+	// source, when set, makes the server send this many bytes in chunks
+	// of sourceChunk after the echo of the first chunk, instead of echoing
+	// the rest (a download).
+	source, sourceChunk int
 }
 
 type misbehaviour int
@@ -221,6 +225,9 @@ func (s *testServer) serveTCP(conn net.Conn, dsts chan<- string) error {
 	if _, err := conn.Write(resp); err != nil {
 		return err
 	}
+	if s.source > 0 {
+		return s.send(conn, out)
+	}
 	for {
 		c, err := in.readChunk(conn)
 		if err == io.EOF {
@@ -233,6 +240,25 @@ func (s *testServer) serveTCP(conn net.Conn, dsts chan<- string) error {
 			return err
 		}
 	}
+}
+
+// send writes s.source bytes as chunks of s.sourceChunk, several chunks per
+// write, as a server's relay would.
+func (s *testServer) send(conn net.Conn, out *tcpCodec) error {
+	payload := make([]byte, s.sourceChunk)
+	var batch []byte
+	for left := s.source; left > 0; {
+		batch = batch[:0]
+		for len(batch) < 64<<10 && left > 0 {
+			n := min(left, len(payload))
+			batch = append(batch, out.chunk(payload[:n])...)
+			left -= n
+		}
+		if _, err := conn.Write(batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseAddrTest(b []byte) (string, int, error) {

@@ -7,7 +7,8 @@
 //
 // A stream is one TCP connection per flow; its request header goes out
 // with the flow's first bytes. A UDP session is one UDP socket toward the
-// server that carries datagrams to any destination.
+// server that carries datagrams to any destination, or, with sing-box's
+// udp-over-tcp, one stream.
 //
 // Refused by New, each with its reason: stream ciphers and "none" (no
 // integrity), plugins other than the two above, and plugin options Skiff
@@ -29,6 +30,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/uot"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
 )
@@ -41,6 +43,7 @@ type Client struct {
 	k      *keys
 	dialer outbound.Dialer
 	salts  saltFilter // response salts seen (2022)
+	uot    int        // UDP over TCP's version (1 or 2); 0: Shadowsocks UDP
 
 	obfsHTTP *obfsConfig // obfs-local (http or tls); nil: none
 	ws       *ws.Config  // v2ray-plugin; nil: none
@@ -81,8 +84,15 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		}
 		return nil, node.Unsupportedf(node.FeatureCipher, name, "shadowsocks: %s: unknown method %q", addr, name)
 	}
+	uotVersion := 0
 	if o.UDPOverTCP {
-		return nil, node.Unsupportedf(node.FeatureOption, "udp-over-tcp", "shadowsocks: %s: udp-over-tcp is not supported yet (Skiff sends Shadowsocks UDP)", addr)
+		uotVersion = o.UDPOverTCPVersion
+		if uotVersion == 0 {
+			uotVersion = 2
+		}
+		if _, err := uot.Magic(uotVersion); err != nil {
+			return nil, node.Unsupportedf(node.FeatureOption, fmt.Sprintf("udp-over-tcp version %d", uotVersion), "shadowsocks: %s: %w", addr, err)
+		}
 	}
 	k, err := parseKeys(m, o.Password)
 	if err != nil {
@@ -91,7 +101,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if d == nil {
 		d = &outbound.SystemDialer{}
 	}
-	c := &Client{addr: addr, m: m, k: k, dialer: d, open: map[io.Closer]struct{}{}}
+	c := &Client{addr: addr, m: m, k: k, dialer: d, uot: uotVersion, open: map[io.Closer]struct{}{}}
 	if err := c.setPlugin(n, o.Plugin, o.PluginOpts); err != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: %w", addr, err)
 	}
@@ -250,8 +260,22 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 // UDP socket toward the server, for datagrams to any destination. The
 // plugins carry TCP only; as with their own clients, UDP goes to the
 // server's port unobfuscated, except through v2ray-plugin, whose server
-// port speaks WebSocket only.
+// port speaks WebSocket only. With udp-over-tcp the session is one stream
+// instead (package uot), through the plugin if there is one.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
+	if c.uot != 0 {
+		magic, _ := uot.Magic(c.uot) // the version is checked by New
+		st, err := c.DialContext(ctx, "tcp", magic)
+		if err != nil {
+			return nil, err
+		}
+		pc, err := uot.NewPacketConn(st, c.uot, dst, "shadowsocks: UDP via "+c.addr)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		return pc, nil
+	}
 	if c.ws != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: UDP is not carried through v2ray-plugin", c.addr)
 	}

@@ -290,11 +290,21 @@ func (s *streamConn) sealInPlace(b []byte, n int) {
 
 // Read returns the stream's plaintext. The first Read checks the response
 // header (sending the request first if no Write did within
-// firstWriteWait).
+// firstWriteWait). A chunk that fits in p is opened straight into it, not
+// in rbuf and then copied.
 func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	for len(s.pend) == 0 {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	n := 0
+	for n == 0 {
+		if len(s.pend) > 0 {
+			n = copy(p, s.pend)
+			s.pend = s.pend[n:]
+			break
+		}
 		if err := s.rerrLater; err != nil {
 			s.release()
 			return 0, err
@@ -303,25 +313,22 @@ func (s *streamConn) Read(p []byte) (int, error) {
 		if !s.respDone {
 			err = s.readResponse()
 		} else {
-			err = s.readChunk()
+			n, err = s.readChunk(p)
 		}
 		if err != nil {
 			s.release()
 			return 0, err
 		}
 	}
-	n := copy(p, s.pend)
-	s.pend = s.pend[n:]
 	// Hand out the chunks already here too, so that the app side gets
 	// one big write instead of one per chunk.
 	for n < len(p) && len(s.pend) == 0 && s.buffered() {
-		if err := s.readChunk(); err != nil {
+		m, err := s.readChunk(p[n:])
+		if err != nil {
 			s.rerrLater = err
 			break
 		}
-		c := copy(p[n:], s.pend)
-		s.pend = s.pend[c:]
-		n += c
+		n += m
 	}
 	if len(s.pend) == 0 && s.r == s.w && !s.bulk {
 		s.release()
@@ -395,9 +402,16 @@ func (s *streamConn) fill(k int) error {
 // open opens the sealed n bytes (with tag) at rbuf[r:] in place and
 // consumes them.
 func (s *streamConn) open(n int) ([]byte, error) {
+	return s.openTo((*s.rbuf)[s.r:s.r], n)
+}
+
+// openTo opens the sealed n bytes (with tag) at rbuf[r:] into dst, which
+// is rbuf[r:r] (in place) or has room for n bytes outside rbuf, and
+// consumes them.
+func (s *streamConn) openTo(dst []byte, n int) ([]byte, error) {
 	b := (*s.rbuf)[s.r : s.r+n+tagLen]
 	ns := s.dec.NonceSize()
-	pl, err := s.dec.Open(b[:0], s.rnonce[:ns], b, nil)
+	pl, err := s.dec.Open(dst[:0], s.rnonce[:ns], b, nil)
 	increment(s.rnonce[:ns])
 	if err != nil {
 		return nil, errAuth
@@ -406,30 +420,39 @@ func (s *streamConn) open(n int) ([]byte, error) {
 	return pl, nil
 }
 
-// readChunk opens the next chunk into pend. EOF between chunks is the
-// stream's orderly end.
-func (s *streamConn) readChunk() error {
+// readChunk opens the next chunk: into p when it fits there (and returns
+// its length), otherwise into pend, of which it copies what fits into p.
+// EOF between chunks is the stream's orderly end.
+func (s *streamConn) readChunk(p []byte) (int, error) {
 	if s.nextLen == 0 {
 		if err := s.fill(2 + tagLen); err != nil {
 			if err == io.EOF && s.w == s.r {
-				return io.EOF
+				return 0, io.EOF
 			}
-			return s.readErr("read", err)
+			return 0, s.readErr("read", err)
 		}
 		if err := s.openLen(); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := s.fill(s.nextLen + tagLen); err != nil {
-		return s.readErr("read", err)
+		return 0, s.readErr("read", err)
 	}
-	var err error
-	s.pend, err = s.open(s.nextLen)
+	n := s.nextLen
 	s.nextLen = 0
-	if err != nil {
-		return s.readErr("read", err)
+	if len(p) >= n {
+		if _, err := s.openTo(p, n); err != nil {
+			return 0, s.readErr("read", err)
+		}
+		return n, nil
 	}
-	return nil
+	pl, err := s.open(n)
+	if err != nil {
+		return 0, s.readErr("read", err)
+	}
+	c := copy(p, pl)
+	s.pend = pl[c:]
+	return c, nil
 }
 
 // openLen opens the length of the next chunk, which is in rbuf, into
@@ -498,7 +521,9 @@ func (s *streamConn) readResponse() error {
 	s.r += m.keyLen
 	s.respDone = true
 	if !m.is2022 {
-		return s.readChunk()
+		// The first chunk into pend: Read hands it out.
+		_, err := s.readChunk(nil)
+		return err
 	}
 	hl := 1 + 8 + m.keyLen + 2
 	if err := s.fill(hl + tagLen); err != nil {
