@@ -63,6 +63,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // Config is what the upgrade request says.
@@ -354,6 +356,19 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// WaitRead waits until a Read has something to return, without reading
+// (readwait.Waiter): at once when bytes past the upgrade or in the reader
+// are there, else on the transport. Before the upgrade it cannot wait.
+func (c *Conn) WaitRead() bool {
+	if !c.hsDone.Load() || c.hsErr != nil {
+		return false
+	}
+	c.rmu.Lock()
+	ready := c.eof || len(c.pre) > 0 || (c.br != nil && c.br.Buffered() > 0)
+	c.rmu.Unlock()
+	return ready || readwait.Wait(c.raw)
 }
 
 // readRaw reads frame bytes into p: what the upgrade left over first, then

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // FirstWriteWait is how long a Read that comes before any Write waits for
@@ -148,6 +150,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// WaitRead waits for data on the transport once the response header is
+// in (readwait.Waiter); before that it cannot wait.
+func (c *Conn) WaitRead() bool {
+	return c.respDone.Load() && c.respErr == nil && readwait.Wait(c.Conn)
 }
 
 func (c *Conn) readResponse() error {
