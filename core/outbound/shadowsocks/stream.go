@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // bufSize is the size of the pooled buffers a stream seals into and opens
@@ -327,6 +328,24 @@ func (s *streamConn) Read(p []byte) (int, error) {
 		s.release()
 	}
 	return n, nil
+}
+
+// WaitRead waits for the server's next bytes without reading them, and
+// without the read buffer when nothing is left in it (readwait.Waiter):
+// an idle stream then holds no buffer, here or in the relay. Before the
+// response header it cannot wait.
+func (s *streamConn) WaitRead() bool {
+	s.rmu.Lock()
+	if !s.respDone {
+		s.rmu.Unlock()
+		return false
+	}
+	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
+	if !ready {
+		s.release()
+	}
+	s.rmu.Unlock()
+	return ready || readwait.Wait(s.Conn)
 }
 
 // buffered reports whether the next chunk is whole in rbuf, so that
