@@ -3,23 +3,21 @@ package relay
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // waitHeld polls until bs holds want buffers, failing t after a while.
 func waitHeld(t *testing.T, bs *Buffers, want int64, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for bs.Held() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d buffers held (%d bytes of grown ones), want %d", what, bs.Held(), bs.InUse(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	nettest.Eventually(t, what, func() (bool, string) {
+		return bs.Held() == want, fmt.Sprintf("%d buffers held (%d bytes of grown ones), want %d", bs.Held(), bs.InUse(), want)
+	})
 }
 
 // TestIdleStreamHoldsNoBuffer checks that both directions of a stream

@@ -43,3 +43,20 @@ func (w *Waiting) Ends(what string) {
 		w.tb.Fatalf("still waiting 5s after %s", what)
 	}
 }
+
+// Eventually polls cond until it reports true, failing tb with what and
+// the state cond last described if that takes more than 5 s.
+func Eventually(tb testing.TB, what string, cond func() (ok bool, state string)) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: %s", what, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -3,12 +3,14 @@ package shadowsocks
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/relay"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // TestIdleStreamHoldsNoBuffer checks that a relayed stream that goes quiet
@@ -55,19 +57,12 @@ func TestIdleStreamHoldsNoBuffer(t *testing.T) {
 	}
 	idle := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		nettest.Eventually(t, what, func() (bool, string) {
 			sc.rmu.Lock()
 			own := sc.rbuf != nil
 			sc.rmu.Unlock()
-			if !own && bs.Held() == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: stream buffer held %v, relay buffers held %d", what, own, bs.Held())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return !own && bs.Held() == 0, fmt.Sprintf("stream buffer held %v, relay buffers held %d", own, bs.Held())
+		})
 	}
 	echo(bytes.Repeat([]byte("0123456789abcdef"), 64<<10))
 	idle("after a 1 MiB echo")

@@ -3,13 +3,14 @@ package vmess
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/relay"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // TestIdleStreamHoldsNoBuffer checks that a relayed VMess stream that goes
@@ -41,20 +42,13 @@ func TestIdleStreamHoldsNoBuffer(t *testing.T) {
 			}
 			idle := func(what string) {
 				t.Helper()
-				deadline := time.Now().Add(5 * time.Second)
-				for {
+				nettest.Eventually(t, what, func() (bool, string) {
 					vc.rmu.Lock()
 					own := vc.buf != nil
 					vc.rmu.Unlock()
 					// net.Pipe cannot wait: the upload direction holds one.
-					if !own && bs.Held() <= 1 {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s: stream buffer held %v, relay buffers held %d", what, own, bs.Held())
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
+					return !own && bs.Held() <= 1, fmt.Sprintf("stream buffer held %v, relay buffers held %d", own, bs.Held())
+				})
 			}
 			echo(bytes.Repeat([]byte("0123456789abcdef"), 64<<10))
 			idle("after a 1 MiB echo")
