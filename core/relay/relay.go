@@ -174,15 +174,15 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 	// the size it had: an idle flow holds no relay buffer, whatever its
 	// last read was, and a bulk one, whose bytes are there at once, only
 	// hands its buffer to the pool and takes it back.
-	canWait := readwait.Can(src)
+	wait := readwait.Of(src)
 	var err error
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
-		if canWait {
+		if wait != nil {
 			b.park()
-			readwait.Wait(src)
+			wait.WaitRead()
 		}
 		bp := b.get()
 		buf := (*bp)[h : len(*bp)-t]

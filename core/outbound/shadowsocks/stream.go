@@ -60,13 +60,14 @@ type streamConn struct {
 	rmu       sync.Mutex
 	dec       cipher.AEAD
 	rnonce    [xnonceLen]byte
-	rbuf      *[]byte // nil while idle
-	r, w      int     // unread ciphertext is rbuf[r:w]
-	pend      []byte  // opened plaintext not yet returned, inside rbuf
-	rerr      error   // a transport error that came with data
-	bulk      bool    // the last transport read was a big one (bulkRead)
-	rerrLater error   // a chunk's failure found after data was returned
-	nextLen   int     // the opened length of the next chunk; 0: not read yet
+	rbuf      *[]byte         // nil while idle
+	r, w      int             // unread ciphertext is rbuf[r:w]
+	pend      []byte          // opened plaintext not yet returned, inside rbuf
+	rerr      error           // a transport error that came with data
+	bulk      bool            // the last transport read was a big one (bulkRead)
+	rerrLater error           // a chunk's failure found after data was returned
+	rw        readwait.Waiter // Of(Conn), once WaitRead needs it
+	nextLen   int             // the opened length of the next chunk; 0: not read yet
 	small     [64]byte
 	respDone  bool
 
@@ -344,8 +345,12 @@ func (s *streamConn) WaitRead() bool {
 	if !ready {
 		s.release()
 	}
+	if s.rw == nil {
+		s.rw = readwait.Of(s.Conn)
+	}
+	rw := s.rw
 	s.rmu.Unlock()
-	return ready || readwait.Wait(s.Conn)
+	return ready || (rw != nil && rw.WaitRead())
 }
 
 // buffered reports whether the next chunk is whole in rbuf, so that

@@ -101,7 +101,8 @@ type conn struct {
 	pend     []byte // opened plaintext not yet returned (a chunk larger than p)
 	rerr     error  // sticky: returned once the buffer is drained
 	smallRun int
-	parked   bool // WaitRead gave a large buffer back: fill takes a large one
+	parked   bool            // WaitRead gave a large buffer back: fill takes a large one
+	rw       readwait.Waiter // Of(tr), once WaitRead needs it
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -290,8 +291,12 @@ func (c *conn) WaitRead() bool {
 		putRead(c.buf)
 		c.buf, c.r, c.w = nil, 0, 0
 	}
+	if c.rw == nil {
+		c.rw = readwait.Of(c.tr)
+	}
+	rw := c.rw
 	c.rmu.Unlock()
-	return ready || readwait.Wait(c.tr)
+	return ready || (rw != nil && rw.WaitRead())
 }
 
 // readDatagram reads the next chunk, one datagram, into p (cut to len(p)).

@@ -25,30 +25,26 @@ type Waiter interface {
 
 // Wait waits as c's WaitRead would: through it when c is a Waiter, on the
 // socket's readiness when c is a plain TCP or Unix socket (on Unix
-// systems), and not at all (false) otherwise.
+// systems), and not at all (false) otherwise. Callers that wait on the
+// same conn often keep Of(c) instead: on a socket, Wait allocates.
 func Wait(c net.Conn) bool {
+	if w := Of(c); w != nil {
+		return w.WaitRead()
+	}
+	return false
+}
+
+// Of returns the Waiter that waits on c: c itself when it is one, one for
+// the socket when c is a plain TCP or Unix socket (on Unix systems), and
+// nil when nothing can wait on c.
+func Of(c net.Conn) Waiter {
 	switch c := c.(type) {
 	case Waiter:
-		return c.WaitRead()
+		return c
 	case *net.TCPConn:
-		return waitSocket(c)
+		return socketWaiter(c)
 	case *net.UnixConn:
-		return waitSocket(c)
+		return socketWaiter(c)
 	}
-	return false
-}
-
-// Can reports whether Wait may wait on c: c is a Waiter (which may still
-// decline, for now) or a plain socket.
-func Can(c net.Conn) bool {
-	switch c.(type) {
-	case Waiter, *net.TCPConn, *net.UnixConn:
-		return canSocket || isWaiter(c)
-	}
-	return false
-}
-
-func isWaiter(c net.Conn) bool {
-	_, ok := c.(Waiter)
-	return ok
+	return nil
 }

@@ -4,9 +4,6 @@ package readwait
 
 import "syscall"
 
-// waitSocket cannot wait for a socket's readiness off Unix systems without
-// reading; the caller reads as usual.
-func waitSocket(syscall.Conn) bool { return false }
-
-// canSocket: sockets cannot wait here.
-const canSocket = false
+// socketWaiter: off Unix systems a socket's readiness cannot be waited for
+// without reading; the caller reads as usual.
+func socketWaiter(syscall.Conn) Waiter { return nil }

@@ -7,16 +7,22 @@ import (
 	"unsafe"
 )
 
-// waitSocket waits until the socket has data, EOF or an error, through Go's
+// socket waits until a socket has data, EOF or an error, through Go's
 // poller (syscall.RawConn), peeking instead of reading. A closed socket or
 // a passed read deadline ends the wait too: the Read that follows reports
 // it.
-func waitSocket(sc syscall.Conn) bool {
+type socket struct{ rc syscall.RawConn }
+
+func socketWaiter(sc syscall.Conn) Waiter {
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	rc.Read(peekReady)
+	return socket{rc}
+}
+
+func (s socket) WaitRead() bool {
+	s.rc.Read(peekReady)
 	return true
 }
 
@@ -32,6 +38,3 @@ func Ready(fd uintptr) bool {
 // peekReady is Ready as a syscall.RawConn read callback: returning false
 // makes RawConn.Read wait for readability and call it again.
 func peekReady(fd uintptr) bool { return Ready(fd) }
-
-// canSocket: a plain socket can wait (waitSocket).
-const canSocket = true

@@ -201,6 +201,7 @@ type Conn struct {
 	rmask [4]byte
 	rmOff int
 	eof   bool
+	rw    readwait.Waiter // Of(raw), once WaitRead needs it
 
 	wmu    sync.Mutex
 	closed bool                   // close frame sent
@@ -367,8 +368,12 @@ func (c *Conn) WaitRead() bool {
 	}
 	c.rmu.Lock()
 	ready := c.eof || len(c.pre) > 0 || (c.br != nil && c.br.Buffered() > 0)
+	if c.rw == nil {
+		c.rw = readwait.Of(c.raw)
+	}
+	rw := c.rw
 	c.rmu.Unlock()
-	return ready || readwait.Wait(c.raw)
+	return ready || (rw != nil && rw.WaitRead())
 }
 
 // readRaw reads frame bytes into p: what the upgrade left over first, then
