@@ -28,12 +28,12 @@ import (
 // every wait and takes one of the same size after (park, get), so a bulk
 // flow keeps its size and an idle one holds nothing. Other directions
 // block in Read with their buffer: only SmallBufferSize when no data is in
-// flight, unless the last read brought 16 KiB or more. Measured, 500 idle
-// VLESS connections after a transfer held 15 MiB of relay buffers before
-// parking (in the TUN benchmark's held phase) and 1 MiB with it, the
-// directions whose last read happened to end a wait for a full buffer. A
-// bulk flow whose source often runs dry pays one extra small read and
-// write per time it does.
+// flight, unless the last read brought 16 KiB or more. Measured in the
+// benchmarks' held phase, 500 idle VLESS connections after a transfer held
+// 15 MiB of relay buffers before parking and none after; 500 Hysteria2
+// ones (QUIC streams cannot wait) still hold 10 MiB. A bulk flow whose
+// source often runs dry pays one extra small read and write per time it
+// does.
 //
 // 60 KiB is the largest chunk that, with WebSocket and TLS framing added
 // (four 16 KiB records, 100 bytes), still goes to a socket as one write of
