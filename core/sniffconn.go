@@ -6,6 +6,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/sniff"
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // sniffConn looks at the first bytes an app sends on a flow to an address
@@ -31,6 +32,10 @@ func (s *sniffConn) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// WaitRead waits on the app's conn, when it can (readwait.Waiter): sniffing
+// only looks at what a Read returns.
+func (s *sniffConn) WaitRead() bool { return readwait.Wait(s.Conn) }
 
 // CloseWrite passes a half-close on to the app's conn, which has one (the
 // engine wraps only such conns).

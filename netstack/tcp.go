@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
 
@@ -59,7 +58,7 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 		so.SetReceiveBufferSize(int64(n.budget.initial()), false)
 		so.SetKeepAlive(true)
 		so.SetDelayOption(false)
-		return gonet.NewTCPConn(&wq, ep), nil
+		return newTCPConn(&wq, ep), nil
 	}
 	err := guard.Do(n.ctx, "tun tcp flow", func() error { return n.handler.HandleStream(n.ctx, m, accept) })
 	mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // datagramBufferSize is the UDP datagram buffer: it holds any datagram of
@@ -167,10 +168,21 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 			head, h, t = false, 0, 0
 		}
 	}
+	// Any read may be the last for a long time. When src can say when its
+	// next bytes are there (readwait), the direction waits for them
+	// holding no buffer, and on a shallow stack, and then takes one of
+	// the size it had: an idle flow holds no relay buffer, whatever its
+	// last read was, and a bulk one, whose bytes are there at once, only
+	// hands its buffer to the pool and takes it back.
+	wait := readwait.Of(src)
 	var err error
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
+		}
+		if wait != nil {
+			b.park()
+			wait.WaitRead()
 		}
 		bp := b.get()
 		buf := (*bp)[h : len(*bp)-t]

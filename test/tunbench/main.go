@@ -644,4 +644,5 @@ func (b *bench) printHeap(c *client, when, path string) {
 }
 
 // memStatsRE picks the runtime.MemStats lines of /debug/pprof/heap?debug=1.
-var memStatsRE = regexp.MustCompile(`(?m)^# (Sys|HeapSys|HeapInuse|HeapIdle|HeapReleased|StackInuse|MSpanInuse|GCSys|OtherSys) = (\d+)`)
+// (StackInuse and MSpanInuse are printed as "# Stack = inuse / sys".)
+var memStatsRE = regexp.MustCompile(`(?m)^# (Sys|HeapSys|HeapInuse|HeapIdle|HeapReleased|Stack|MSpan|GCSys|OtherSys) = (\d+)`)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // bufSize is the size of the pooled buffers a stream seals into and opens
@@ -59,13 +60,14 @@ type streamConn struct {
 	rmu       sync.Mutex
 	dec       cipher.AEAD
 	rnonce    [xnonceLen]byte
-	rbuf      *[]byte // nil while idle
-	r, w      int     // unread ciphertext is rbuf[r:w]
-	pend      []byte  // opened plaintext not yet returned, inside rbuf
-	rerr      error   // a transport error that came with data
-	bulk      bool    // the last transport read was a big one (bulkRead)
-	rerrLater error   // a chunk's failure found after data was returned
-	nextLen   int     // the opened length of the next chunk; 0: not read yet
+	rbuf      *[]byte         // nil while idle
+	r, w      int             // unread ciphertext is rbuf[r:w]
+	pend      []byte          // opened plaintext not yet returned, inside rbuf
+	rerr      error           // a transport error that came with data
+	bulk      bool            // the last transport read was a big one (bulkRead)
+	rerrLater error           // a chunk's failure found after data was returned
+	rw        readwait.Waiter // Of(Conn), once WaitRead needs it
+	nextLen   int             // the opened length of the next chunk; 0: not read yet
 	small     [64]byte
 	respDone  bool
 
@@ -334,6 +336,28 @@ func (s *streamConn) Read(p []byte) (int, error) {
 		s.release()
 	}
 	return n, nil
+}
+
+// WaitRead waits for the server's next bytes without reading them, and
+// without the read buffer when nothing is left in it (readwait.Waiter):
+// an idle stream then holds no buffer, here or in the relay. Before the
+// response header it cannot wait.
+func (s *streamConn) WaitRead() bool {
+	s.rmu.Lock()
+	if !s.respDone {
+		s.rmu.Unlock()
+		return false
+	}
+	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
+	if !ready {
+		s.release()
+	}
+	if s.rw == nil {
+		s.rw = readwait.Of(s.Conn)
+	}
+	rw := s.rw
+	s.rmu.Unlock()
+	return ready || (rw != nil && rw.WaitRead())
 }
 
 // buffered reports whether the next chunk is whole in rbuf, so that

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // firstWriteWait is how long a Read that comes before any Write waits for
@@ -99,6 +101,8 @@ type conn struct {
 	pend     []byte // opened plaintext not yet returned (a chunk larger than p)
 	rerr     error  // sticky: returned once the buffer is drained
 	smallRun int
+	parked   bool            // WaitRead gave a large buffer back: fill takes a large one
+	rw       readwait.Waiter // Of(tr), once WaitRead needs it
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -270,6 +274,31 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WaitRead waits for the server's next bytes without reading them, and
+// without the read buffer when nothing is left in it (readwait.Waiter):
+// an idle stream then holds no buffer, here or in the relay; a bulk one
+// takes one of the same size back. Before the response header it cannot
+// wait.
+func (c *conn) WaitRead() bool {
+	c.rmu.Lock()
+	if !c.resp {
+		c.rmu.Unlock()
+		return false
+	}
+	ready := len(c.pend) > 0 || c.w > c.r || c.rerr != nil
+	if !ready && c.buf != nil {
+		c.parked = len(*c.buf) == largeRead
+		putRead(c.buf)
+		c.buf, c.r, c.w = nil, 0, 0
+	}
+	if c.rw == nil {
+		c.rw = readwait.Of(c.tr)
+	}
+	rw := c.rw
+	c.rmu.Unlock()
+	return ready || (rw != nil && rw.WaitRead())
+}
+
 // readDatagram reads the next chunk, one datagram, into p (cut to len(p)).
 func (c *conn) readDatagram(p []byte) (int, error) {
 	c.rmu.Lock()
@@ -363,11 +392,12 @@ func (c *conn) fill(k int, wait bool) (bool, error) {
 		return false, errNotYet
 	}
 	if c.buf == nil {
-		if k > smallRead {
+		if k > smallRead || c.parked {
 			c.buf = largeBufs.Get().(*[]byte)
 		} else {
 			c.buf = smallBufs.Get().(*[]byte)
 		}
+		c.parked = false
 	}
 	for c.w-c.r < k {
 		b := *c.buf

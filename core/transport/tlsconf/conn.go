@@ -35,6 +35,7 @@ type Conn struct {
 	wm   sync.Mutex // one batch at a time
 
 	handshook bool // a Read succeeded, so the handshake is done; the reader's own
+	waited    bool // WaitRead has just waited: the next Read need not; the reader's own
 	idleMu    sync.Mutex
 	waiting   bool        // the reader waits for the socket in waitQuiet
 	idleTimer *time.Timer // drops the record buffer after idleRelease of waiting
@@ -44,9 +45,10 @@ type Conn struct {
 // Read reads as crypto/tls does, but waits for a quiet socket without
 // holding crypto/tls's record buffer (waitQuiet).
 func (c *Conn) Read(p []byte) (int, error) {
-	if c.handshook && len(p) > 0 {
+	if c.handshook && len(p) > 0 && !c.waited {
 		c.waitQuiet()
 	}
+	c.waited = false
 	n, err := c.engine.Read(p)
 	if err == nil {
 		c.handshook = true

@@ -118,3 +118,17 @@ func (c *Conn) release() {
 		c.released.Add(1)
 	}
 }
+
+// WaitRead waits as Read does before it reads (waitQuiet), for a caller
+// that takes its read buffer only once data is there: a relay parks its
+// idle direction here holding nothing. It implements readwait.Waiter; it
+// cannot wait (false) before the handshake is done or where Read would not
+// wait either.
+func (c *Conn) WaitRead() bool {
+	if !c.handshook || !c.rec.ok() || !c.sock.nb.canWait() {
+		return false
+	}
+	c.waitQuiet()
+	c.waited = true
+	return true
+}

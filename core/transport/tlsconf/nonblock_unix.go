@@ -5,7 +5,8 @@ package tlsconf
 import (
 	"net"
 	"syscall"
-	"unsafe"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // nonblockReader reads from a socket without waiting: one read(2) on the
@@ -65,11 +66,7 @@ func (r *nonblockReader) wait() {
 func (r *nonblockReader) peekFD(fd uintptr) bool { return peekReady(fd) }
 
 // peekReady peeks at one byte of fd: false only when it would block.
-func peekReady(fd uintptr) bool {
-	var b [1]byte
-	_, _, errno := syscall.Syscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, syscall.MSG_PEEK, 0, 0)
-	return errno != syscall.EAGAIN && errno != syscall.EWOULDBLOCK
-}
+func peekReady(fd uintptr) bool { return readwait.Ready(fd) }
 
 // read reads into p what the kernel holds now. It returns 0 when it holds
 // nothing (EAGAIN), and also at EOF or on an error: a read that waits

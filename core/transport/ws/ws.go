@@ -63,6 +63,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // Config is what the upgrade request says.
@@ -199,6 +201,7 @@ type Conn struct {
 	rmask [4]byte
 	rmOff int
 	eof   bool
+	rw    readwait.Waiter // Of(raw), once WaitRead needs it
 
 	wmu    sync.Mutex
 	closed bool                   // close frame sent
@@ -354,6 +357,23 @@ func (c *Conn) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return n, nil
+}
+
+// WaitRead waits until a Read has something to return, without reading
+// (readwait.Waiter): at once when bytes past the upgrade or in the reader
+// are there, else on the transport. Before the upgrade it cannot wait.
+func (c *Conn) WaitRead() bool {
+	if !c.hsDone.Load() || c.hsErr != nil {
+		return false
+	}
+	c.rmu.Lock()
+	ready := c.eof || len(c.pre) > 0 || (c.br != nil && c.br.Buffered() > 0)
+	if c.rw == nil {
+		c.rw = readwait.Of(c.raw)
+	}
+	rw := c.rw
+	c.rmu.Unlock()
+	return ready || (rw != nil && rw.WaitRead())
 }
 
 // readRaw reads frame bytes into p: what the upgrade left over first, then

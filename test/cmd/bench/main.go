@@ -247,6 +247,10 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 			if err := measure.Fetch(pprofBase+"heap", path, 30*time.Second); err != nil {
 				fmt.Fprintf(os.Stderr, "heapprofile: %v\n", err)
 			}
+			// The runtime's figures (stacks included) and the goroutines'
+			// stacks, beside the profile.
+			measure.Fetch(pprofBase+"heap?debug=1", path+".txt", 30*time.Second)
+			measure.Fetch(pprofBase+"goroutine?debug=1", path+".goroutines.txt", 30*time.Second)
 		}
 		if phase == measure.PhaseHeld {
 			r.PeakMiB, _ = measure.MemMiB(p.Pid(), "VmHWM")

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // FirstWriteWait is how long a Read that comes before any Write waits for
@@ -38,6 +40,7 @@ type Conn struct {
 	respMu   sync.Mutex
 	respDone atomic.Bool
 	respErr  error
+	rw       readwait.Waiter // Of(Conn), once WaitRead needs it; the reader's own
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -148,6 +151,20 @@ func (c *Conn) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// WaitRead waits for data on the transport once the response header is
+// in (readwait.Waiter); before that it cannot wait.
+func (c *Conn) WaitRead() bool {
+	if !c.respDone.Load() || c.respErr != nil {
+		return false
+	}
+	if c.rw == nil {
+		if c.rw = readwait.Of(c.Conn); c.rw == nil {
+			return false
+		}
+	}
+	return c.rw.WaitRead()
 }
 
 func (c *Conn) readResponse() error {

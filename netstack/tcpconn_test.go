@@ -1,0 +1,98 @@
+package netstack
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
+	"github.com/skiffvpn/skiff/internal/nettest"
+)
+
+// connHandler hands the app side of each TCP flow to the test and holds the
+// flow until the test is done with it.
+type connHandler struct {
+	conns chan net.Conn
+	done  chan struct{}
+}
+
+func (h *connHandler) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
+	c, err := accept()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	h.conns <- c
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+func (h *connHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
+	return conn.Close()
+}
+
+// TestTCPConnWaitRead checks that the app's conn waits for the app's next
+// bytes without reading them, and that the wait ends at data, at the read
+// deadline (also one set while it waits), at the app's FIN and at Close.
+func TestTCPConnWaitRead(t *testing.T) {
+	h := &connHandler{conns: make(chan net.Conn, 1), done: make(chan struct{})}
+	defer close(h.done)
+	app := newStackWith(t, h, Options{})
+	dial := func() (net.Conn, readwait.Waiter) {
+		t.Helper()
+		a, err := app.DialContextTCPAddrPort(context.Background(), netip.AddrPortFrom(remote4, 443))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { a.Close() })
+		c := <-h.conns
+		w, ok := c.(readwait.Waiter)
+		if !ok {
+			t.Fatalf("the app's conn %T cannot wait for reads", c)
+		}
+		return a, w
+	}
+
+	a, w := dial()
+	c := w.(net.Conn)
+	wt := nettest.StartWait(t, w.WaitRead)
+	wt.Blocked("before the app sent anything")
+	a.Write([]byte("hello"))
+	wt.Ends("the app's bytes")
+	b := make([]byte, 5)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hello" {
+		t.Fatalf("read after the wait: %q, %v", b, err)
+	}
+
+	wt = nettest.StartWait(t, w.WaitRead)
+	wt.Blocked("with everything read")
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	wt.Ends("a read deadline set while waiting")
+	var ne net.Error
+	if _, err := c.Read(b); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+	c.SetReadDeadline(time.Time{})
+
+	wt = nettest.StartWait(t, w.WaitRead)
+	wt.Blocked("after the deadline was cleared")
+	a.Close()
+	wt.Ends("the app's FIN")
+	if _, err := c.Read(b); err != io.EOF {
+		t.Fatalf("read after the app's FIN: %v, want EOF", err)
+	}
+
+	_, w = dial()
+	wt = nettest.StartWait(t, w.WaitRead)
+	wt.Blocked("on a second, quiet flow")
+	w.(net.Conn).Close()
+	wt.Ends("Close")
+}
