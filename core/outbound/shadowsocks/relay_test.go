@@ -65,6 +65,18 @@ func TestRelaySealsInPlace(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- relay.Stream(context.Background(), relay.NewBuffers(0), appRelay, fc, nil, nil) }()
 
+			// A small message first, echoed before the bulk: a read
+			// that fits one chunk whatever the timing (the relay reads
+			// whatever has arrived once its source is readable, so the
+			// bulk's reads may all be large).
+			small := []byte("one chunk, sealed in place")
+			if _, err := app.Write(small); err != nil {
+				t.Fatal(err)
+			}
+			back := make([]byte, len(small))
+			if _, err := io.ReadFull(app, back); err != nil || !bytes.Equal(back, small) {
+				t.Fatalf("small echo: %q, %v", back, err)
+			}
 			data := make([]byte, 4<<20)
 			rand.Read(data)
 			go func() { app.Write(data); app.(*net.TCPConn).CloseWrite() }()
