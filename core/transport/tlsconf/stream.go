@@ -28,6 +28,7 @@ type Stream struct {
 	fp      *Fingerprint // nil: crypto/tls
 	ucfg    *utls.Config // fp != nil
 	reality *realityKey  // nil: no REALITY
+	grown   *Grown       // the connections' large record buffers (grow.go)
 }
 
 // NewStream returns the TLS layer for a server reached as server with
@@ -39,7 +40,7 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{std: std}
+	s := &Stream{std: std, grown: NewGrown(DefaultGrownBudget)}
 	if t == nil {
 		return s, nil
 	}
@@ -106,6 +107,7 @@ func (s *Stream) Reality() bool { return s.reality != nil }
 func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 	if s.fp == nil {
 		c := Client(raw, s.std)
+		c.grow = s.grown
 		if err := c.HandshakeContext(ctx); err != nil {
 			return nil, err
 		}
@@ -131,7 +133,7 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 			return nil, err
 		}
 	}
-	c := &Conn{engine: (*uconn)(uc), rec: utlsRecords(uc.Conn), sock: sock}
+	c := &Conn{engine: (*uconn)(uc), rec: utlsRecords(uc.Conn), sock: sock, grow: s.grown}
 	if err := uc.HandshakeContext(ctx); err != nil {
 		if r != nil && r.refused != nil {
 			return nil, r.refused
