@@ -45,6 +45,10 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 		return s, nil
 	}
 	fpName := t.Fingerprint
+	if t.NoSNI && (fpName != "" || t.Reality != nil) {
+		// A browser's ClientHello always names the site; REALITY needs it.
+		return nil, errors.New("tls: disable_sni cannot go with a ClientHello fingerprint or REALITY")
+	}
 	if t.Reality != nil {
 		if s.reality, err = newRealityKey(t.Reality); err != nil {
 			return nil, err
