@@ -70,6 +70,16 @@ func parseTUIC(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	noSNI, err := q.boolean(s, "disable_sni", "disable-sni")
+	if err != nil {
+		return nil, err
+	}
+	if noSNI {
+		if t == nil {
+			t = &node.TLS{}
+		}
+		t.NoSNI = true
+	}
 	return &node.Node{Name: u.name(), Protocol: node.TUIC, Server: u.host, Port: port, TLS: t, TUIC: o}, nil
 }
 
@@ -94,6 +104,9 @@ func formatTUIC(n *node.Node) (string, error) {
 	}
 	if err := addQUICTLS(s, &q, n.TLS, "allow_insecure"); err != nil {
 		return "", err
+	}
+	if n.TLS != nil && n.TLS.NoSNI {
+		q.add("disable_sni", "1")
 	}
 	return "tuic://" + id + ":" + escape(o.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
 }

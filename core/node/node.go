@@ -59,6 +59,10 @@ type TLS struct {
 	PinSHA256   string   `json:"pinSHA256,omitempty"`   // hex SHA-256 of the leaf certificate (DER); checked even when Insecure
 	Fingerprint string   `json:"fingerprint,omitempty"` // uTLS ClientHello fingerprint name ("chrome", …); empty: Go's own
 	Reality     *Reality `json:"reality,omitempty"`
+	// NoSNI sends no server name in the ClientHello (TUIC disable_sni,
+	// sing-box tls.disable_sni, Clash disable-sni); the certificate is
+	// still verified against SNI (or Server).
+	NoSNI bool `json:"noSNI,omitempty"`
 }
 
 // Reality is VLESS+REALITY's settings.

@@ -34,6 +34,7 @@ type clashProxy struct {
 	SNI               string   `yaml:"sni"`
 	ServerName        string   `yaml:"servername"`
 	SkipCertVerify    bool     `yaml:"skip-cert-verify"`
+	DisableSNI        bool     `yaml:"disable-sni"`
 	ALPN              []string `yaml:"alpn"`
 	Fingerprint       string   `yaml:"fingerprint"` // certificate SHA-256
 	ClientFingerprint string   `yaml:"client-fingerprint"`
@@ -241,7 +242,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 	tlsOn := func() {
 		n.TLS = &node.TLS{
 			SNI: sni, ALPN: cp.ALPN, Insecure: cp.SkipCertVerify,
-			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint,
+			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint, NoSNI: cp.DisableSNI,
 		}
 		if r := cp.RealityOpts; r != nil {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}

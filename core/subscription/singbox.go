@@ -126,6 +126,7 @@ type sbOutbound struct {
 		Enabled    bool     `json:"enabled"`
 		ServerName string   `json:"server_name"`
 		Insecure   bool     `json:"insecure"`
+		DisableSNI bool     `json:"disable_sni"`
 		ALPN       listable `json:"alpn"`
 		UTLS       *struct {
 			Enabled     bool   `json:"enabled"`
@@ -287,7 +288,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		return nil, errors.New("server: missing")
 	}
 	if t := o.TLS; t != nil && t.Enabled {
-		n.TLS = &node.TLS{SNI: t.ServerName, Insecure: t.Insecure, ALPN: t.ALPN}
+		n.TLS = &node.TLS{SNI: t.ServerName, Insecure: t.Insecure, ALPN: t.ALPN, NoSNI: t.DisableSNI}
 		if t.UTLS != nil && t.UTLS.Enabled {
 			n.TLS.Fingerprint = t.UTLS.Fingerprint
 			if n.TLS.Fingerprint == "" {

@@ -32,6 +32,7 @@ type setup struct {
 	security   string // VMess body cipher; empty: auto
 	udpMode    string // TUIC udp_relay_mode; empty: native
 	zeroRTT    bool   // TUIC 0-RTT
+	noSNI      bool   // TUIC disable_sni
 }
 
 var setups = []setup{
@@ -52,6 +53,7 @@ var setups = []setup{
 	{name: "tuic-native", kind: harness.TUIC},
 	{name: "tuic-quic", kind: harness.TUIC, udpMode: "quic"},
 	{name: "tuic-0rtt", kind: harness.TUIC, zeroRTT: true},
+	{name: "tuic-nosni", kind: harness.TUIC, noSNI: true},
 	{name: "anytls", kind: harness.AnyTLS},
 	{name: "vless-tcp-tls-vision", kind: harness.VLESSVision},
 	{name: "vless-reality", kind: harness.VLESSReality},

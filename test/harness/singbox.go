@@ -94,6 +94,9 @@ type Server struct {
 	// (the server accepts 0-RTT when ZeroRTT is set).
 	UDPRelayMode string
 	ZeroRTT      bool
+	// DisableSNI: TUIC clients send no server name (disable_sni); the
+	// server's single certificate answers anyway.
+	DisableSNI bool
 	// REALITY: the key pair, the short id (hex), and the TLS site whose
 	// handshake the server borrows (the caller starts and stops it).
 	Reality RealityKeys
@@ -237,6 +240,9 @@ func (s *Server) Link(tls ClientTLS) string {
 		}
 		if s.ZeroRTT {
 			q.Set("reduce_rtt", "1")
+		}
+		if s.DisableSNI {
+			q.Set("disable_sni", "1")
 		}
 		if tls.Insecure {
 			q.Set("allow_insecure", "1")
@@ -389,6 +395,9 @@ func (s *Server) ClientOutbound() map[string]any {
 		}
 		out["zero_rtt_handshake"] = s.ZeroRTT
 		tls["alpn"] = []string{"h3"}
+		if s.DisableSNI {
+			tls["disable_sni"] = true
+		}
 	case Shadowsocks:
 		s.ssOutbound(out)
 	case TrojanTLS, TrojanWS:

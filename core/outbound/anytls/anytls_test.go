@@ -296,6 +296,12 @@ func FuzzReadFrames(f *testing.F) {
 	f.Add(appendFrameHeader(nil, cmdAlert, 0, 2), []byte("no"))
 	f.Add(appendFrameHeader(nil, cmdFIN, 1, 0), []byte{})
 	f.Add(appendFrameHeader(nil, cmdHeartRequest, 0, 0), []byte{})
+	// Data straight into the reader's buffer: a frame longer than it, two
+	// frames back to back, a frame for another stream between, then FIN.
+	f.Add(appendFrameHeader(nil, cmdPSH, 1, 300), append(bytes.Repeat([]byte{'a'}, 300), appendFrameHeader(nil, cmdFIN, 1, 0)...))
+	f.Add(appendFrameHeader(nil, cmdPSH, 1, 3), append(append([]byte("abc"), appendFrameHeader(nil, cmdPSH, 1, 2)...), "de"...))
+	f.Add(appendFrameHeader(nil, cmdPSH, 1, 2), append(append([]byte("ab"), appendFrameHeader(nil, cmdPSH, 9, 2)...), "xy"...))
+	f.Add(appendFrameHeader(nil, cmdPSH, 1, 50), []byte("cut short"))
 	f.Fuzz(func(t *testing.T, hdr, rest []byte) {
 		c := &Client{all: map[*session]struct{}{}}
 		c.scheme.Store(defaultScheme)
@@ -324,4 +330,47 @@ func FuzzReadFrames(f *testing.F) {
 			t.Fatal("session alive after its connection ended")
 		}
 	})
+}
+
+// TestReadGathersFrames: frames that have arrived by the time of a Read
+// go into its buffer together, each byte straight from TLS, in order.
+func TestReadGathersFrames(t *testing.T) {
+	fs := newFakeServer(t, "pw", false)
+	c := testClient(t, fs, "pw", node.AnyTLSOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := c.DialContext(ctx, "tcp", flow.NameAddr("example.com", 80))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var want []byte
+	for i := range 200 { // 200 frames each way
+		msg := bytes.Repeat([]byte{byte(i)}, 100)
+		want = append(want, msg...)
+		if _, err := conn.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // the echoes arrive
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 64<<10)
+	n, err := conn.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n <= 100 {
+		t.Errorf("first Read brought %d bytes: the frames waiting were not gathered", n)
+	}
+	got := append([]byte(nil), buf[:n]...)
+	for len(got) < len(want) {
+		m, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v", len(got), err)
+		}
+		got = append(got, buf[:m]...)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("echoed frames came back changed or out of order")
+	}
 }

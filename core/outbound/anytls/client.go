@@ -348,6 +348,11 @@ func (f *flowConn) Write(p []byte) (int, error) {
 	return n, f.c.named(err)
 }
 
+func (f *flowConn) WriteFrame(b []byte) (int, error) {
+	n, err := f.stream.WriteFrame(b)
+	return n, f.c.named(err)
+}
+
 // named prefixes a refused password's error with the protocol and server.
 func (c *Client) named(err error) error {
 	if err != nil && errors.Is(err, errRejected) {

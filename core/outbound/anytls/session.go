@@ -35,6 +35,11 @@ type session struct {
 
 	heard atomic.Bool // a frame came from the server: it took the password
 	v2    atomic.Bool // the server speaks version 2 (SYNACK, heartbeats)
+
+	// The reader's own: a frame header read in part or whole ahead of
+	// time (fill), hdrN bytes of it.
+	hdr  [frameHeaderLen]byte
+	hdrN int
 }
 
 // writeConn writes b (whole frames) as one session write, cut and padded
@@ -141,6 +146,23 @@ func (s *session) writeData(id uint32, p []byte) (int, error) {
 	return written, nil
 }
 
+// writeFrame sends b[frameHeaderLen:] on stream id as one PSH frame, its
+// header built in b's first frameHeaderLen bytes (relay.FrameWriter): the
+// payload is not copied.
+func (s *session) writeFrame(id uint32, b []byte) (int, error) {
+	n := len(b) - frameHeaderLen
+	if n > maxFrameData {
+		return s.writeData(id, b[frameHeaderLen:])
+	}
+	appendFrameHeader(b[:0], cmdPSH, id, n)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.writeConn(b); err != nil {
+		return 0, s.writeFailed(err)
+	}
+	return n, nil
+}
+
 // control sends a frame without data (FIN, heartbeat response).
 func (s *session) control(cmd byte, id uint32) error {
 	var b [frameHeaderLen]byte
@@ -196,12 +218,11 @@ func (s *session) readLoop() {
 var errRejected = outbound.ErrAuthRejected
 
 func (s *session) read() error {
-	var hdr [frameHeaderLen]byte
 	for {
-		if _, err := io.ReadFull(s.conn, hdr[:]); err != nil {
+		h, err := s.header()
+		if err != nil {
 			return err
 		}
-		h := parseFrameHeader(hdr[:])
 		s.heard.Store(true)
 		switch h.cmd {
 		case cmdPSH:
@@ -212,12 +233,9 @@ func (s *session) read() error {
 				}
 				continue
 			}
-			buf := getBuf(h.n)
-			if _, err := io.ReadFull(s.conn, buf); err != nil {
-				putBuf(buf)
+			if err := s.deliver(st, h.n); err != nil {
 				return err
 			}
-			st.push(buf)
 		case cmdFIN:
 			if st := s.stream(h.id); st != nil {
 				s.remove(h.id)
@@ -269,6 +287,76 @@ func (s *session) read() error {
 				return err
 			}
 		}
+	}
+}
+
+// header reads the next frame header, completing one read ahead.
+func (s *session) header() (frameHeader, error) {
+	if _, err := io.ReadFull(s.conn, s.hdr[s.hdrN:]); err != nil {
+		return frameHeader{}, err
+	}
+	s.hdrN = 0
+	return parseFrameHeader(s.hdr[:]), nil
+}
+
+// tryReader reads what is there without waiting (tlsconf.Conn).
+type tryReader interface {
+	TryRead(p []byte) (int, error)
+}
+
+// deliver reads the n data bytes of a PSH frame of st into the buffers
+// st's Reads hand over, and drops them once st has ended.
+func (s *session) deliver(st *stream, n int) error {
+	for n > 0 {
+		var p []byte
+		select {
+		case p = <-st.want:
+		case <-st.ended:
+			return discard(s.conn, n)
+		case <-s.done:
+			return net.ErrClosed
+		}
+		used, left, err := s.fill(st.id, p, n)
+		st.got <- readResult{n: used, failed: err != nil}
+		if err != nil {
+			return err
+		}
+		n = left
+	}
+	return nil
+}
+
+// fill reads up to n bytes of stream id's current frame into p and, while
+// p has room and the next header is already there (TryRead) and starts
+// another data frame of id, that frame's data too. It returns the bytes
+// put in p and what is left of the frame being read. A header that is
+// there but not for id, or is there in part, stays in s.hdr for the read
+// loop.
+func (s *session) fill(id uint32, p []byte, n int) (used, left int, err error) {
+	tr, try := s.conn.(tryReader)
+	for {
+		m := min(n, len(p)-used)
+		if _, err := io.ReadFull(s.conn, p[used:used+m]); err != nil {
+			return used, 0, err
+		}
+		used += m
+		n -= m
+		if n > 0 || used == len(p) || !try {
+			return used, n, nil
+		}
+		for s.hdrN < frameHeaderLen {
+			k, err := tr.TryRead(s.hdr[s.hdrN:])
+			s.hdrN += k
+			if k == 0 || err != nil {
+				return used, 0, nil // an error shows again on the next read
+			}
+		}
+		h := parseFrameHeader(s.hdr[:])
+		if h.cmd != cmdPSH || h.id != id {
+			return used, 0, nil
+		}
+		s.hdrN = 0
+		n = h.n
 	}
 }
 

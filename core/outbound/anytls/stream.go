@@ -1,7 +1,6 @@
 package anytls
 
 import (
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -11,42 +10,39 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// streamQueue is how many received frames a stream holds before the
-// session's reader waits for it (AnyTLS has no flow control: a stream that
-// is not read stalls its session, as TCP would).
-const streamQueue = 4
-
 // stream is one proxied TCP flow on a session: a net.Conn.
+//
+// A stream has no receive queue: Read hands its buffer to the session's
+// reader, which decrypts the stream's frames straight into it (and, when
+// the next frames of the stream are already there, into the rest of it),
+// so that every received byte is copied once, from TLS's record to the
+// caller, and a stream holds no buffer of its own. AnyTLS has no flow
+// control: a stream that is not read stalls its session, as TCP would; a
+// session carries one stream at a time (see Client), so that stalls no
+// other.
 type stream struct {
 	s  *session
 	id uint32
 
-	recv     chan []byte
-	ended    chan struct{} // closed by end
-	endOnce  sync.Once
-	endErr   error  // io.EOF for the server's FIN
-	cur      []byte // the frame being read
-	curBuf   []byte // its pooled buffer
-	rdline   quicconn.Deadline
-	closeMu  sync.Mutex
-	closed   bool
-	noAnswer bool // nothing read yet
+	want    chan []byte     // Read's buffer, taken by the session's reader
+	got     chan readResult // what it put there; one per buffer taken
+	ended   chan struct{}   // closed by end
+	endOnce sync.Once
+	endErr  error // io.EOF for the server's FIN
+	rdline  quicconn.Deadline
+	closeMu sync.Mutex
+	closed  bool
+}
+
+// readResult is what the session's reader put in a Read's buffer; failed
+// says the session ended meanwhile (the stream's end error says why).
+type readResult struct {
+	n      int
+	failed bool
 }
 
 func newStream(s *session, id uint32) *stream {
-	return &stream{s: s, id: id, recv: make(chan []byte, streamQueue), ended: make(chan struct{}), rdline: quicconn.MakeDeadline(), noAnswer: true}
-}
-
-// push queues a received frame; it waits while the queue is full, and
-// drops the frame once the stream ended.
-func (st *stream) push(b []byte) {
-	select {
-	case st.recv <- b:
-	case <-st.ended:
-		putBuf(b)
-	case <-st.s.done:
-		putBuf(b)
-	}
+	return &stream{s: s, id: id, want: make(chan []byte), got: make(chan readResult, 1), ended: make(chan struct{}), rdline: quicconn.MakeDeadline()}
 }
 
 // end ends the stream's receiving side with err (io.EOF: the server
@@ -58,77 +54,61 @@ func (st *stream) end(err error) {
 	})
 }
 
-// Read reads stream data. It fills p from as many received frames as are
-// queued, so that a relay reading into a large buffer gets it filled while
-// data is backlogged (and keeps its large buffer) rather than one frame a
-// call.
+// Read reads stream data: it waits until the session's reader has put the
+// data of one or more frames in p. The read deadline holds until data
+// starts to arrive; the rest of a frame whose first bytes came is waited
+// for.
 func (st *stream) Read(p []byte) (int, error) {
-	if len(st.cur) == 0 {
-		if err := st.next(true); err != nil {
-			return 0, err
-		}
-	}
-	n := 0
-	for {
-		m := copy(p[n:], st.cur)
-		st.cur = st.cur[m:]
-		n += m
-		if n == len(p) || st.next(false) != nil {
-			break
-		}
-	}
-	st.noAnswer = false
-	return n, nil
-}
-
-var errNoFrame = errors.New("no frame queued")
-
-// next makes the next received frame current, waiting for one when wait
-// is set; without wait it fails with errNoFrame when none is queued. The
-// current frame must be used up.
-func (st *stream) next(wait bool) error {
-	if st.curBuf != nil {
-		putBuf(st.curBuf)
-		st.cur, st.curBuf = nil, nil
+	if len(p) == 0 {
+		return 0, nil
 	}
 	select {
-	case b := <-st.recv:
-		st.cur, st.curBuf = b, b
-		return nil
-	default:
-	}
-	if !wait {
-		return errNoFrame
-	}
-	select {
-	case b := <-st.recv:
-		st.cur, st.curBuf = b, b
-		return nil
+	case st.want <- p:
 	case <-st.ended:
-		// Data queued before the end is still read.
-		select {
-		case b := <-st.recv:
-			st.cur, st.curBuf = b, b
-			return nil
-		default:
-			return st.endErr
-		}
+		return 0, st.endErr
 	case <-st.rdline.Wait():
-		return os.ErrDeadlineExceeded
+		return 0, os.ErrDeadlineExceeded
 	}
+	r := <-st.got
+	if r.n == 0 && r.failed {
+		<-st.ended
+		return 0, st.endErr
+	}
+	return r.n, nil
 }
 
 // Write sends p on the stream.
 func (st *stream) Write(p []byte) (int, error) {
+	if err := st.writeErr(); err != nil {
+		return 0, err
+	}
+	return st.s.writeData(st.id, p)
+}
+
+// writeErr is why the stream cannot send: it ended.
+func (st *stream) writeErr() error {
 	select {
 	case <-st.ended:
 		if st.endErr == io.EOF {
-			return 0, io.ErrClosedPipe
+			return io.ErrClosedPipe
 		}
-		return 0, st.endErr
+		return st.endErr
 	default:
+		return nil
 	}
-	return st.s.writeData(st.id, p)
+}
+
+// FrontHeadroom is the room WriteFrame needs before the payload: a frame
+// header.
+func (st *stream) FrontHeadroom() int { return frameHeaderLen }
+
+// WriteFrame sends b[FrontHeadroom():] on the stream as Write does,
+// building the frame header in front of it.
+func (st *stream) WriteFrame(b []byte) (int, error) {
+	if err := st.writeErr(); err != nil {
+		return 0, err
+	}
+	return st.s.writeFrame(st.id, b)
 }
 
 // Close sends FIN and forgets the stream; its session goes back to the
@@ -145,15 +125,6 @@ func (st *stream) Close() error {
 		st.s.control(cmdFIN, st.id)
 	}
 	st.s.remove(st.id)
-	for {
-		select {
-		case b := <-st.recv:
-			putBuf(b)
-			continue
-		default:
-		}
-		break
-	}
 	return nil
 }
 

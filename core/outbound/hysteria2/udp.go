@@ -141,7 +141,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q, err := pc.c.sendConn(pc.wdl)
+	q, err := pc.c.conns.ForSend(pc.wdl, dialTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -151,7 +151,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	err = q.qc.SendDatagram(pc.wbuf)
 	if err != nil && !q.alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.sendConn(pc.wdl); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.wdl, dialTimeout); err != nil {
 			return 0, err
 		}
 		if !q.udp {
@@ -206,22 +206,6 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 		}
 	}
 	return nil
-}
-
-// sendConn returns the connection to send a datagram on: the live one, or
-// a new one dialled within the write deadline (or dialTimeout).
-func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
-	if q, ok := c.conns.Current(); ok {
-		return q, nil
-	}
-	ctx, cancel := context.WithTimeout(c.conns.Context(), dialTimeout)
-	defer cancel()
-	if !deadline.IsZero() {
-		var cancel2 context.CancelFunc
-		ctx, cancel2 = context.WithDeadline(ctx, deadline)
-		defer cancel2()
-	}
-	return c.conn(ctx)
 }
 
 // Close ends the session. The protocol has no message for that: the

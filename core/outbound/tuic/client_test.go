@@ -33,11 +33,12 @@ type testServer struct {
 	pin      string
 	accepted atomic.Int32 // connections that authenticated
 	used0RTT atomic.Int32 // of them, resumed with 0-RTT
+	sni      chan string  // the server name of each ClientHello
 }
 
 func newTestServer(t *testing.T, password string) *testServer {
 	t.Helper()
-	s := &testServer{}
+	s := &testServer{sni: make(chan string, 16)}
 	cert, pin := nettest.SelfSigned(t, "tuic.test")
 	s.pin = pin
 	sock, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -46,7 +47,14 @@ func newTestServer(t *testing.T, password string) *testServer {
 	}
 	s.addr = sock.LocalAddr().(*net.UDPAddr).AddrPort()
 	tr := &quic.Transport{Conn: sock}
-	ln, err := tr.ListenEarly(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h3"}},
+	ln, err := tr.ListenEarly(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h3"},
+		GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			select {
+			case s.sni <- h.ServerName:
+			default:
+			}
+			return nil, nil
+		}},
 		&quic.Config{EnableDatagrams: true, Allow0RTT: true, MaxIdleTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -140,11 +148,11 @@ func (s *testServer) serve(qc *quic.Conn, id [16]byte, password string) {
 	}
 }
 
-func testClient(t *testing.T, s *testServer, password string, o node.TUICOptions) *Client {
+func testClient(t *testing.T, s *testServer, password string, o node.TUICOptions, noSNI ...bool) *Client {
 	t.Helper()
 	o.UUID, o.Password = testUUID, password
 	n := &node.Node{Name: "t", Protocol: node.TUIC, Server: "127.0.0.1", Port: s.addr.Port(),
-		TLS: &node.TLS{SNI: "tuic.test", Insecure: true, PinSHA256: s.pin}, TUIC: &o}
+		TLS: &node.TLS{SNI: "tuic.test", Insecure: true, PinSHA256: s.pin, NoSNI: len(noSNI) > 0 && noSNI[0]}, TUIC: &o}
 	c, err := New(n, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -202,6 +210,23 @@ func TestTCPAndUDP(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDisableSNI: with disable_sni the ClientHello names no server (and
+// the pinned certificate is still checked); without it, the SNI is sent.
+func TestDisableSNI(t *testing.T) {
+	for _, noSNI := range []bool{false, true} {
+		s := newTestServer(t, "pw")
+		c := testClient(t, s, "pw", node.TUICOptions{}, noSNI)
+		echoTCP(t, c, 1000)
+		want := "tuic.test"
+		if noSNI {
+			want = ""
+		}
+		if got := <-s.sni; got != want {
+			t.Errorf("disable_sni %v: server saw SNI %q, want %q", noSNI, got, want)
+		}
 	}
 }
 

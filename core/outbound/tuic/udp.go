@@ -164,14 +164,14 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	}
 	pc.packetID++
 	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
-	q, err := pc.c.sendConn(pc.wdl)
+	q, err := pc.c.conns.ForSend(pc.wdl, dialTimeout)
 	if err != nil {
 		return 0, err
 	}
 	err = pc.send(q, &m)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.sendConn(pc.wdl); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.wdl, dialTimeout); err != nil {
 			return 0, err
 		}
 		err = pc.send(q, &m)
@@ -215,22 +215,6 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 		}
 	}
 	return nil
-}
-
-// sendConn returns the connection to send a datagram on: the live one, or
-// a new one dialled within the write deadline (or dialTimeout).
-func (c *Client) sendConn(deadline time.Time) (*qconn, error) {
-	if q, ok := c.conns.Current(); ok {
-		return q, nil
-	}
-	ctx, cancel := context.WithTimeout(c.conns.Context(), dialTimeout)
-	defer cancel()
-	if !deadline.IsZero() {
-		var cancel2 context.CancelFunc
-		ctx, cancel2 = context.WithDeadline(ctx, deadline)
-		defer cancel2()
-	}
-	return c.conns.Get(ctx)
 }
 
 // Close ends the session and tells the server (Dissociate).

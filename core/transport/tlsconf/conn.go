@@ -25,6 +25,9 @@ import (
 //     got data from Read can go on with TryRead until it has a full buffer,
 //     and hand the next layer one large chunk instead of one record's worth
 //     (16 KiB) per call: fewer writes downstream.
+//   - While a transfer keeps records waiting, crypto/tls's record buffer
+//     grows to BigRecordBuffer, so that one socket read brings several
+//     records rather than one or two: see grow.go.
 //   - While no data is in flight, it holds no record buffer: see idle.go.
 //
 // Close and the rest are the TLS engine's.
@@ -40,6 +43,10 @@ type Conn struct {
 	waiting   bool        // the reader waits for the socket in waitQuiet
 	idleTimer *time.Timer // drops the record buffer after idleRelease of waiting
 	released  atomic.Int64
+
+	grow    *Grown      // the budget of large record buffers; nil: none
+	wantBig bool        // a read left a whole record waiting; the reader's own
+	big     atomic.Bool // the record buffer is large, counted in grow
 }
 
 // Read reads as crypto/tls does, but waits for a quiet socket without
@@ -47,11 +54,13 @@ type Conn struct {
 func (c *Conn) Read(p []byte) (int, error) {
 	if c.handshook && len(p) > 0 && !c.waited {
 		c.waitQuiet()
+		c.growRecords()
 	}
 	c.waited = false
 	n, err := c.engine.Read(p)
 	if err == nil {
 		c.handshook = true
+		c.noteBacklog()
 	}
 	return n, err
 }
@@ -114,9 +123,11 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	c.growRecords()
 	c.sock.noWait.Store(true)
 	n, err := c.engine.Read(p)
 	c.sock.noWait.Store(false)
+	c.noteBacklog()
 	if _, ok := err.(wouldBlock); ok {
 		err = nil
 	}
@@ -234,6 +245,7 @@ func (c *Conn) DetachRead() (buffered []byte, sock io.Reader) {
 	buffered = append(buffered, c.rec.raw.Next(c.rec.raw.Len())...)
 	*c.rec.raw = bytes.Buffer{}
 	*c.rec.in = bytes.Reader{}
+	c.dropBig()
 	return buffered, c.sock.Conn
 }
 
@@ -245,7 +257,16 @@ func (c *Conn) RawWrite(p []byte) (int, error) { return c.sock.Write(p) }
 
 // CloseRaw closes the socket without a TLS close_notify, which a peer
 // that reads the stream raw would take for data.
-func (c *Conn) CloseRaw() error { return c.sock.Conn.Close() }
+func (c *Conn) CloseRaw() error {
+	c.dropBig()
+	return c.sock.Conn.Close()
+}
+
+// Close closes the connection as the engine does.
+func (c *Conn) Close() error {
+	c.dropBig()
+	return c.engine.Close()
+}
 
 // CloseWrite sends close_notify and shuts down the socket's writing side,
 // as crypto/tls's CloseWrite does.

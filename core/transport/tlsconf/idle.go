@@ -115,6 +115,7 @@ func (c *Conn) release() {
 	if c.waiting && !c.rec.buffered() {
 		*c.rec.raw = bytes.Buffer{}
 		*c.rec.in = bytes.Reader{}
+		c.dropBig()
 		c.released.Add(1)
 	}
 }

@@ -28,6 +28,7 @@ type Stream struct {
 	fp      *Fingerprint // nil: crypto/tls
 	ucfg    *utls.Config // fp != nil
 	reality *realityKey  // nil: no REALITY
+	grown   *Grown       // the connections' large record buffers (grow.go)
 }
 
 // NewStream returns the TLS layer for a server reached as server with
@@ -39,11 +40,15 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{std: std}
+	s := &Stream{std: std, grown: NewGrown(DefaultGrownBudget)}
 	if t == nil {
 		return s, nil
 	}
 	fpName := t.Fingerprint
+	if t.NoSNI && (fpName != "" || t.Reality != nil) {
+		// A browser's ClientHello always names the site; REALITY needs it.
+		return nil, errors.New("tls: disable_sni cannot go with a ClientHello fingerprint or REALITY")
+	}
 	if t.Reality != nil {
 		if s.reality, err = newRealityKey(t.Reality); err != nil {
 			return nil, err
@@ -106,6 +111,7 @@ func (s *Stream) Reality() bool { return s.reality != nil }
 func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 	if s.fp == nil {
 		c := Client(raw, s.std)
+		c.grow = s.grown
 		if err := c.HandshakeContext(ctx); err != nil {
 			return nil, err
 		}
@@ -131,7 +137,7 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 			return nil, err
 		}
 	}
-	c := &Conn{engine: (*uconn)(uc), rec: utlsRecords(uc.Conn), sock: sock}
+	c := &Conn{engine: (*uconn)(uc), rec: utlsRecords(uc.Conn), sock: sock, grow: s.grown}
 	if err := uc.HandshakeContext(ctx); err != nil {
 		if r != nil && r.refused != nil {
 			return nil, r.refused

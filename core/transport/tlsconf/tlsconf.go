@@ -11,8 +11,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/node"
@@ -50,16 +52,51 @@ func New(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
 	if t.Insecure {
 		c.InsecureSkipVerify = true
 	}
+	name := c.ServerName
 	if t.PinSHA256 != "" {
 		pin, err := ParsePin(t.PinSHA256)
 		if err != nil {
 			return nil, err
 		}
-		c.VerifyConnection = func(cs tls.ConnectionState) error { return checkPin(c.ServerName, cs.PeerCertificates, pin) }
+		c.VerifyConnection = func(cs tls.ConnectionState) error { return checkPin(name, cs.PeerCertificates, pin) }
+	}
+	if t.NoSNI {
+		// crypto/tls verifies against the name it sends: with none sent,
+		// the chain is verified here, against the same name.
+		c.ServerName = ""
+		if !c.InsecureSkipVerify {
+			c.InsecureSkipVerify = true
+			pin := c.VerifyConnection
+			c.VerifyConnection = func(cs tls.ConnectionState) error {
+				if err := verifyChain(name, cs.PeerCertificates, c.RootCAs); err != nil {
+					return err
+				}
+				if pin != nil {
+					return pin(cs)
+				}
+				return nil
+			}
+		}
 	}
 	// An IP literal as ServerName is verified against the certificate's IP
 	// SANs; Go sends no SNI for it.
 	return c, nil
+}
+
+// verifyChain verifies certs (the leaf first) for name against roots (nil:
+// the system's), as crypto/tls does when it sends the name itself.
+func verifyChain(name string, certs []*x509.Certificate, roots *x509.CertPool) error {
+	if len(certs) == 0 {
+		return fmt.Errorf("tls: %s: no certificate", name)
+	}
+	opts := x509.VerifyOptions{DNSName: name, Roots: roots, Intermediates: x509.NewCertPool()}
+	for _, c := range certs[1:] {
+		opts.Intermediates.AddCert(c)
+	}
+	if _, err := certs[0].Verify(opts); err != nil {
+		return fmt.Errorf("tls: %w", err)
+	}
+	return nil
 }
 
 // sessionCacheSize bounds an outbound's session cache, which keeps the

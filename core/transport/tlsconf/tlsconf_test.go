@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
 	"strings"
@@ -84,5 +85,77 @@ func TestNewResumes(t *testing.T) {
 		if checked != i+1 {
 			t.Errorf("connection %d: pin checked %d times in all, want %d", i, checked, i+1)
 		}
+	}
+}
+
+// TestNoSNI checks that NoSNI sends no server name and still verifies the
+// chain against the name (and the pin), refusing a certificate for
+// another name or one that does not chain to the roots.
+func TestNoSNI(t *testing.T) {
+	cert, pin := nettest.SelfSigned(t, "tlsconf.test")
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(leaf)
+	sawSNI := make(chan string, 8)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+		sawSNI <- h.ServerName
+		return &tls.Config{Certificates: []tls.Certificate{cert}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.(*tls.Conn).Handshake()
+				c.Write([]byte("ok"))
+			}()
+		}
+	}()
+	tests := []struct {
+		name   string
+		server string
+		tls    node.TLS
+		roots  *x509.CertPool
+		ok     bool
+	}{
+		{"verified", "tlsconf.test", node.TLS{NoSNI: true}, roots, true},
+		{"sni field names it", "127.0.0.1", node.TLS{NoSNI: true, SNI: "tlsconf.test"}, roots, true},
+		{"pinned", "tlsconf.test", node.TLS{NoSNI: true, PinSHA256: pin}, roots, true},
+		{"wrong pin", "tlsconf.test", node.TLS{NoSNI: true, PinSHA256: strings.Repeat("ab", 32)}, roots, false},
+		{"other name", "other.test", node.TLS{NoSNI: true}, roots, false},
+		{"untrusted", "tlsconf.test", node.TLS{NoSNI: true}, x509.NewCertPool(), false},
+		{"insecure", "other.test", node.TLS{NoSNI: true, Insecure: true}, x509.NewCertPool(), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := New(&tt.tls, tt.server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.RootCAs = tt.roots
+			c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
+			if sni := <-sawSNI; sni != "" {
+				t.Errorf("server saw SNI %q", sni)
+			}
+			if err == nil {
+				c.Close()
+			}
+			if (err == nil) != tt.ok {
+				t.Fatalf("handshake: %v, want ok %v", err, tt.ok)
+			}
+		})
+	}
+	if _, err := NewStream(&node.TLS{NoSNI: true, Fingerprint: "chrome"}, "tlsconf.test"); err == nil {
+		t.Error("disable_sni with a fingerprint accepted")
 	}
 }

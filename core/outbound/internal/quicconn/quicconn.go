@@ -117,6 +117,24 @@ func (s *Shared[C]) Get(ctx context.Context) (C, error) {
 	}
 }
 
+// ForSend returns the connection a datagram goes on: the live one, or a
+// new one dialled within deadline (zero: none) and timeout. The UDP
+// sessions of both protocols send this way: a write waits for a new
+// connection no longer than its write deadline allows.
+func (s *Shared[C]) ForSend(deadline time.Time, timeout time.Duration) (C, error) {
+	if q, ok := s.Current(); ok {
+		return q, nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	if !deadline.IsZero() {
+		var cancel2 context.CancelFunc
+		ctx, cancel2 = context.WithDeadline(ctx, deadline)
+		defer cancel2()
+	}
+	return s.Get(ctx)
+}
+
 // dialOnce runs one connection attempt for call. A panic while connecting
 // fails this attempt only; the waiting flows get it as their error.
 func (s *Shared[C]) dialOnce(call *dialCall[C], panics *guard.Reporter) {

@@ -3,12 +3,22 @@ package quicconn
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
 )
 
 // StreamConn is a TCP flow: one bidirectional QUIC stream as a net.Conn.
+//
+// Read gathers what a transfer brings: quic-go's Read returns what has
+// arrived, which for a stream sharing the connection with others is a
+// packet or two (1-3 KiB) per call, and a relay writes each to the app's
+// socket in a system call of its own (in a 16-stream TUIC download, the
+// writes to the app took 26 % of the client's CPU). So a Read that found
+// data waiting (the stream is busy) but brought less than coalesceMin waits
+// up to coalesceWait for more before it returns. A Read that had to wait
+// for its data (an interactive flow) returns at once.
 //
 // quic-go forbids closing a stream's sending side while a Write is in
 // progress, which net.Conn allows, so Write and the closes are serialised:
@@ -19,6 +29,75 @@ type StreamConn struct {
 
 	wmu       sync.Mutex
 	closeOnce sync.Once
+
+	rdl atomic.Int64 // the caller's read deadline, Unix nanoseconds; 0 none
+}
+
+// Read coalescing (see StreamConn).
+const (
+	coalesceMin  = 32 << 10
+	coalesceWait = 300 * time.Microsecond
+	// busyRead: a Read that returned sooner found its data waiting.
+	busyRead = 50 * time.Microsecond
+)
+
+// Read reads from the stream, gathering a busy stream's data (see
+// StreamConn).
+func (c *StreamConn) Read(p []byte) (int, error) {
+	start := time.Now()
+	n, err := c.Stream.Read(p)
+	if err != nil || n >= coalesceMin || n == len(p) {
+		return n, err
+	}
+	now := time.Now()
+	if now.Sub(start) > busyRead {
+		return n, nil
+	}
+	until := now.Add(coalesceWait)
+	rdl := c.readDeadline()
+	if !rdl.IsZero() && rdl.Before(until) {
+		until = rdl
+	}
+	c.Stream.SetReadDeadline(until)
+	for n < coalesceMin && n < len(p) {
+		m, err := c.Stream.Read(p[n:])
+		n += m
+		if err != nil {
+			break // a deadline, or an error the next Read reports again
+		}
+	}
+	c.Stream.SetReadDeadline(rdl)
+	if r := c.readDeadline(); !r.Equal(rdl) {
+		c.Stream.SetReadDeadline(r) // set meanwhile
+	}
+	return n, nil
+}
+
+func (c *StreamConn) readDeadline() time.Time {
+	if ns := c.rdl.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+func (c *StreamConn) setRDL(t time.Time) {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.rdl.Store(ns)
+}
+
+// SetReadDeadline sets the read deadline.
+func (c *StreamConn) SetReadDeadline(t time.Time) error {
+	c.setRDL(t)
+	return c.Stream.SetReadDeadline(t)
+}
+
+// SetDeadline sets the read and write deadlines.
+func (c *StreamConn) SetDeadline(t time.Time) error {
+	c.setRDL(t)
+	return c.Stream.SetDeadline(t)
 }
 
 // NewStreamConn returns st as a net.Conn on qc.
