@@ -89,7 +89,10 @@ func testIdleRelease(t *testing.T, fp ...string) {
 	c.idleMu.Lock()
 	held := c.rec.raw.Cap()
 	c.idleMu.Unlock()
-	if held < 16<<10 {
+	// At least a few KiB (how far bytes.Buffer grew depends on how the
+	// records arrived: 12 KiB is seen under load), or the test sees no
+	// buffer to drop.
+	if held < 4<<10 {
 		t.Fatalf("record buffer of %d bytes after full records; the test no longer sees it", held)
 	}
 	got := make(chan []byte, 1)
