@@ -61,6 +61,9 @@ func openPlatform(t *Tunnel) error {
 	if err := netlink.LinkSetMTU(link, cfg.MTU); err != nil {
 		return fmt.Errorf("tun: MTU %d on %s: %w", cfg.MTU, t.name, err)
 	}
+	if err := netlink.LinkSetTxQLen(link, txQueueLen); err != nil {
+		return fmt.Errorf("tun: transmit queue of %s: %w", t.name, err)
+	}
 	if err := netlink.LinkSetUp(link); err != nil {
 		return fmt.Errorf("tun: bring %s up: %w", t.name, err)
 	}
@@ -237,3 +240,12 @@ func netlinkRoute(r Route) (*netlink.Route, error) {
 	}
 	return nr, nil
 }
+
+// txQueueLen is the TUN device's transmit queue: the packets the kernel
+// holds for skiff to read, each up to a 64 KiB GSO segment. The kernel's
+// default, 500, overflows when a few hundred connections send at once, and
+// every packet dropped there costs its connection a retransmission
+// time-out: 500 connections moving 1 MiB each way through VLESS+WS+TLS took
+// 88 s with 27,000 packets dropped at the device (sing-box: 11 s), and
+// 17 s with this queue.
+const txQueueLen = 10000

@@ -413,6 +413,14 @@ func TestSkiffRunTUNManyConnections(t *testing.T) {
 			if res != fmt.Sprintf("many %d ok 0 failed", n) {
 				t.Fatalf("%d concurrent connections through skiff --tun and %s: %q", n, tc.name, res)
 			}
+			// The kernel's default queue of 500 drops packets bound
+			// for skiff when hundreds of connections send at once, and
+			// each drop costs a retransmission time-out.
+			if link := run(t, "ip", "-n", l.cli, "-s", "link", "show", "skiff0"); !strings.Contains(link, "qlen 10000") {
+				t.Errorf("skiff0's transmit queue is not 10000 packets:\n%s", link)
+			} else {
+				t.Logf("skiff0 after %d connections:\n%s", n, link)
+			}
 			if openRT.goroutines < baseRT.goroutines+n {
 				t.Errorf("%d goroutines with %d connections open, %d before: the connections did not go through skiff", openRT.goroutines, n, baseRT.goroutines)
 			}
