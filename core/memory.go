@@ -93,14 +93,18 @@ func (t *trimmer) tick(conns int, total int64) bool {
 
 // memoryHeadroom is how far above what the process uses when the engine
 // starts the soft memory limit lies. Near it the collector runs more often
-// instead of letting the heap grow to twice what is live (GOGC's default):
-// with 500 connections each moving 1 MiB each way at once through
-// VLESS+WS+TLS the peak RSS fell from 68 to 48 MiB, for about a fifth more
-// client CPU over the burst (1.0 to 1.2 s; Hysteria2 5.8 to 7.1 s). The 16
-// streams of the throughput benchmark stay far below it (20 MiB peak) and
-// pay nothing. It is soft: past it the runtime caps the collector's share
-// of the CPU rather than failing.
-const memoryHeadroom = 32 << 20
+// instead of letting the heap grow to twice what is live (GOGC's default),
+// which caps the peak of a burst of flows. Too near, and the collector runs
+// without pause: with 500 connections through the TUN each moving 1 MiB
+// each way at once, a 32 MiB headroom kept the heap at the limit and spent
+// about 60 % of the CPU in the collector (VLESS+WS+TLS 21–26 CPU-seconds,
+// sing-box 4–5; Hysteria2 72, sing-box 17). With 64 MiB the same bursts
+// took 9 and 14 CPU-seconds at a peak of 89–92 MiB RSS instead of 75–87
+// (sing-box 238 and 857); with no limit, 5 CPU-seconds and 139 MiB. The
+// 16 streams of the throughput benchmark stay far below it and pay
+// nothing. It is soft: past it the runtime caps the collector's share of
+// the CPU rather than failing.
+const memoryHeadroom = 64 << 20
 
 // softLimit sets the Go runtime's soft memory limit to memoryHeadroom above
 // the memory the process holds now, unless the user set GOMEMLIMIT, and
