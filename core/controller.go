@@ -274,11 +274,15 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		defer guard.Fatal(r.restore)
 		r.stats.Run(runCtx)
 	}()
+	headroom := int64(proxyHeadroom)
+	if cfg.TUN != nil {
+		headroom = tunHeadroom
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer guard.Fatal(r.restore)
-		trimMemory(runCtx, r.stats, 2*time.Second)
+		trimMemory(runCtx, r.stats, 2*time.Second, headroom)
 	}()
 	if rt.sets != nil {
 		r.wg.Add(1)

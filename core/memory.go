@@ -17,9 +17,10 @@ import (
 // a leak. A forced collection returns it at once; see trimmer for when.
 // The cost is a GC of the little that is still live, once per burst.
 //
-// For as long as it runs it also holds the soft memory limit (softLimit).
-func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration) {
-	defer softLimit()()
+// For as long as it runs it also holds the soft memory limit (softLimit),
+// headroom above what the process holds at its start.
+func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headroom int64) {
+	defer softLimit(headroom)()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var tr trimmer
@@ -91,34 +92,39 @@ func (t *trimmer) tick(conns int, total int64) bool {
 	return false
 }
 
-// memoryHeadroom is how far above what the process uses when the engine
-// starts the soft memory limit lies. Near it the collector runs more often
-// instead of letting the heap grow to twice what is live (GOGC's default),
-// which caps the peak of a burst of flows. Too near, and the collector runs
-// without pause: with 500 connections through the TUN each moving 1 MiB
-// each way at once, a 32 MiB headroom kept the heap at the limit and spent
-// about 60 % of the CPU in the collector (VLESS+WS+TLS 21–26 CPU-seconds,
-// sing-box 4–5; Hysteria2 72, sing-box 17). With 64 MiB the same bursts
-// took 9 and 14 CPU-seconds at a peak of 89–92 MiB RSS instead of 75–87
-// (sing-box 238 and 857); with no limit, 5 CPU-seconds and 139 MiB. The
-// 16 streams of the throughput benchmark stay far below it and pay
-// nothing. It is soft: past it the runtime caps the collector's share of
-// the CPU rather than failing.
-const memoryHeadroom = 64 << 20
+// The soft memory limit lies this far above what the process uses when the
+// engine starts. Near it the collector runs more often instead of letting
+// the heap grow to twice what is live (GOGC's default), which caps the peak
+// of a burst of flows. Too near, and the collector runs without pause. A
+// TUN run's flows also carry the netstack's buffers, so it gets more room.
+// Measured with 500 connections each moving 1 MiB each way at once
+// (tunbench and bench -conns-only, skiff service):
+//   - TUN, 32 MiB: the heap sat at the limit and the collector took about
+//     60 % of the CPU: VLESS+WS+TLS 18 CPU-seconds, Trojan 19 (sing-box
+//     4–5), peak 90 and 83 MiB. 64 MiB: 9 and 10 CPU-seconds, peak 95
+//     and 89 MiB (sing-box 238); Hysteria2 14 CPU-seconds (sing-box 17)
+//     where it had taken 72.
+//   - SOCKS, 32 MiB: VLESS+WS+TLS 1.9 CPU-seconds at a 55 MiB peak; 64 MiB
+//     saved 0.5 CPU-seconds for 15 MiB more.
+//
+// The 16 streams of the throughput benchmark stay far below either and pay
+// nothing. The limit is soft: past it the runtime caps the collector's
+// share of the CPU rather than failing.
+const (
+	proxyHeadroom = 32 << 20
+	tunHeadroom   = 64 << 20
+)
 
-// softLimit sets the Go runtime's soft memory limit to memoryHeadroom above
-// the memory the process holds now, unless the user set GOMEMLIMIT, and
+// softLimit sets the Go runtime's soft memory limit to headroom above the
+// memory the process holds now, unless the user set GOMEMLIMIT, and
 // returns the function that puts the previous limit back.
-func softLimit() (restore func()) {
+func softLimit(headroom int64) (restore func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(memoryLimit(goMemory()))
+	prev := debug.SetMemoryLimit(int64(goMemory()) + headroom)
 	return func() { debug.SetMemoryLimit(prev) }
 }
-
-// memoryLimit is the soft limit for a process holding base bytes.
-func memoryLimit(base uint64) int64 { return int64(base) + memoryHeadroom }
 
 // goMemory is the memory the Go runtime holds from the OS: mapped and not
 // returned.

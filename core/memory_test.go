@@ -19,14 +19,14 @@ func TestSoftLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(prev)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	go func() { trimMemory(ctx, stats.New(), time.Hour, tunHeadroom); close(done) }()
 	deadline := time.Now().Add(5 * time.Second)
 	var got int64
 	for got = debug.SetMemoryLimit(-1); got == math.MaxInt64 && time.Now().Before(deadline); got = debug.SetMemoryLimit(-1) {
 		time.Sleep(time.Millisecond)
 	}
-	if got < memoryHeadroom || got > 4*memoryHeadroom {
-		t.Errorf("limit while running %d, want %d above the few MiB a test process uses", got, memoryHeadroom)
+	if got < tunHeadroom || got > 4*tunHeadroom {
+		t.Errorf("limit while running %d, want %d above the few MiB a test process uses", got, tunHeadroom)
 	}
 	cancel()
 	<-done
@@ -38,7 +38,7 @@ func TestSoftLimit(t *testing.T) {
 	debug.SetMemoryLimit(100 << 20)
 	ctx, cancel = context.WithCancel(context.Background())
 	done = make(chan struct{})
-	go func() { trimMemory(ctx, stats.New(), time.Hour); close(done) }()
+	go func() { trimMemory(ctx, stats.New(), time.Hour, tunHeadroom); close(done) }()
 	time.Sleep(50 * time.Millisecond)
 	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
 		t.Errorf("limit with GOMEMLIMIT set %d, want the user's %d", got, 100<<20)
