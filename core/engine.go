@@ -184,6 +184,9 @@ func (e *Engine) logFlow(ctx context.Context, m *flow.Metadata, outbound, msg st
 	if m.Host != "" {
 		attrs = append(attrs, slog.String("host", m.Host))
 	}
+	if m.Process != "" {
+		attrs = append(attrs, slog.String("process", m.Process)) // "?" when a rule asked and it was not found
+	}
 	if c != nil {
 		attrs = append(attrs, slog.Int64("up", c.Up.Load()), slog.Int64("down", c.Down.Load()))
 	}

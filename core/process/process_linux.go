@@ -58,6 +58,13 @@ func (l *linuxFinder) find(network string, src netip.AddrPort) (Info, error) {
 	// dozens): one fd folder each, not the whole of /proc.
 	for _, info := range l.recent {
 		if l.holds(info.PID, inode) {
+			// The PID may be another program's by now (reused, or the
+			// process exec'd): its path is read again.
+			exe, err := os.Readlink(l.proc + "/" + strconv.Itoa(info.PID) + "/exe")
+			if err != nil {
+				break
+			}
+			info.Path = strings.TrimSuffix(exe, " (deleted)")
 			l.owner[inode] = info
 			l.remember(info)
 			return info, nil

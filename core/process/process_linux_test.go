@@ -1,7 +1,10 @@
 package process
 
 import (
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -22,5 +25,44 @@ func TestParseHexAddr(t *testing.T) {
 		if _, ok := parseHexAddr([]byte(bad)); ok {
 			t.Errorf("parseHexAddr(%q) accepted", bad)
 		}
+	}
+}
+
+// TestRecentProgramExecd: a socket of a PID found before is credited to the
+// program that PID runs now, not to the one it ran then (a fake /proc).
+func TestRecentProgramExecd(t *testing.T) {
+	proc := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const row = "  %d: 0100007F:%04X 0200007F:0050 02 00000000:00000000 00:00000000 00000000     %d        0 %d 1 0000000000000000 100 0 0 10 0\n"
+	table := func(rows ...[2]int) { // port, inode
+		b := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+		for i, r := range rows {
+			b += fmt.Sprintf(row, i, r[0], os.Getuid(), r[1])
+		}
+		must(os.WriteFile(filepath.Join(proc, "net", "tcp"), []byte(b), 0o644))
+	}
+	must(os.MkdirAll(filepath.Join(proc, "net"), 0o755))
+	must(os.MkdirAll(filepath.Join(proc, "4242", "fd"), 0o755))
+	must(os.Symlink("/usr/bin/first", filepath.Join(proc, "4242", "exe")))
+	must(os.Symlink("socket:[1001]", filepath.Join(proc, "4242", "fd", "3")))
+	table([2]int{40001, 1001})
+	l := &linuxFinder{proc: proc, owner: map[uint64]Info{}}
+	src := netip.MustParseAddrPort("127.0.0.1:40001")
+	if info, err := l.find("tcp", src); err != nil || info.Path != "/usr/bin/first" {
+		t.Fatalf("first socket: %+v, %v; want /usr/bin/first", info, err)
+	}
+	// The process exec'd another program, which opened a new socket.
+	must(os.Remove(filepath.Join(proc, "4242", "exe")))
+	must(os.Symlink("/usr/bin/second (deleted)", filepath.Join(proc, "4242", "exe")))
+	must(os.Symlink("socket:[1002]", filepath.Join(proc, "4242", "fd", "4")))
+	table([2]int{40001, 1001}, [2]int{40002, 1002})
+	src2 := netip.MustParseAddrPort("127.0.0.1:40002")
+	if info, err := l.find("tcp", src2); err != nil || info.Path != "/usr/bin/second" || info.PID != 4242 {
+		t.Fatalf("second socket: %+v, %v; want PID 4242 /usr/bin/second", info, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/preset"
@@ -133,8 +134,38 @@ func TestSkiffRunTUNRuleSets(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := l.startSkiff(t, t.TempDir(), nil, "--node", "lab", "--config-dir", cfgDir)
+	s := l.startSkiff(t, t.TempDir(), nil, "--node", "lab", "--config-dir", cfgDir, "--log-level", "debug")
 	defer s.stop(t)
+	// Every failure is said again after the processes' logs, which a CI
+	// report may show only the end of.
+	var failures []string
+	t.Cleanup(func() {
+		if len(failures) > 0 {
+			t.Logf("TestSkiffRunTUNRuleSets failed:\n%s", strings.Join(failures, "\n"))
+		}
+	})
+	errorf := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		failures = append(failures, msg)
+		t.Error(msg)
+	}
+	// flowLog returns skiff's debug lines of the flows to hostport (each
+	// written when its flow closes: wait a moment for the last).
+	flowLog := func(hostport string, want int) string {
+		var lines []string
+		for end := time.Now().Add(2 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			lines = lines[:0]
+			for _, ln := range strings.Split(s.p.Output(), "\n") {
+				if strings.Contains(ln, "dst="+hostport) {
+					lines = append(lines, ln)
+				}
+			}
+			if len(lines) >= want || time.Now().After(end) {
+				return strings.Join(lines, "\n")
+			}
+		}
+	}
 
 	// whoFrom fetches /who from addr with curl (or the given program) and
 	// returns the address the sink saw and the one curl connected to.
@@ -155,16 +186,16 @@ func TestSkiffRunTUNRuleSets(t *testing.T) {
 	direct := func(seen string) bool { return seen == cliAddr4 }
 
 	if seen, _ := whoFrom("curl", sinkCN+":"+whoPort); !direct(seen) {
-		t.Errorf("%s (in geoip-cn) was reached from %s, want directly from %s", sinkCN, seen, cliAddr4)
+		errorf("%s (in geoip-cn) was reached from %s, want directly from %s", sinkCN, seen, cliAddr4)
 	}
 	if seen, _ := whoFrom("curl", sinkOther+":"+whoPort); direct(seen) {
-		t.Errorf("%s (not in the rule sets) was reached directly, want through sing-box", sinkOther)
+		errorf("%s (not in the rule sets) was reached directly, want through sing-box", sinkOther)
 	}
 	// A name in geosite-cn: resolved by the direct resolver (the real
 	// address, not a fake one) and fetched directly.
 	seen, ip := whoFrom("curl", testName+":"+whoPort)
 	if ip != echoAddr4 || !direct(seen) {
-		t.Errorf("%s: connected to %s, seen from %s; want %s directly", testName, ip, seen, echoAddr4)
+		errorf("%s: connected to %s, seen from %s; want %s directly", testName, ip, seen, echoAddr4)
 	}
 	// The process rule: the same request from a program named
 	// curl-direct goes direct; curl's goes through the proxy.
@@ -175,16 +206,16 @@ func TestSkiffRunTUNRuleSets(t *testing.T) {
 	prog := filepath.Join(t.TempDir(), "curl-direct")
 	run(t, "cp", bin, prog)
 	if seen, _ := whoFrom(prog, sinkOther+":"+whoPort); !direct(seen) {
-		t.Errorf("curl-direct to %s was reached from %s, want directly (process rule)", sinkOther, seen)
+		errorf("curl-direct to %s was reached from %s, want directly (process rule); skiff's flows to it:\n%s", sinkOther, seen, flowLog(sinkOther+":"+whoPort, 2))
 	}
 	if seen, _ := whoFrom("curl", sinkOther+":"+whoPort); direct(seen) {
-		t.Errorf("curl to %s after curl-direct went direct, want through sing-box", sinkOther)
+		errorf("curl to %s after curl-direct went direct, want through sing-box", sinkOther)
 	}
 
 	// The rule sets came from the local server, and are in the cache for
 	// the next run.
 	cached, _ := filepath.Glob(filepath.Join(cfgDir, "rulesets", "ruleset-*.cache"))
 	if len(cached) != 2 {
-		t.Errorf("%d rule sets cached, want 2", len(cached))
+		errorf("%d rule sets cached, want 2", len(cached))
 	}
 }
