@@ -163,6 +163,10 @@ func TestRuleTargets(t *testing.T) {
 			t.Errorf("port %d: %q (%v), want %q", port, name, err, want)
 		}
 	}
+	// The window shows the live state of both groups, by target name.
+	if gs := c.Groups(); len(gs) != 2 || gs[0].Name != TargetProxy || gs[1].Name != "HK" || gs[1].Current != "b" || len(gs[1].Members) != 2 || gs[1].Members[0].Name != "hk" {
+		t.Errorf("Groups() = %+v, want the route's group, then HK on b", gs)
+	}
 	hkGroup, ok := rt.targets["HK"].(*group.Group)
 	if !ok || hkGroup.Current() != "b" || hkGroup.Mode() != group.Selector {
 		t.Errorf("HK target = %T, want a selector on b", rt.targets["HK"])

@@ -82,6 +82,13 @@ type Plan struct {
 	GroupID string   // the profile group's ID when the route is a group
 	IDs     []string // the node IDs in failover order
 	Skipped []string // servers left out, and why
+	// Targets maps each target the run's rules name, as the profile's
+	// rules name it ("proxy", a node's or group's ID, a group's name in a
+	// subscription's rules), to the core's target it became
+	// (core.TargetProxy for the route itself and for a target that has no
+	// server: Skipped says so), for the front ends to find its live state
+	// (core.GroupState.Name).
+	Targets map[string]string
 }
 
 // ErrNoServer is returned (wrapped) when the profile has nothing to connect
@@ -253,6 +260,70 @@ func usable(p *profile.Profile, id string, servers map[string]*node.Node) (*node
 	return &cfg, ""
 }
 
+// Why a rule's target cannot be routed to (CheckRuleTarget). A run sends
+// the flows of such a rule to the route's servers and says so in
+// Plan.Skipped.
+var (
+	ErrTargetMissing  = errors.New("no such node or group")
+	ErrTargetUnusable = errors.New("none of its servers can be used by this Skiff")
+)
+
+// CheckRuleTarget says why rule target t cannot be routed to: a node or
+// group that no longer exists (ErrTargetMissing) or one none of whose
+// servers the core can dial (ErrTargetUnusable), wrapped with t; nil for a
+// target a run routes to. sub is the subscription whose rule it is (its
+// rules name its groups by name), nil for the user's rules.
+func CheckRuleTarget(p *profile.Profile, sub *profile.Subscription, t string) error {
+	switch t {
+	case "", core.TargetProxy, core.TargetDirect, core.TargetBlock:
+		return nil
+	}
+	tg := &targets{p: p, sub: sub, servers: map[string]*node.Node{}}
+	_, _, err := tg.resolve(t)
+	return err
+}
+
+// Kinds of RuleTarget.
+const (
+	TargetKindBuiltin = "builtin" // direct, block, or proxy (the route's servers)
+	TargetKindGroup   = "group"
+	TargetKindNode    = "node"
+)
+
+// RuleTarget is a target a user's rule may name.
+type RuleTarget struct {
+	ID   string // what profile.Rule.Target saves: core.TargetDirect, core.TargetBlock, core.TargetProxy, a group's or a node's ID
+	Kind string // one of the TargetKind* constants
+	Name string // the group's or node's name; "" for the builtins
+	// Subscription is the ID of the subscription whose import made the
+	// group or node; "": the user's, or one imported by hand.
+	Subscription string
+}
+
+// RuleTargets lists every target a user's rule may name, in the order an
+// editor offers them: direct, block and proxy, then each group, then each
+// node, in the profile's order, those that CheckRuleTarget refuses left out.
+func RuleTargets(p *profile.Profile) []RuleTarget {
+	out := []RuleTarget{
+		{ID: core.TargetDirect, Kind: TargetKindBuiltin},
+		{ID: core.TargetBlock, Kind: TargetKindBuiltin},
+		{ID: core.TargetProxy, Kind: TargetKindBuiltin},
+	}
+	servers := map[string]*node.Node{}
+	for _, g := range p.Groups {
+		tg := &targets{p: p, servers: servers}
+		if _, _, err := tg.resolve(g.ID); err == nil {
+			out = append(out, RuleTarget{ID: g.ID, Kind: TargetKindGroup, Name: g.Name, Subscription: g.Subscription})
+		}
+	}
+	for _, n := range p.Nodes {
+		if sn, _ := usable(p, n.ID, servers); sn != nil {
+			out = append(out, RuleTarget{ID: n.ID, Kind: TargetKindNode, Name: n.Name(), Subscription: n.Subscription})
+		}
+	}
+	return out
+}
+
 // targets turns the targets of a run's rules into the core's: direct and
 // block are themselves; the route's own group or node, and "proxy", are
 // the run's proxy target; another node or group of the profile (by ID, or
@@ -270,6 +341,16 @@ type targets struct {
 }
 
 func (tg *targets) target(t string) string {
+	name := tg.name(t)
+	if tg.plan.Targets == nil {
+		tg.plan.Targets = map[string]string{}
+	}
+	tg.plan.Targets[t] = name
+	return name
+}
+
+// name is the core's target for rule target t.
+func (tg *targets) name(t string) string {
 	switch {
 	case t == core.TargetDirect || t == core.TargetBlock:
 		return t
@@ -279,8 +360,28 @@ func (tg *targets) target(t string) string {
 	if name, ok := tg.byID[t]; ok {
 		return name
 	}
-	ct := core.Target{}
-	id := t
+	ct, id, err := tg.resolve(t)
+	switch {
+	case err != nil:
+		tg.plan.Skipped = append(tg.plan.Skipped, err.Error()+"; its flows use the route's servers")
+		tg.byID[t] = core.TargetProxy
+		return core.TargetProxy
+	case ct.Name == core.TargetProxy:
+		tg.byID[t] = core.TargetProxy
+		return core.TargetProxy
+	}
+	ct.Name = tg.uniqueName(ct.Name)
+	tg.plan.Config.Targets = append(tg.plan.Config.Targets, ct)
+	tg.byID[t], tg.byID[id] = ct.Name, ct.Name
+	return ct.Name
+}
+
+// resolve returns the core target that rule target t (none of direct,
+// block and proxy) names, not yet given a name of its own, and the
+// profile ID of its node or group: a group that runs the route (as a
+// selector's pick) is core.TargetProxy. Or why t names no target.
+func (tg *targets) resolve(t string) (ct core.Target, id string, err error) {
+	id = t
 	var skipped []string
 	if n := tg.p.Node(t); n != nil {
 		sn, why := usable(tg.p, n.ID, tg.servers)
@@ -293,8 +394,7 @@ func (tg *targets) target(t string) string {
 		id = g.ID
 		ran, ids, mode, selected := runGroup(tg.p, g)
 		if tg.route[g.ID] || tg.route[ran.ID] {
-			tg.byID[t] = core.TargetProxy
-			return core.TargetProxy
+			return core.Target{Name: core.TargetProxy}, id, nil
 		}
 		ct.Name, ct.Mode = g.Name, mode
 		for _, mid := range ids {
@@ -311,18 +411,12 @@ func (tg *targets) target(t string) string {
 		}
 	}
 	if len(ct.Nodes) == 0 {
-		why := "no such node or group"
 		if len(skipped) > 0 {
-			why = "none of its servers can be used by this Skiff (" + skipped[0] + ")"
+			return ct, id, fmt.Errorf("rule target %q: %w (%s)", t, ErrTargetUnusable, skipped[0])
 		}
-		tg.plan.Skipped = append(tg.plan.Skipped, fmt.Sprintf("rule target %q: %s; its flows use the route's servers", t, why))
-		tg.byID[t] = core.TargetProxy
-		return core.TargetProxy
+		return ct, id, fmt.Errorf("rule target %q: %w", t, ErrTargetMissing)
 	}
-	ct.Name = tg.uniqueName(ct.Name)
-	tg.plan.Config.Targets = append(tg.plan.Config.Targets, ct)
-	tg.byID[t], tg.byID[id] = ct.Name, ct.Name
-	return ct.Name
+	return ct, id, nil
 }
 
 // group returns the profile's group of ID t, else the group of the route's
