@@ -337,7 +337,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
 	h.check(st)
-	groups := h.u.groups()
+	groups := h.u.routeGroups()
 	ph, why := h.phaseOf(st, groups)
 	// Redraw only what changed: an idle window should cost next to nothing.
 	if st.State != h.shown.State || st.Listen != h.shown.Listen || ph != h.phase || !h.drawn {
