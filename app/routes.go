@@ -705,7 +705,7 @@ func (v *routesView) rowText(row ruleRow, whole bool) string {
 	if row.target == "" {
 		return row.text
 	}
-	return row.text + " (" + v.targetState(row.target, whole) + ")"
+	return tr("routes.ruleLive", M{"Rule": row.text, "State": v.targetState(row.target, whole)})
 }
 
 // healthOf describes a member's live state; whole adds the core's own
