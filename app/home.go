@@ -644,9 +644,12 @@ func (h *homeView) member(rt route, st api.Status, groups []core.GroupState) (st
 			}
 		}
 	}
-	if sw := h.u.Switches(); len(sw) > 0 {
-		last := sw[len(sw)-1]
-		return label, switchWhy(last.Why, last.Reason) + ", " + last.Time.Local().Format("15:04")
+	// The route's last switch: the rule targets' groups switch too.
+	sw := h.u.Switches()
+	for i := len(sw) - 1; i >= 0; i-- {
+		if last := sw[i]; last.Group == core.TargetProxy {
+			return label, switchWhy(last.Why, last.Reason) + ", " + last.Time.Local().Format("15:04")
+		}
 	}
 	switch {
 	case st.Why != nil:

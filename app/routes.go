@@ -329,14 +329,14 @@ func newRoutesView(u *UI) *routesView {
 			if to == "" {
 				to = tr("routes.none")
 			}
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, switchWhy(e.Why, e.Reason)))
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), v.switchGroup(e.Group), from, to, switchWhy(e.Why, e.Reason)))
 		},
 	)
 	v.switchLog.OnSelected = func(i widget.ListItemID) {
 		if i < len(v.switches) {
 			e := v.switches[len(v.switches)-1-i]
 			// In the window's words, then the core's whole reason.
-			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+switchWhy(e.Why, e.Reason)+"\n\n"+e.Reason)
+			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+v.switchGroup(e.Group)+": "+e.From+" → "+e.To+"\n\n"+switchWhy(e.Why, e.Reason)+"\n\n"+e.Reason)
 		}
 		v.switchLog.UnselectAll()
 	}
@@ -697,6 +697,15 @@ func (v *routesView) targetState(name string, whole bool) string {
 		return tr("home.noUsableServer")
 	}
 	return "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, whole)
+}
+
+// switchGroup names the group of a switch: the route's by its name, a
+// rule target's as the core names it (the group's).
+func (v *routesView) switchGroup(name string) string {
+	if name == core.TargetProxy && v.rt.name != "" {
+		return v.rt.name
+	}
+	return name
 }
 
 // rowText is a rule row's text with the live state of its target (whole:

@@ -9,6 +9,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -108,6 +109,22 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	// Home still speaks of the route's group only.
 	if gs := h.ui.routeGroups(); len(gs) != 0 {
 		t.Errorf("route groups %+v: the route is one server", gs)
+	}
+	// The group's switch off its dead first member is in the switch log
+	// under its name, and not Home's reason.
+	h.waitFor("Hong Kong's switch", func() bool { v.update(); return len(v.switches) > 0 })
+	for _, e := range v.switches {
+		if e.Group != "Hong Kong" {
+			t.Errorf("switch %+v, want Hong Kong's", e)
+		}
+	}
+	sw := v.switchLog.CreateItem()
+	v.switchLog.UpdateItem(0, sw)
+	if got := sw.(*widget.Label).Text; !strings.Contains(got, "Hong Kong: HK ") {
+		t.Errorf("switch log row %q", got)
+	}
+	if _, why := h.ui.home.member(h.ui.currentRoute(), api.Status{}, nil); why != tr("home.onlyServer") {
+		t.Errorf("Home's reason %q: a rule target's switch is not the route's", why)
 	}
 	h.ui.tabs.SelectIndex(0)
 	test.Tap(h.ui.home.toggle)

@@ -437,12 +437,16 @@ type GroupState struct {
 	Members []group.MemberState // in configured order
 }
 
-// onSwitch logs a group's switch and publishes it as an event.
+// onSwitch logs a group's switch and publishes it as an event; a switch
+// of the route's group (TargetProxy) is also the status's reason, one of
+// a rule target's group is not.
 func (c *Controller) onSwitch(e group.Event) {
 	c.log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
-	c.mu.Lock()
-	c.status.Reason, c.status.Why = e.Reason, &e.Why
-	c.mu.Unlock()
+	if e.Group == TargetProxy {
+		c.mu.Lock()
+		c.status.Reason, c.status.Why = e.Reason, &e.Why
+		c.mu.Unlock()
+	}
 	st := c.Status()
 	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})
 }
