@@ -245,10 +245,18 @@ func newRoutesView(u *UI) *routesView {
 	v := &routesView{u: u, p: profile.New(), selGroup: -1}
 	v.groupList = widget.NewList(
 		func() int { return len(v.p.Groups) },
-		func() fyne.CanvasObject { return widget.NewLabel("group name") },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("group name")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			g := v.p.Groups[i]
 			s := tr("routes.groupRow", M{"Name": g.Name, "Type": groupTypeLabel(g.Type), "N": len(g.Members)})
+			// A rule target's live state first: the row is cut at its end.
+			if live := v.groupLive(g.ID); live != "" && live != core.TargetProxy {
+				s += " · " + tr("routes.groupForRules", M{"State": v.targetState(live, false)})
+			}
 			switch g.Origin {
 			case profile.OriginProvider:
 				s += " · " + tr("routes.originProvider")
@@ -257,9 +265,6 @@ func newRoutesView(u *UI) *routesView {
 			}
 			if v.p.Selected == g.ID {
 				s = "● " + s
-			}
-			if live := v.groupLive(g.ID); live != "" && live != core.TargetProxy {
-				s += " · " + tr("routes.groupForRules", M{"State": v.targetState(live, false)})
 			}
 			o.(*widget.Label).SetText(s)
 		},
@@ -532,7 +537,9 @@ func newRoutesView(u *UI) *routesView {
 	editor := container.NewVBox(
 		container.NewGridWithColumns(2, kind, v.target),
 		container.NewBorder(nil, nil, nil, v.addRule, values),
-		setsRow,
+		// Adding a rule set is rarer than reading the rules: folded, so
+		// that the list keeps room at 800×600.
+		widget.NewAccordion(widget.NewAccordionItem(tr("routes.ruleSetsAdd"), setsRow)),
 	)
 	v.noRules = widget.NewLabel(tr("routes.noRules"))
 	v.noRules.Wrapping = fyne.TextWrapWord
@@ -543,7 +550,7 @@ func newRoutesView(u *UI) *routesView {
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
 	all := container.NewVSplit(top, bottom)
-	all.Offset = 0.5
+	all.Offset = 0.45
 	v.obj = container.NewPadded(all)
 	v.update()
 	return v
@@ -682,8 +689,8 @@ func (v *routesView) groupLive(id string) string {
 }
 
 // targetState says how the core's target name stands: the member carrying
-// its flows and that member's health, as the member list says it (whole:
-// with the error chain).
+// its flows and that member's health and latency, as the member list
+// says them (whole: all the member list says, and the error chain).
 func (v *routesView) targetState(name string, whole bool) string {
 	g := v.u.liveGroup(name)
 	if g == nil {
@@ -696,7 +703,11 @@ func (v *routesView) targetState(name string, whole bool) string {
 	if g.Current == "" {
 		return tr("home.noUsableServer")
 	}
-	return "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, whole)
+	d := detailBrief
+	if whole {
+		d = detailWhole
+	}
+	return "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, d)
 }
 
 // switchGroup names the group of a switch: the route's by its name, a
@@ -720,7 +731,11 @@ func (v *routesView) rowText(row ruleRow, whole bool) string {
 // healthOf describes a member's live state; whole adds the core's own
 // words for its last failure (the error chain), for a details view.
 func (v *routesView) healthOf(name string, whole bool) string {
-	if s := memberHealth(v.live, name, whole); s != "" {
+	d := detailRow
+	if whole {
+		d = detailWhole
+	}
+	if s := memberHealth(v.live, name, d); s != "" {
 		return s
 	}
 	if v.current == name {
@@ -729,9 +744,18 @@ func (v *routesView) healthOf(name string, whole bool) string {
 	return tr("routes.notInUse")
 }
 
+// How much of a member's live state memberHealth says.
+type detail int
+
+const (
+	detailBrief detail = iota // health, throttling, latency: a rule's or a group's row
+	detailRow                 // and the last failure in words, and when it was checked: a member's row
+	detailWhole               // and the core's own words for the failure: a details view
+)
+
 // memberHealth describes member name's live state among ms ("" when it
-// is none of them); whole adds the core's own words for its last failure.
-func memberHealth(ms []group.MemberState, name string, whole bool) string {
+// is none of them), as much as d says.
+func memberHealth(ms []group.MemberState, name string, d detail) string {
 	for _, m := range ms {
 		if m.Name != name {
 			continue
@@ -743,13 +767,16 @@ func memberHealth(ms []group.MemberState, name string, whole bool) string {
 		if m.RTT > 0 {
 			s += " · " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
 		}
+		if d == detailBrief {
+			return s
+		}
 		if m.LastError != "" {
 			s += " · " + faultWords(m.Fault, m.LastError)
 		}
 		if !m.LastCheck.IsZero() {
 			s += " · " + tr("routes.checkedAgo", M{"Age": ageString(time.Now(), m.LastCheck)})
 		}
-		if whole && m.LastError != "" {
+		if d == detailWhole && m.LastError != "" {
 			s += "\n\n" + m.LastError
 		}
 		return s

@@ -83,7 +83,7 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	})
 	h.waitFor("the row to follow the route", func() bool { v.update(); return v.rows[0].target == "Hong Kong" })
 	g := h.ui.liveGroup("Hong Kong")
-	state := "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, false)
+	state := "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, detailBrief)
 	if g.Current == "" {
 		state = tr("home.noUsableServer")
 	}

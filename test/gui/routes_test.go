@@ -78,9 +78,20 @@ func TestRuleTargetsUnderXvfb(t *testing.T) {
 	srv := hy2Server(t)
 	origin := bigOrigin(t)
 	second := originAt(t, "127.0.0.2:0")
-	const w, h = 1024, 768
-	for _, lang := range languages[:2] { // en, zh-CN
-		t.Run(lang.code, func(t *testing.T) {
+	// English and Chinese at the larger size, English at the small one
+	// too; chooser is where the editor's target chooser is.
+	for _, tc := range []struct {
+		lang    int // in languages
+		w, h    int
+		chooser [2]int
+	}{
+		{0, 1024, 768, [2]int{865, 469}},
+		{1, 1024, 768, [2]int{865, 469}},
+		{0, 800, 600, [2]int{676, 389}},
+	} {
+		lang, w, h := languages[tc.lang], tc.w, tc.h
+		name := fmt.Sprintf("%s-%dx%d", lang.code, w, h)
+		t.Run(name, func(t *testing.T) {
 			display := startXvfb(t, paths["Xvfb"], w, h)
 			port, err := harness.FreePort()
 			if err != nil {
@@ -116,13 +127,13 @@ func TestRuleTargetsUnderXvfb(t *testing.T) {
 				click(t, display, id, lang.tabX[2], 21)
 				time.Sleep(700 * time.Millisecond)
 			}
-			screenshot(t, display, "gui-"+lang.code+"-routes-targets")
+			screenshot(t, display, "gui-"+name+"-routes-targets")
 			click(t, display, id, 100, 140) // the Streaming group: its members' live health
 			time.Sleep(1500 * time.Millisecond)
-			screenshot(t, display, "gui-"+lang.code+"-routes-target-group")
-			click(t, display, id, 865, 504) // the editor's target chooser
+			screenshot(t, display, "gui-"+name+"-routes-target-group")
+			click(t, display, id, tc.chooser[0], tc.chooser[1]) // the editor's target chooser
 			time.Sleep(1 * time.Second)
-			screenshot(t, display, "gui-"+lang.code+"-routes-target-choices")
+			screenshot(t, display, "gui-"+name+"-routes-target-choices")
 			xdo(t, display, "key", "Escape")
 			select {
 			case <-gui.Done():
