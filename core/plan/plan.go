@@ -273,12 +273,17 @@ var (
 // servers the core can dial (ErrTargetUnusable), wrapped with t; nil for a
 // target a run routes to. sub is the subscription whose rule it is (its
 // rules name its groups by name), nil for the user's rules.
+//
+// CheckRuleTarget and RuleTargets are for front ends: they judge a node by
+// the verdict the profile keeps (profile.Node.Unsupported, which imports
+// and refreshes set from protocol.Unusable) and build no protocol client;
+// Build asks the protocols again.
 func CheckRuleTarget(p *profile.Profile, sub *profile.Subscription, t string) error {
 	switch t {
 	case "", core.TargetProxy, core.TargetDirect, core.TargetBlock:
 		return nil
 	}
-	tg := &targets{p: p, sub: sub, servers: map[string]*node.Node{}}
+	tg := &targets{p: p, sub: sub, servers: map[string]*node.Node{}, saved: true}
 	_, _, err := tg.resolve(t)
 	return err
 }
@@ -309,15 +314,14 @@ func RuleTargets(p *profile.Profile) []RuleTarget {
 		{ID: core.TargetBlock, Kind: TargetKindBuiltin},
 		{ID: core.TargetProxy, Kind: TargetKindBuiltin},
 	}
-	servers := map[string]*node.Node{}
+	tg := &targets{p: p, servers: map[string]*node.Node{}, saved: true}
 	for _, g := range p.Groups {
-		tg := &targets{p: p, servers: servers}
 		if _, _, err := tg.resolve(g.ID); err == nil {
 			out = append(out, RuleTarget{ID: g.ID, Kind: TargetKindGroup, Name: g.Name, Subscription: g.Subscription})
 		}
 	}
 	for _, n := range p.Nodes {
-		if sn, _ := usable(p, n.ID, servers); sn != nil {
+		if n.Unsupported == "" {
 			out = append(out, RuleTarget{ID: n.ID, Kind: TargetKindNode, Name: n.Name(), Subscription: n.Subscription})
 		}
 	}
@@ -338,6 +342,23 @@ type targets struct {
 	servers map[string]*node.Node
 	plan    *Plan
 	byID    map[string]string // profile ID → the core target's name
+	saved   bool              // judge nodes by the profile's verdict only (CheckRuleTarget)
+}
+
+// usable is the package's usable, or with saved the profile's verdict on
+// node id (its node is then the profile's config, not to be run).
+func (tg *targets) usable(id string) (*node.Node, string) {
+	if !tg.saved {
+		return usable(tg.p, id, tg.servers)
+	}
+	n := tg.p.Node(id)
+	switch {
+	case n == nil:
+		return nil, ""
+	case n.Unsupported != "":
+		return nil, n.Name() + ": " + n.Unsupported
+	}
+	return &n.Config, ""
 }
 
 func (tg *targets) target(t string) string {
@@ -384,7 +405,7 @@ func (tg *targets) resolve(t string) (ct core.Target, id string, err error) {
 	id = t
 	var skipped []string
 	if n := tg.p.Node(t); n != nil {
-		sn, why := usable(tg.p, n.ID, tg.servers)
+		sn, why := tg.usable(n.ID)
 		if sn != nil {
 			ct.Name, ct.Nodes = n.Name(), []*node.Node{sn}
 		} else if why != "" {
@@ -398,7 +419,7 @@ func (tg *targets) resolve(t string) (ct core.Target, id string, err error) {
 		}
 		ct.Name, ct.Mode = g.Name, mode
 		for _, mid := range ids {
-			sn, why := usable(tg.p, mid, tg.servers)
+			sn, why := tg.usable(mid)
 			if why != "" {
 				skipped = append(skipped, why)
 			}
@@ -406,6 +427,9 @@ func (tg *targets) resolve(t string) (ct core.Target, id string, err error) {
 				ct.Nodes = append(ct.Nodes, sn)
 				if mid == selected {
 					ct.Selected = sn.Name
+				}
+				if tg.saved {
+					break // one usable server is enough to tell (RuleTargets, CheckRuleTarget)
 				}
 			}
 		}
@@ -609,6 +633,18 @@ const maxNesting = 8
 func Members(p *profile.Profile, g *profile.Group) []string {
 	var out []string
 	seen := map[string]bool{}
+	// p.Node and p.Group search the lists: a group of thousands of nodes
+	// looks its members up in sets instead.
+	nodes := make(map[string]bool, len(p.Nodes))
+	for _, n := range p.Nodes {
+		nodes[n.ID] = true
+	}
+	groups := make(map[string]*profile.Group, len(p.Groups))
+	for _, sg := range p.Groups {
+		if groups[sg.ID] == nil { // the first of an ID, as p.Group
+			groups[sg.ID] = sg
+		}
+	}
 	var walk func(g *profile.Group, depth int)
 	walk = func(g *profile.Group, depth int) {
 		if depth > maxNesting || seen[g.ID] {
@@ -616,9 +652,9 @@ func Members(p *profile.Profile, g *profile.Group) []string {
 		}
 		seen[g.ID] = true
 		for _, id := range g.Members {
-			if sub := p.Group(id); sub != nil {
+			if sub := groups[id]; sub != nil {
 				walk(sub, depth+1)
-			} else if !seen[id] && p.Node(id) != nil {
+			} else if !seen[id] && nodes[id] {
 				seen[id] = true
 				out = append(out, id)
 			}
