@@ -227,10 +227,15 @@ type routesView struct {
 	rows       []ruleRow     // the user's rules, then the subscriptions' (used and greyed)
 	setsNote   *widget.Label // the outcome of "refresh rule sets"
 	setsSeen   string        // the rule-set states and the route the rows were made with
-	target     *widget.Select
-	targets    []plan.RuleTarget // the editor's targets, as target lists them (plan.RuleTargets)
-	values     *widget.Entry     // the editor's values
-	addRule    *widget.Button
+	// The editor's target: typed or picked from a list of those matching
+	// what is typed (a subscription may bring thousands of servers).
+	target       *widget.SelectEntry
+	targets      []plan.RuleTarget // every target the editor may save (plan.RuleTargets)
+	targetLabels []string          // their words, each once
+	targetIndex  map[string]int    // a label's index in targets
+	targetShown  []string          // the labels the list offers now
+	values       *widget.Entry     // the editor's values
+	addRule      *widget.Button
 
 	p        *profile.Profile
 	rt       route // the route running, as update last saw it
@@ -433,7 +438,9 @@ func newRoutesView(u *UI) *routesView {
 	values := widget.NewEntry()
 	v.values = values
 	values.SetPlaceHolder(tr("routes.valuesPlaceholder"))
-	v.target = widget.NewSelect(nil, nil)
+	v.target = widget.NewSelectEntry(nil)
+	v.target.SetPlaceHolder(tr("routes.targetPlaceholder"))
+	v.target.OnChanged = v.filterTargets
 	v.setTargets()
 	v.addRule = widget.NewButtonWithIcon(tr("routes.addRule"), theme.ContentAddIcon(), func() {
 		var vals []string
@@ -447,8 +454,8 @@ func newRoutesView(u *UI) *routesView {
 			v.note.SetText(tr("routes.ruleNeedsValue"))
 			return
 		}
-		i := v.target.SelectedIndex()
-		if i < 0 || i >= len(v.targets) {
+		i, ok := v.targetIndex[v.target.Text]
+		if !ok {
 			v.note.SetText(tr("routes.ruleNeedsTarget"))
 			return
 		}
@@ -868,30 +875,59 @@ func (v *routesView) removeRule(i int) {
 	})
 }
 
+// maxTargetChoices bounds the editor's list of targets: a menu of
+// thousands of servers takes seconds to open; typing narrows it.
+const maxTargetChoices = 200
+
 // setTargets lists the editor's targets: those the core accepts for the
-// profile shown (plan.RuleTargets), the one picked kept.
+// profile shown (plan.RuleTargets), the one picked kept (else direct).
 func (v *routesView) setTargets() {
 	picked := core.TargetDirect
-	if i := v.target.SelectedIndex(); i >= 0 && i < len(v.targets) {
+	if i, ok := v.targetIndex[v.target.Text]; ok {
 		picked = v.targets[i].ID
 	}
 	v.targets = plan.RuleTargets(v.p)
-	labels := make([]string, len(v.targets))
-	seen := map[string]int{}
+	v.targetLabels = make([]string, len(v.targets))
+	v.targetIndex = make(map[string]int, len(v.targets))
 	at := 0
 	for i, t := range v.targets {
 		l := v.targetLabel(t)
-		// The select tells options apart by their text.
-		if seen[l]++; seen[l] > 1 {
-			l = fmt.Sprintf("%s (%d)", l, seen[l])
+		// A label names one target: the text says which is picked.
+		for n := 2; ; n++ {
+			if _, taken := v.targetIndex[l]; !taken {
+				break
+			}
+			l = fmt.Sprintf("%s (%d)", v.targetLabel(t), n)
 		}
-		labels[i] = l
+		v.targetLabels[i], v.targetIndex[l] = l, i
 		if t.ID == picked {
 			at = i
 		}
 	}
-	v.target.SetOptions(labels)
-	v.target.SetSelectedIndex(at)
+	if l := v.targetLabels[at]; v.target.Text != l {
+		v.target.SetText(l) // OnChanged filters the list
+	} else {
+		v.filterTargets(l)
+	}
+}
+
+// filterTargets offers the targets whose words contain text (any case),
+// at most maxTargetChoices; a target's whole label (one picked) offers
+// them all again.
+func (v *routesView) filterTargets(text string) {
+	var shown []string
+	_, whole := v.targetIndex[text]
+	needle := strings.ToLower(strings.TrimSpace(text))
+	for _, l := range v.targetLabels {
+		if len(shown) == maxTargetChoices {
+			break
+		}
+		if whole || strings.Contains(strings.ToLower(l), needle) {
+			shown = append(shown, l)
+		}
+	}
+	v.targetShown = shown
+	v.target.SetOptions(shown)
 }
 
 // targetLabel is how the editor offers target t.

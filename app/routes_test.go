@@ -43,21 +43,37 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	// What is offered is what the core accepts, by words: the gRPC node
 	// and the group of it alone are not.
 	want := []string{"direct", "block", "proxy", "Home (group)", "Hong Kong (group, Provider)", "Hy2 Home (server)", "HK A (server)", "HK B (server)"}
-	if got := v.target.Options; strings.Join(got, "|") != strings.Join(want, "|") {
+	if got := v.targetShown; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("targets offered %q, want %q", got, want)
+	}
+	if v.target.Text != "direct" {
+		t.Errorf("the editor starts on %q, want direct", v.target.Text)
+	}
+	// Typing narrows the list; words that name no target are refused.
+	v.target.SetText("hk")
+	if got := strings.Join(v.targetShown, "|"); got != "HK A (server)|HK B (server)" {
+		t.Errorf("typing hk offers %q", got)
+	}
+	v.values.SetText("x.example")
+	test.Tap(v.addRule)
+	if len(v.p.Routes.Rules) != 0 || v.note.Text != tr("routes.ruleNeedsTarget") {
+		t.Errorf("a rule to %q: rules %+v, note %q", v.target.Text, v.p.Routes.Rules, v.note.Text)
 	}
 	if len(v.targets) != len(plan.RuleTargets(v.p)) {
 		t.Errorf("the editor lists %d targets, the core %d", len(v.targets), len(plan.RuleTargets(v.p)))
 	}
-	v.target.SetSelected("Hong Kong (group, Provider)")
+	v.target.SetText("Hong Kong (group, Provider)")
+	if len(v.targetShown) != len(want) {
+		t.Errorf("a target picked: the list offers %q, want all again", v.targetShown)
+	}
 	v.values.SetText("hk.example, hk.test")
 	test.Tap(v.addRule)
 	h.waitFor("the rule saved", func() bool { return len(v.p.Routes.Rules) == 1 })
 	if r := v.p.Routes.Rules[0]; r.Target != "g2" || r.Type != ruleTypeCustom || len(r.Values) != 2 {
 		t.Fatalf("saved rule %+v, want domain_suffix → g2", r)
 	}
-	if v.target.Selected != "Hong Kong (group, Provider)" {
-		t.Errorf("after adding, the editor shows %q: the pick should stay", v.target.Selected)
+	if v.target.Text != "Hong Kong (group, Provider)" {
+		t.Errorf("after adding, the editor shows %q: the pick should stay", v.target.Text)
 	}
 	if !strings.Contains(v.rows[0].text, "→ Hong Kong") || v.rows[0].bad || v.rows[0].target != "" {
 		t.Errorf("row before connecting %+v", v.rows[0])
@@ -147,13 +163,13 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	if !v.rows[0].bad || !strings.Contains(v.rows[0].text, tr("routes.targetMissing")) {
 		t.Errorf("row of the rule whose target is gone: %+v", v.rows[0])
 	}
-	for _, o := range v.target.Options {
+	for _, o := range v.targetShown {
 		if strings.HasPrefix(o, "Hong Kong") {
 			t.Errorf("the editor still offers %q", o)
 		}
 	}
-	if v.target.Selected != tr("routes.targetDirect") {
-		t.Errorf("with its pick gone the editor shows %q, want direct", v.target.Selected)
+	if v.target.Text != tr("routes.targetDirect") {
+		t.Errorf("with its pick gone the editor shows %q, want direct", v.target.Text)
 	}
 	// A target the core cannot dial is said as such.
 	v.u.update(func(p *profile.Profile) error {
@@ -166,5 +182,21 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	}
 	if v.rows[0].target != "" {
 		t.Errorf("disconnected rows show live state: %+v", v.rows[0])
+	}
+}
+
+// TestThousandsOfTargets: a profile of thousands of servers offers them
+// all to the rule editor by typing, but lists at most maxTargetChoices at
+// once (a menu of thousands takes seconds to open).
+func TestThousandsOfTargets(t *testing.T) {
+	h := newHarness(t, Prefs{}, manyNodes(t, 3000))
+	v := h.ui.routes
+	h.waitFor("the profile", func() bool { return len(v.p.Nodes) == 3000 })
+	if len(v.targets) != 3003 || len(v.targetShown) != maxTargetChoices {
+		t.Errorf("%d targets, %d listed; want 3003 and %d", len(v.targets), len(v.targetShown), maxTargetChoices)
+	}
+	v.target.SetText("server 2999")
+	if len(v.targetShown) != 1 || v.targetShown[0] != "Server 2999 (server)" {
+		t.Errorf("typing server 2999 offers %q", v.targetShown)
 	}
 }

@@ -79,15 +79,15 @@ func TestRuleTargetsUnderXvfb(t *testing.T) {
 	origin := bigOrigin(t)
 	second := originAt(t, "127.0.0.2:0")
 	// English and Chinese at the larger size, English at the small one
-	// too; chooser is where the editor's target chooser is.
+	// too; chooser is where the button that lists the editor's targets is.
 	for _, tc := range []struct {
 		lang    int // in languages
 		w, h    int
 		chooser [2]int
 	}{
-		{0, 1024, 768, [2]int{865, 469}},
-		{1, 1024, 768, [2]int{865, 469}},
-		{0, 800, 600, [2]int{676, 389}},
+		{0, 1024, 768, [2]int{996, 469}},
+		{1, 1024, 768, [2]int{996, 469}},
+		{0, 800, 600, [2]int{771, 389}},
 	} {
 		lang, w, h := languages[tc.lang], tc.w, tc.h
 		name := fmt.Sprintf("%s-%dx%d", lang.code, w, h)
@@ -134,6 +134,15 @@ func TestRuleTargetsUnderXvfb(t *testing.T) {
 			click(t, display, id, tc.chooser[0], tc.chooser[1]) // the editor's target chooser
 			time.Sleep(1 * time.Second)
 			screenshot(t, display, "gui-"+name+"-routes-target-choices")
+			xdo(t, display, "key", "Escape")
+			time.Sleep(500 * time.Millisecond)
+			// Typing narrows the list.
+			click(t, display, id, tc.chooser[0]-100, tc.chooser[1])
+			xdo(t, display, "key", "ctrl+a")
+			xdo(t, display, "type", "--delay", "50", "tok")
+			click(t, display, id, tc.chooser[0], tc.chooser[1])
+			time.Sleep(1 * time.Second)
+			screenshot(t, display, "gui-"+name+"-routes-target-typed")
 			xdo(t, display, "key", "Escape")
 			select {
 			case <-gui.Done():
