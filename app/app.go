@@ -388,6 +388,11 @@ type route struct {
 	name    string
 	groupID string
 	nodes   []*node.Node
+	// targets maps the targets the rules name, as saved, to the core's
+	// (api.Route.Targets); sub is the subscription of the route's servers,
+	// whose own rules the run uses.
+	targets map[string]string
+	sub     string
 }
 
 // status returns the core's state as last seen.
@@ -406,7 +411,12 @@ func (u *UI) currentRoute() route {
 	if r == nil {
 		return route{}
 	}
-	rt := route{name: r.Name, groupID: r.GroupID}
+	rt := route{name: r.Name, groupID: r.GroupID, targets: r.Targets}
+	if len(r.IDs) > 0 && u.prof != nil {
+		if n := u.prof.Node(r.IDs[0]); n != nil {
+			rt.sub = n.Subscription
+		}
+	}
 	for _, id := range r.IDs {
 		if u.prof == nil {
 			break
@@ -686,6 +696,27 @@ func (u *UI) groups() []core.GroupState {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.live.groups
+}
+
+// routeGroups returns the live group of the route's servers (none with a
+// single server): the groups that rules target are the others.
+func (u *UI) routeGroups() []core.GroupState {
+	for _, g := range u.groups() {
+		if g.Name == core.TargetProxy {
+			return []core.GroupState{g}
+		}
+	}
+	return nil
+}
+
+// liveGroup returns the live group of the core's target name, or nil.
+func (u *UI) liveGroup(name string) *core.GroupState {
+	for _, g := range u.groups() {
+		if g.Name == name {
+			return &g
+		}
+	}
+	return nil
 }
 
 func (u *UI) liveConns() []stats.ConnInfo {

@@ -467,9 +467,9 @@ func TestConnectionsListAndClose(t *testing.T) {
 	h.waitFor("the totals", func() bool { return strings.Contains(h.ui.home.totals.Text, "↑ 5 B") })
 }
 
-func TestThousandsOfNodes(t *testing.T) {
-	const count = 5000
-	h := newHarness(t, Prefs{}, func(p *profile.Profile) {
+// manyNodes adds count Hysteria2 nodes named "Server N".
+func manyNodes(t *testing.T, count int) func(p *profile.Profile) {
+	return func(p *profile.Profile) {
 		var nodes []*nodepkg.Node
 		for i := range count {
 			n, err := link.Parse(fmt.Sprintf("hysteria2://secret@10.%d.%d.1:443/?insecure=1#Server %d", i/250, i%250, i))
@@ -479,7 +479,12 @@ func TestThousandsOfNodes(t *testing.T) {
 			nodes = append(nodes, n)
 		}
 		subscription.AddNodes(p, nodes)
-	})
+	}
+}
+
+func TestThousandsOfNodes(t *testing.T) {
+	const count = 5000
+	h := newHarness(t, Prefs{}, manyNodes(t, count))
 	v := h.ui.profiles
 	if len(v.Shown()) != count {
 		t.Fatalf("%d nodes shown, want %d", len(v.Shown()), count)

@@ -337,7 +337,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
 	h.check(st)
-	groups := h.u.groups()
+	groups := h.u.routeGroups()
 	ph, why := h.phaseOf(st, groups)
 	// Redraw only what changed: an idle window should cost next to nothing.
 	if st.State != h.shown.State || st.Listen != h.shown.Listen || ph != h.phase || !h.drawn {
@@ -644,9 +644,12 @@ func (h *homeView) member(rt route, st api.Status, groups []core.GroupState) (st
 			}
 		}
 	}
-	if sw := h.u.Switches(); len(sw) > 0 {
-		last := sw[len(sw)-1]
-		return label, switchWhy(last.Why, last.Reason) + ", " + last.Time.Local().Format("15:04")
+	// The route's last switch: the rule targets' groups switch too.
+	sw := h.u.Switches()
+	for i := len(sw) - 1; i >= 0; i-- {
+		if last := sw[i]; last.Group == core.TargetProxy {
+			return label, switchWhy(last.Why, last.Reason) + ", " + last.Time.Local().Format("15:04")
+		}
 	}
 	switch {
 	case st.Why != nil:

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -38,7 +39,12 @@ var ruleTypes = []string{"domain", "domain_suffix", "domain_keyword", "ip_cidr",
 type ruleRow struct {
 	text   string
 	greyed bool // a subscription's rule Skiff cannot express (the text says why)
+	bad    bool // a rule whose target cannot be routed to (the text says why)
 	user   int  // index in the user's rules; -1: a subscription's
+	// target is the core's target the running rule sends flows to
+	// (route.targets), whose live state the row shows; "": none (not
+	// connected, a rule the run does not use, direct or block).
+	target string
 }
 
 // How the subscriptions' own rules combine with the user's: the modes in
@@ -49,14 +55,37 @@ func subRulesChoices() []string {
 	return []string{tr("routes.subRulesAfter"), tr("routes.subRulesFirst"), tr("routes.subRulesOff")}
 }
 
-// ruleRows lists p's rules as the rules list shows them.
-func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
+// ruleRows lists p's rules as the rules list shows them, for the route
+// rt runs.
+func (v *routesView) ruleRows(p *profile.Profile, rt route) []ruleRow {
 	var rows []ruleRow
-	text := func(r profile.Rule) string {
-		return fmt.Sprintf("%s %s → %s", ruleTypeLabel(r.Type), strings.Join(r.Values, ", "), v.targetName(r.Target))
+	// A target's problem is the core's (plan.CheckRuleTarget), checked
+	// once for each subscription's rules.
+	problems := map[[2]string]error{}
+	row := func(r profile.Rule, sub *profile.Subscription, used bool) ruleRow {
+		row := ruleRow{text: fmt.Sprintf("%s %s → %s", ruleTypeLabel(r.Type), strings.Join(r.Values, ", "), v.targetName(r.Target)), user: -1}
+		key := [2]string{"", r.Target}
+		if sub != nil {
+			key[0] = sub.ID
+		}
+		err, ok := problems[key]
+		if !ok {
+			err = plan.CheckRuleTarget(p, sub, r.Target)
+			problems[key] = err
+		}
+		if err != nil {
+			row.text += " · " + targetProblem(err)
+			row.bad = true
+		}
+		if used {
+			row.target = liveTarget(rt, r.Target)
+		}
+		return row
 	}
 	for i, r := range p.Routes.Rules {
-		rows = append(rows, ruleRow{text: text(r), user: i})
+		rw := row(r, nil, true)
+		rw.user = i
+		rows = append(rows, rw)
 	}
 	states := map[string]core.RuleSetState{}
 	for _, st := range v.u.status().RuleSets {
@@ -80,17 +109,44 @@ func (v *routesView) ruleRows(p *profile.Profile) []ruleRow {
 		}
 		from := " (" + sub.DisplayName() + ")"
 		off := p.Routes.SubscriptionRules == profile.SubRulesOff
+		used := !off && sub.ID == rt.sub // the run uses its route's subscription's rules
 		for _, r := range sr.Rules {
-			rows = append(rows, ruleRow{text: text(r) + from, greyed: off, user: -1})
+			rw := row(r, sub, used)
+			rw.text += from
+			rw.greyed = off
+			rows = append(rows, rw)
 		}
 		if sr.Final != "" {
-			rows = append(rows, ruleRow{text: tr("routes.finalRow", M{"Target": v.targetName(sr.Final)}) + from, greyed: off, user: -1})
+			rw := ruleRow{text: tr("routes.finalRow", M{"Target": v.targetName(sr.Final)}) + from, greyed: off, user: -1}
+			if used {
+				rw.target = liveTarget(rt, sr.Final)
+			}
+			rows = append(rows, rw)
 		}
 		for _, g := range sr.Greyed {
 			rows = append(rows, ruleRow{text: tr("routes.greyedRow", M{"Rule": g.Rule, "Why": g.Reason}) + from, greyed: true, user: -1})
 		}
 	}
 	return rows
+}
+
+// liveTarget is the core's target that a running rule naming t sends its
+// flows to ("" for direct, block, and a target the run does not have).
+func liveTarget(rt route, t string) string {
+	name := rt.targets[t]
+	if name == core.TargetDirect || name == core.TargetBlock {
+		return ""
+	}
+	return name
+}
+
+// targetProblem says in words why a rule's target cannot be routed to
+// (plan.CheckRuleTarget's error).
+func targetProblem(err error) string {
+	if errors.Is(err, plan.ErrTargetUnusable) {
+		return tr("routes.targetUnusable")
+	}
+	return tr("routes.targetMissing")
 }
 
 // ruleSetStateText says how a running rule set stands: when the list in
@@ -154,9 +210,6 @@ func ruleTypeLabel(t string) string {
 	return t
 }
 
-// ruleTargets are the targets the simple editor offers.
-var ruleTargets = []string{targetDirect, targetBlock, core.TargetProxy}
-
 // routesView shows the failover groups, their live health and the switch
 // log, and the routing rules.
 type routesView struct {
@@ -173,9 +226,20 @@ type routesView struct {
 	subRules   *widget.Select
 	rows       []ruleRow     // the user's rules, then the subscriptions' (used and greyed)
 	setsNote   *widget.Label // the outcome of "refresh rule sets"
-	setsSeen   string        // the rule-set states the rows were made with
+	setsSeen   string        // the rule-set states and the route the rows were made with
+	// The editor's target: typed or picked from a list of those matching
+	// what is typed (a subscription may bring thousands of servers).
+	target       *widget.SelectEntry
+	targets      []plan.RuleTarget // every target the editor may save (plan.RuleTargets)
+	targetLabels []string          // their words, each once
+	targetIndex  map[string]int    // a label's index in targets
+	targetShown  []string          // the labels the list offers now
+	values       *widget.Entry     // the editor's values
+	addRule      *widget.Button
 
 	p        *profile.Profile
+	rt       route // the route running, as update last saw it
+	running  bool
 	selGroup int
 	live     []group.MemberState
 	current  string
@@ -186,10 +250,18 @@ func newRoutesView(u *UI) *routesView {
 	v := &routesView{u: u, p: profile.New(), selGroup: -1}
 	v.groupList = widget.NewList(
 		func() int { return len(v.p.Groups) },
-		func() fyne.CanvasObject { return widget.NewLabel("group name") },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("group name")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			g := v.p.Groups[i]
 			s := tr("routes.groupRow", M{"Name": g.Name, "Type": groupTypeLabel(g.Type), "N": len(g.Members)})
+			// A rule target's live state first: the row is cut at its end.
+			if live := v.groupLive(g.ID); live != "" && live != core.TargetProxy {
+				s += " · " + tr("routes.groupForRules", M{"State": v.targetState(live, false)})
+			}
 			switch g.Origin {
 			case profile.OriginProvider:
 				s += " · " + tr("routes.originProvider")
@@ -267,14 +339,14 @@ func newRoutesView(u *UI) *routesView {
 			if to == "" {
 				to = tr("routes.none")
 			}
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), e.Group, from, to, switchWhy(e.Why, e.Reason)))
+			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), v.switchGroup(e.Group), from, to, switchWhy(e.Why, e.Reason)))
 		},
 	)
 	v.switchLog.OnSelected = func(i widget.ListItemID) {
 		if i < len(v.switches) {
 			e := v.switches[len(v.switches)-1-i]
 			// In the window's words, then the core's whole reason.
-			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+e.Group+": "+e.From+" → "+e.To+"\n\n"+switchWhy(e.Why, e.Reason)+"\n\n"+e.Reason)
+			showDetails(v.u.win, tr("routes.switchLog"), fmtr().Clock(e.Time)+"  "+v.switchGroup(e.Group)+": "+e.From+" → "+e.To+"\n\n"+switchWhy(e.Why, e.Reason)+"\n\n"+e.Reason)
 		}
 		v.switchLog.UnselectAll()
 	}
@@ -320,10 +392,13 @@ func newRoutesView(u *UI) *routesView {
 			row := v.rows[i]
 			box := o.(*fyne.Container)
 			l := box.Objects[0].(*widget.Label)
-			l.SetText(row.text)
+			l.SetText(v.rowText(row, false))
 			l.Importance = widget.MediumImportance
-			if row.greyed {
+			switch {
+			case row.greyed:
 				l.Importance = widget.LowImportance
+			case row.bad:
+				l.Importance = widget.DangerImportance
 			}
 			l.Refresh()
 			del := box.Objects[1].(*widget.Button)
@@ -339,7 +414,7 @@ func newRoutesView(u *UI) *routesView {
 	// one opens it whole.
 	v.ruleList.OnSelected = func(i widget.ListItemID) {
 		if i < len(v.rows) {
-			showDetails(v.u.win, tr("routes.rules"), v.rows[i].text)
+			showDetails(v.u.win, tr("routes.rules"), v.rowText(v.rows[i], true))
 		}
 		v.ruleList.UnselectAll()
 	}
@@ -354,20 +429,20 @@ func newRoutesView(u *UI) *routesView {
 		}
 		v.u.update(func(p *profile.Profile) error { p.Routes.SubscriptionRules = mode; return nil })
 	})
-	var kindLabels, targetLabels []string
+	var kindLabels []string
 	for _, t := range ruleTypes {
 		kindLabels = append(kindLabels, ruleTypeLabel(t))
-	}
-	for _, t := range ruleTargets {
-		targetLabels = append(targetLabels, v.targetName(t))
 	}
 	kind := widget.NewSelect(kindLabels, nil)
 	kind.SetSelectedIndex(indexOf(ruleTypes, ruleTypeCustom))
 	values := widget.NewEntry()
+	v.values = values
 	values.SetPlaceHolder(tr("routes.valuesPlaceholder"))
-	target := widget.NewSelect(targetLabels, nil)
-	target.SetSelectedIndex(0)
-	addRule := widget.NewButtonWithIcon(tr("routes.addRule"), theme.ContentAddIcon(), func() {
+	v.target = widget.NewSelectEntry(nil)
+	v.target.SetPlaceHolder(tr("routes.targetPlaceholder"))
+	v.target.OnChanged = v.filterTargets
+	v.setTargets()
+	v.addRule = widget.NewButtonWithIcon(tr("routes.addRule"), theme.ContentAddIcon(), func() {
 		var vals []string
 		for _, s := range strings.Split(values.Text, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -379,7 +454,12 @@ func newRoutesView(u *UI) *routesView {
 			v.note.SetText(tr("routes.ruleNeedsValue"))
 			return
 		}
-		t := ruleTargets[max(target.SelectedIndex(), 0)]
+		i, ok := v.targetIndex[v.target.Text]
+		if !ok {
+			v.note.SetText(tr("routes.ruleNeedsTarget"))
+			return
+		}
+		t := v.targets[i].ID
 		values.SetText("")
 		v.u.update(func(p *profile.Profile) error {
 			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: typ, Values: vals, Target: t})
@@ -462,9 +542,11 @@ func newRoutesView(u *UI) *routesView {
 	top.Offset = 0.4
 	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle(tr("routes.switchLog"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
 	editor := container.NewVBox(
-		container.NewGridWithColumns(2, kind, target),
-		container.NewBorder(nil, nil, nil, addRule, values),
-		setsRow,
+		container.NewGridWithColumns(2, kind, v.target),
+		container.NewBorder(nil, nil, nil, v.addRule, values),
+		// Adding a rule set is rarer than reading the rules: folded, so
+		// that the list keeps room at 800×600.
+		widget.NewAccordion(widget.NewAccordionItem(tr("routes.ruleSetsAdd"), setsRow)),
 	)
 	v.noRules = widget.NewLabel(tr("routes.noRules"))
 	v.noRules.Wrapping = fyne.TextWrapWord
@@ -475,7 +557,7 @@ func newRoutesView(u *UI) *routesView {
 	bottom := container.NewHSplit(logPane, rulesPane)
 	bottom.Offset = 0.4
 	all := container.NewVSplit(top, bottom)
-	all.Offset = 0.5
+	all.Offset = 0.45
 	v.obj = container.NewPadded(all)
 	v.update()
 	return v
@@ -508,7 +590,9 @@ func (v *routesView) setProfile(p *profile.Profile) {
 		}
 	}
 	v.subRules.SetSelectedIndex(sub)
-	v.rows = v.ruleRows(p)
+	v.setTargets()
+	v.rt, v.running = v.u.currentRoute(), v.u.status().State == core.Running
+	v.rows = v.ruleRows(p, v.rt)
 	v.groupList.Refresh()
 	v.memberList.Refresh()
 	v.noRules.Hidden = len(v.rows) > 0
@@ -530,27 +614,35 @@ func (v *routesView) members() []string {
 	return nil
 }
 
-// update pulls live group state from the core. The core runs one failover
-// group (core.TargetProxy) over the route's servers; it is the selected
-// group's live state when that group is the route in use.
+// update pulls live group state from the core. The core runs a group
+// (core.TargetProxy) over the route's servers, and one for each group that
+// rules send flows to: the selected group's live state is the route's when
+// that group is the route in use, else the rules' group it became.
 func (v *routesView) update() {
 	v.live, v.current = nil, ""
-	rt := v.u.currentRoute()
-	if g := v.group(); g != nil && rt.groupID == g.ID {
-		for _, gs := range v.u.groups() {
+	v.rt, v.running = v.u.currentRoute(), v.u.status().State == core.Running
+	rt := v.rt
+	if g := v.group(); g != nil {
+		name := v.groupLive(g.ID)
+		if gs := v.u.liveGroup(name); name != "" && gs != nil {
 			v.live, v.current = gs.Members, gs.Current
 		}
-		if v.live == nil && v.u.status().State == core.Running && len(rt.nodes) == 1 {
+		if name == core.TargetProxy && v.live == nil && len(rt.nodes) == 1 {
 			v.current = rt.nodes[0].Name // one usable server: no group, no probes
 		}
 	}
 	v.switches = v.u.Switches()
-	// The rule sets' rows follow their running state (a download came or
-	// failed): rebuilt when it changed.
-	if seen := fmt.Sprint(v.u.status().RuleSets); seen != v.setsSeen {
-		v.setsSeen = seen
-		v.rows = v.ruleRows(v.p)
+	// The rows follow the rule sets' running state (a download came or
+	// failed) and the route (which targets run): rebuilt when either
+	// changed. The targets' live state is read as the rows are drawn.
+	changed := false
+	if seen := fmt.Sprint(v.u.status().RuleSets, rt.targets, rt.sub); seen != v.setsSeen {
+		v.setsSeen, changed = seen, true
+		v.rows = v.ruleRows(v.p, rt)
+	}
+	if changed || v.running {
 		v.ruleList.Refresh()
+		v.groupList.Refresh()
 	}
 	if len(v.p.Groups) == 0 {
 		v.note.SetText(tr("routes.noGroups"))
@@ -590,10 +682,88 @@ func (v *routesView) refreshSets() {
 	})
 }
 
+// groupLive is the core's target that profile group id runs as: the
+// route's (core.TargetProxy), a rule target's name, or "" when the run
+// does not use it.
+func (v *routesView) groupLive(id string) string {
+	if !v.running {
+		return ""
+	}
+	if v.rt.groupID == id {
+		return core.TargetProxy
+	}
+	return v.rt.targets[id]
+}
+
+// targetState says how the core's target name stands: the member carrying
+// its flows and that member's health and latency, as the member list
+// says them (whole: all the member list says, and the error chain).
+func (v *routesView) targetState(name string, whole bool) string {
+	g := v.u.liveGroup(name)
+	if g == nil {
+		// One server, not a group: no probes.
+		if name == core.TargetProxy && len(v.rt.nodes) == 1 {
+			name = v.rt.nodes[0].Name
+		}
+		return "▶ " + name
+	}
+	if g.Current == "" {
+		return tr("home.noUsableServer")
+	}
+	d := detailBrief
+	if whole {
+		d = detailWhole
+	}
+	return "▶ " + g.Current + " · " + memberHealth(g.Members, g.Current, d)
+}
+
+// switchGroup names the group of a switch: the route's by its name, a
+// rule target's as the core names it (the group's).
+func (v *routesView) switchGroup(name string) string {
+	if name == core.TargetProxy && v.rt.name != "" {
+		return v.rt.name
+	}
+	return name
+}
+
+// rowText is a rule row's text with the live state of its target (whole:
+// for the details view).
+func (v *routesView) rowText(row ruleRow, whole bool) string {
+	if row.target == "" {
+		return row.text
+	}
+	return tr("routes.ruleLive", M{"Rule": row.text, "State": v.targetState(row.target, whole)})
+}
+
 // healthOf describes a member's live state; whole adds the core's own
 // words for its last failure (the error chain), for a details view.
 func (v *routesView) healthOf(name string, whole bool) string {
-	for _, m := range v.live {
+	d := detailRow
+	if whole {
+		d = detailWhole
+	}
+	if s := memberHealth(v.live, name, d); s != "" {
+		return s
+	}
+	if v.current == name {
+		return tr("routes.carrying")
+	}
+	return tr("routes.notInUse")
+}
+
+// How much of a member's live state memberHealth says.
+type detail int
+
+const (
+	detailBrief detail = iota // health, throttling, latency: a rule's or a group's row
+	detailRow                 // and the last failure in words, and when it was checked: a member's row
+	detailWhole               // and the core's own words for the failure: a details view
+)
+
+// memberHealth describes member name's live state among ms ("" when it
+// is none of them), as much as d says.
+func memberHealth(ms []group.MemberState, name string, d detail) string {
+	for _, m := range ms {
 		if m.Name != name {
 			continue
 		}
@@ -604,21 +774,21 @@ func (v *routesView) healthOf(name string, whole bool) string {
 		if m.RTT > 0 {
 			s += " · " + tr("unit.ms", M{"N": m.RTT.Milliseconds()})
 		}
+		if d == detailBrief {
+			return s
+		}
 		if m.LastError != "" {
 			s += " · " + faultWords(m.Fault, m.LastError)
 		}
 		if !m.LastCheck.IsZero() {
 			s += " · " + tr("routes.checkedAgo", M{"Age": ageString(time.Now(), m.LastCheck)})
 		}
-		if whole && m.LastError != "" {
+		if d == detailWhole && m.LastError != "" {
 			s += "\n\n" + m.LastError
 		}
 		return s
 	}
-	if v.current == name {
-		return tr("routes.carrying")
-	}
-	return tr("routes.notInUse")
+	return ""
 }
 
 // move moves member i of the selected group by delta places and saves.
@@ -703,6 +873,80 @@ func (v *routesView) removeRule(i int) {
 		}
 		return nil
 	})
+}
+
+// maxTargetChoices bounds the editor's list of targets: a menu of
+// thousands of servers takes seconds to open; typing narrows it.
+const maxTargetChoices = 200
+
+// setTargets lists the editor's targets: those the core accepts for the
+// profile shown (plan.RuleTargets), the one picked kept (else direct).
+func (v *routesView) setTargets() {
+	picked := core.TargetDirect
+	if i, ok := v.targetIndex[v.target.Text]; ok {
+		picked = v.targets[i].ID
+	}
+	v.targets = plan.RuleTargets(v.p)
+	v.targetLabels = make([]string, len(v.targets))
+	v.targetIndex = make(map[string]int, len(v.targets))
+	at := 0
+	for i, t := range v.targets {
+		l := v.targetLabel(t)
+		// A label names one target: the text says which is picked.
+		for n := 2; ; n++ {
+			if _, taken := v.targetIndex[l]; !taken {
+				break
+			}
+			l = fmt.Sprintf("%s (%d)", v.targetLabel(t), n)
+		}
+		v.targetLabels[i], v.targetIndex[l] = l, i
+		if t.ID == picked {
+			at = i
+		}
+	}
+	if l := v.targetLabels[at]; v.target.Text != l {
+		v.target.SetText(l) // OnChanged filters the list
+	} else {
+		v.filterTargets(l)
+	}
+}
+
+// filterTargets offers the targets whose words contain text (any case),
+// at most maxTargetChoices; a target's whole label (one picked) offers
+// them all again.
+func (v *routesView) filterTargets(text string) {
+	var shown []string
+	_, whole := v.targetIndex[text]
+	needle := strings.ToLower(strings.TrimSpace(text))
+	for _, l := range v.targetLabels {
+		if len(shown) == maxTargetChoices {
+			break
+		}
+		if whole || strings.Contains(strings.ToLower(l), needle) {
+			shown = append(shown, l)
+		}
+	}
+	v.targetShown = shown
+	v.target.SetOptions(shown)
+}
+
+// targetLabel is how the editor offers target t.
+func (v *routesView) targetLabel(t plan.RuleTarget) string {
+	from := ""
+	if s := v.p.Subscription(t.Subscription); s != nil {
+		from = s.DisplayName()
+	}
+	switch {
+	case t.Kind == plan.TargetKindGroup && from != "":
+		return tr("routes.targetGroupFrom", M{"Name": t.Name, "From": from})
+	case t.Kind == plan.TargetKindGroup:
+		return tr("routes.targetGroup", M{"Name": t.Name})
+	case t.Kind == plan.TargetKindNode && from != "":
+		return tr("routes.targetNodeFrom", M{"Name": t.Name, "From": from})
+	case t.Kind == plan.TargetKindNode:
+		return tr("routes.targetNode", M{"Name": t.Name})
+	}
+	return v.targetName(t.ID)
 }
 
 // targetName shows a rule's target by name.

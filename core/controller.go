@@ -388,15 +388,20 @@ func (c *Controller) Status() Status {
 	return st
 }
 
-// Groups returns the state of the run's failover groups and their members,
-// for the GUI's routes view; nil when stopped or with a single server.
+// Groups returns the state of the run's groups and their members, for the
+// GUI: the route's (named TargetProxy) first, when it has several servers,
+// then those of the Targets that rules send flows to, named as the
+// targets are; nil when stopped or when no target is a group.
 func (c *Controller) Groups() []GroupState {
 	r := c.current()
-	if r == nil || r.routing.group == nil {
+	if r == nil {
 		return nil
 	}
-	g := r.routing.group
-	return []GroupState{{Name: g.Name(), Mode: g.Mode(), Current: g.Current(), Members: g.Members()}}
+	var out []GroupState
+	for _, g := range r.routing.groups {
+		out = append(out, GroupState{Name: g.Name(), Mode: g.Mode(), Current: g.Current(), Members: g.Members()})
+	}
+	return out
 }
 
 // RuleSets returns the state of the run's rule sets: what each holds, when
@@ -426,18 +431,22 @@ func (c *Controller) RefreshRuleSets(ctx context.Context, names ...string) ([]Ru
 
 // GroupState is a failover group as the GUI shows it.
 type GroupState struct {
-	Name    string
+	Name    string // the target's: TargetProxy for the route's group, else a Target's Name
 	Mode    group.Mode
 	Current string              // the member carrying new flows; "" when none is usable
 	Members []group.MemberState // in configured order
 }
 
-// onSwitch logs a group's switch and publishes it as an event.
+// onSwitch logs a group's switch and publishes it as an event; a switch
+// of the route's group (TargetProxy) is also the status's reason, one of
+// a rule target's group is not.
 func (c *Controller) onSwitch(e group.Event) {
 	c.log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
-	c.mu.Lock()
-	c.status.Reason, c.status.Why = e.Reason, &e.Why
-	c.mu.Unlock()
+	if e.Group == TargetProxy {
+		c.mu.Lock()
+		c.status.Reason, c.status.Why = e.Reason, &e.Why
+		c.mu.Unlock()
+	}
 	st := c.Status()
 	c.events.publish(Event{Time: e.Time, Kind: EventSwitch, Status: st, Message: e.Reason, Switch: &e})
 }

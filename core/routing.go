@@ -64,9 +64,10 @@ func (r *routing) close() error {
 // buildRouting builds the outbounds of cfg's nodes (several nodes become a
 // failover group in the given order) and of its Targets, the direct and
 // block outbounds, the rule sets (see ruleSets.load; ctx bounds their
-// downloads) and a rule table over them. onSwitch receives the proxy
-// group's switch events; log (may be nil) its throttle checks and the
-// target groups' switches.
+// downloads) and a rule table over them. onSwitch receives the switch
+// events of every group, the proxy's and the targets' (Event.Group is the
+// target's name); without it the targets' are logged to log (may be nil),
+// which also gets the throttle checks.
 func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), log *slog.Logger) (_ *routing, err error) {
 	r := &routing{targets: map[string]outbound.Outbound{
 		TargetDirect: direct.New(cfg.Dialer),
@@ -142,11 +143,15 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 		if len(tms) == 0 {
 			return nil, fmt.Errorf("core: target %q: no server", t.Name)
 		}
-		ob, err := target(t.Name, tms, t.Mode, t.Selected, func(e group.Event) {
-			if log != nil {
-				log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
+		onEvent := onSwitch
+		if onEvent == nil {
+			onEvent = func(e group.Event) {
+				if log != nil {
+					log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
+				}
 			}
-		})
+		}
+		ob, err := target(t.Name, tms, t.Mode, t.Selected, onEvent)
 		if err != nil {
 			return nil, err
 		}

@@ -93,6 +93,50 @@ func TestControllerFailoverGroup(t *testing.T) {
 	}
 }
 
+// TestTargetGroupSwitchEvent: a rule target's group that moves off a dead
+// member publishes the switch under its own name, and the status's reason
+// (the route's) stays.
+func TestTargetGroupSwitchEvent(t *testing.T) {
+	var logBuf bytes.Buffer
+	c := NewController(Options{LogOutput: &logBuf})
+	events, cancel := c.Subscribe(16)
+	defer cancel()
+	a, hk1, hk2 := testNode(), testNode(), testNode()
+	hk1.Name, hk2.Name = "hk1", "hk2"
+	cfg := Config{
+		Nodes:   []*node.Node{a},
+		Targets: []Target{{Name: "HK", Nodes: []*node.Node{hk1, hk2}}},
+		Rules:   []rule.Rule{{DomainSuffix: []string{"hk.example"}, Target: "HK"}},
+		Listen:  "127.0.0.1:0",
+		Policy:  group.Policy{ProbeURL: "http://127.0.0.1:9/", DialTimeout: 300 * time.Millisecond, HedgeMax: 50 * time.Millisecond},
+	}
+	if err := c.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	if _, rep, _ := socksRequest(t, c.Status().Listen, 1, "a.hk.example", 80); rep == 0 {
+		t.Fatal("SOCKS success through two dead servers")
+	}
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind != EventSwitch || e.Switch == nil {
+				continue
+			}
+			if e.Switch.Group != "HK" || e.Switch.From != "hk1" {
+				t.Fatalf("switch %+v, want HK's off hk1", e.Switch)
+			}
+			if st := c.Status(); st.Reason != "" || st.Why != nil {
+				t.Errorf("status reason %q / %+v: a rule target's switch is not the route's", st.Reason, st.Why)
+			}
+			return
+		case <-deadline:
+			t.Fatalf("no switch event; log:\n%s", logBuf.String())
+		}
+	}
+}
+
 // TestFlowFailedEvent: a flow that cannot be carried is an event the GUI
 // can show, not only a log line.
 func TestFlowFailedEvent(t *testing.T) {
@@ -162,6 +206,10 @@ func TestRuleTargets(t *testing.T) {
 		if err != nil || name != want || ob != rt.targets[want] {
 			t.Errorf("port %d: %q (%v), want %q", port, name, err, want)
 		}
+	}
+	// The window shows the live state of both groups, by target name.
+	if gs := c.Groups(); len(gs) != 2 || gs[0].Name != TargetProxy || gs[1].Name != "HK" || gs[1].Current != "b" || len(gs[1].Members) != 2 || gs[1].Members[0].Name != "hk" {
+		t.Errorf("Groups() = %+v, want the route's group, then HK on b", gs)
 	}
 	hkGroup, ok := rt.targets["HK"].(*group.Group)
 	if !ok || hkGroup.Current() != "b" || hkGroup.Mode() != group.Selector {

@@ -40,7 +40,9 @@ type Backend interface {
 	Status(ctx context.Context) (Status, error)
 	// Stats is the traffic and memory now.
 	Stats(ctx context.Context) (core.Snapshot, error)
-	// Groups is the run's failover groups; nil when stopped or with one server.
+	// Groups is the run's groups: the route's (core.TargetProxy) when it
+	// has several servers, then the groups that rules target
+	// (core.Controller.Groups); nil when stopped or when none is a group.
 	Groups(ctx context.Context) ([]core.GroupState, error)
 	// Connections lists the open connections, oldest first.
 	Connections(ctx context.Context) ([]stats.ConnInfo, error)
@@ -105,6 +107,10 @@ type Route struct {
 	IDs     []string `json:"ids,omitempty"`
 	Mode    string   `json:"mode"`
 	Skipped []string `json:"skipped,omitempty"`
+	// Targets maps the targets the rules name, as saved, to the core's
+	// targets they became (plan.Plan.Targets): a GroupState's Name, a
+	// lone server's name, core.TargetProxy, direct or block.
+	Targets map[string]string `json:"targets,omitempty"`
 }
 
 // WatchOptions say what a Watch streams besides state changes, failover

@@ -109,7 +109,7 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
 	pl.Config.RuleSetCache = plan.RuleSetCache(l.store.Dir())
-	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped}
+	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped, Targets: pl.Targets}
 	if r.Mode != "" {
 		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
 	}

@@ -82,6 +82,13 @@ type Plan struct {
 	GroupID string   // the profile group's ID when the route is a group
 	IDs     []string // the node IDs in failover order
 	Skipped []string // servers left out, and why
+	// Targets maps each target the run's rules name, as the profile's
+	// rules name it ("proxy", a node's or group's ID, a group's name in a
+	// subscription's rules), to the core's target it became
+	// (core.TargetProxy for the route itself and for a target that has no
+	// server: Skipped says so), for the front ends to find its live state
+	// (core.GroupState.Name).
+	Targets map[string]string
 }
 
 // ErrNoServer is returned (wrapped) when the profile has nothing to connect
@@ -253,6 +260,74 @@ func usable(p *profile.Profile, id string, servers map[string]*node.Node) (*node
 	return &cfg, ""
 }
 
+// Why a rule's target cannot be routed to (CheckRuleTarget). A run sends
+// the flows of such a rule to the route's servers and says so in
+// Plan.Skipped.
+var (
+	ErrTargetMissing  = errors.New("no such node or group")
+	ErrTargetUnusable = errors.New("none of its servers can be used by this Skiff")
+)
+
+// CheckRuleTarget says why rule target t cannot be routed to: a node or
+// group that no longer exists (ErrTargetMissing) or one none of whose
+// servers the core can dial (ErrTargetUnusable), wrapped with t; nil for a
+// target a run routes to. sub is the subscription whose rule it is (its
+// rules name its groups by name), nil for the user's rules.
+//
+// CheckRuleTarget and RuleTargets are for front ends: they judge a node by
+// the verdict the profile keeps (profile.Node.Unsupported, which imports
+// and refreshes set from protocol.Unusable) and build no protocol client;
+// Build asks the protocols again.
+func CheckRuleTarget(p *profile.Profile, sub *profile.Subscription, t string) error {
+	switch t {
+	case "", core.TargetProxy, core.TargetDirect, core.TargetBlock:
+		return nil
+	}
+	tg := &targets{p: p, sub: sub, servers: map[string]*node.Node{}, saved: true}
+	_, _, err := tg.resolve(t)
+	return err
+}
+
+// Kinds of RuleTarget.
+const (
+	TargetKindBuiltin = "builtin" // direct, block, or proxy (the route's servers)
+	TargetKindGroup   = "group"
+	TargetKindNode    = "node"
+)
+
+// RuleTarget is a target a user's rule may name.
+type RuleTarget struct {
+	ID   string // what profile.Rule.Target saves: core.TargetDirect, core.TargetBlock, core.TargetProxy, a group's or a node's ID
+	Kind string // one of the TargetKind* constants
+	Name string // the group's or node's name; "" for the builtins
+	// Subscription is the ID of the subscription whose import made the
+	// group or node; "": the user's, or one imported by hand.
+	Subscription string
+}
+
+// RuleTargets lists every target a user's rule may name, in the order an
+// editor offers them: direct, block and proxy, then each group, then each
+// node, in the profile's order, those that CheckRuleTarget refuses left out.
+func RuleTargets(p *profile.Profile) []RuleTarget {
+	out := []RuleTarget{
+		{ID: core.TargetDirect, Kind: TargetKindBuiltin},
+		{ID: core.TargetBlock, Kind: TargetKindBuiltin},
+		{ID: core.TargetProxy, Kind: TargetKindBuiltin},
+	}
+	tg := &targets{p: p, servers: map[string]*node.Node{}, saved: true}
+	for _, g := range p.Groups {
+		if _, _, err := tg.resolve(g.ID); err == nil {
+			out = append(out, RuleTarget{ID: g.ID, Kind: TargetKindGroup, Name: g.Name, Subscription: g.Subscription})
+		}
+	}
+	for _, n := range p.Nodes {
+		if n.Unsupported == "" {
+			out = append(out, RuleTarget{ID: n.ID, Kind: TargetKindNode, Name: n.Name(), Subscription: n.Subscription})
+		}
+	}
+	return out
+}
+
 // targets turns the targets of a run's rules into the core's: direct and
 // block are themselves; the route's own group or node, and "proxy", are
 // the run's proxy target; another node or group of the profile (by ID, or
@@ -267,9 +342,36 @@ type targets struct {
 	servers map[string]*node.Node
 	plan    *Plan
 	byID    map[string]string // profile ID → the core target's name
+	saved   bool              // judge nodes by the profile's verdict only (CheckRuleTarget)
+}
+
+// usable is the package's usable, or with saved the profile's verdict on
+// node id (its node is then the profile's config, not to be run).
+func (tg *targets) usable(id string) (*node.Node, string) {
+	if !tg.saved {
+		return usable(tg.p, id, tg.servers)
+	}
+	n := tg.p.Node(id)
+	switch {
+	case n == nil:
+		return nil, ""
+	case n.Unsupported != "":
+		return nil, n.Name() + ": " + n.Unsupported
+	}
+	return &n.Config, ""
 }
 
 func (tg *targets) target(t string) string {
+	name := tg.name(t)
+	if tg.plan.Targets == nil {
+		tg.plan.Targets = map[string]string{}
+	}
+	tg.plan.Targets[t] = name
+	return name
+}
+
+// name is the core's target for rule target t.
+func (tg *targets) name(t string) string {
 	switch {
 	case t == core.TargetDirect || t == core.TargetBlock:
 		return t
@@ -279,11 +381,31 @@ func (tg *targets) target(t string) string {
 	if name, ok := tg.byID[t]; ok {
 		return name
 	}
-	ct := core.Target{}
-	id := t
+	ct, id, err := tg.resolve(t)
+	switch {
+	case err != nil:
+		tg.plan.Skipped = append(tg.plan.Skipped, err.Error()+"; its flows use the route's servers")
+		tg.byID[t] = core.TargetProxy
+		return core.TargetProxy
+	case ct.Name == core.TargetProxy:
+		tg.byID[t] = core.TargetProxy
+		return core.TargetProxy
+	}
+	ct.Name = tg.uniqueName(ct.Name)
+	tg.plan.Config.Targets = append(tg.plan.Config.Targets, ct)
+	tg.byID[t], tg.byID[id] = ct.Name, ct.Name
+	return ct.Name
+}
+
+// resolve returns the core target that rule target t (none of direct,
+// block and proxy) names, not yet given a name of its own, and the
+// profile ID of its node or group: a group that runs the route (as a
+// selector's pick) is core.TargetProxy. Or why t names no target.
+func (tg *targets) resolve(t string) (ct core.Target, id string, err error) {
+	id = t
 	var skipped []string
 	if n := tg.p.Node(t); n != nil {
-		sn, why := usable(tg.p, n.ID, tg.servers)
+		sn, why := tg.usable(n.ID)
 		if sn != nil {
 			ct.Name, ct.Nodes = n.Name(), []*node.Node{sn}
 		} else if why != "" {
@@ -293,12 +415,11 @@ func (tg *targets) target(t string) string {
 		id = g.ID
 		ran, ids, mode, selected := runGroup(tg.p, g)
 		if tg.route[g.ID] || tg.route[ran.ID] {
-			tg.byID[t] = core.TargetProxy
-			return core.TargetProxy
+			return core.Target{Name: core.TargetProxy}, id, nil
 		}
 		ct.Name, ct.Mode = g.Name, mode
 		for _, mid := range ids {
-			sn, why := usable(tg.p, mid, tg.servers)
+			sn, why := tg.usable(mid)
 			if why != "" {
 				skipped = append(skipped, why)
 			}
@@ -307,22 +428,19 @@ func (tg *targets) target(t string) string {
 				if mid == selected {
 					ct.Selected = sn.Name
 				}
+				if tg.saved {
+					break // one usable server is enough to tell (RuleTargets, CheckRuleTarget)
+				}
 			}
 		}
 	}
 	if len(ct.Nodes) == 0 {
-		why := "no such node or group"
 		if len(skipped) > 0 {
-			why = "none of its servers can be used by this Skiff (" + skipped[0] + ")"
+			return ct, id, fmt.Errorf("rule target %q: %w (%s)", t, ErrTargetUnusable, skipped[0])
 		}
-		tg.plan.Skipped = append(tg.plan.Skipped, fmt.Sprintf("rule target %q: %s; its flows use the route's servers", t, why))
-		tg.byID[t] = core.TargetProxy
-		return core.TargetProxy
+		return ct, id, fmt.Errorf("rule target %q: %w", t, ErrTargetMissing)
 	}
-	ct.Name = tg.uniqueName(ct.Name)
-	tg.plan.Config.Targets = append(tg.plan.Config.Targets, ct)
-	tg.byID[t], tg.byID[id] = ct.Name, ct.Name
-	return ct.Name
+	return ct, id, nil
 }
 
 // group returns the profile's group of ID t, else the group of the route's
@@ -515,6 +633,18 @@ const maxNesting = 8
 func Members(p *profile.Profile, g *profile.Group) []string {
 	var out []string
 	seen := map[string]bool{}
+	// p.Node and p.Group search the lists: a group of thousands of nodes
+	// looks its members up in sets instead.
+	nodes := make(map[string]bool, len(p.Nodes))
+	for _, n := range p.Nodes {
+		nodes[n.ID] = true
+	}
+	groups := make(map[string]*profile.Group, len(p.Groups))
+	for _, sg := range p.Groups {
+		if groups[sg.ID] == nil { // the first of an ID, as p.Group
+			groups[sg.ID] = sg
+		}
+	}
 	var walk func(g *profile.Group, depth int)
 	walk = func(g *profile.Group, depth int) {
 		if depth > maxNesting || seen[g.ID] {
@@ -522,9 +652,9 @@ func Members(p *profile.Profile, g *profile.Group) []string {
 		}
 		seen[g.ID] = true
 		for _, id := range g.Members {
-			if sub := p.Group(id); sub != nil {
+			if sub := groups[id]; sub != nil {
 				walk(sub, depth+1)
-			} else if !seen[id] && p.Node(id) != nil {
+			} else if !seen[id] && nodes[id] {
 				seen[id] = true
 				out = append(out, id)
 			}

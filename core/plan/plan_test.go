@@ -366,3 +366,93 @@ rules:
 		}
 	}
 }
+
+// TestRuleTargetsOffered: what an editor offers as a user's rule's target
+// is direct, block, proxy, every group and every node the core can dial;
+// a target that no longer exists, or has no such server, is refused with
+// a typed reason; and a run says which core target each rule target
+// became.
+func TestRuleTargetsOffered(t *testing.T) {
+	const doc = `proxies:
+  - {name: "HK Hy2", type: hysteria2, server: 127.0.0.1, port: 443, password: pw, sni: hk.example.com}
+  - {name: "JP Hy2", type: hysteria2, server: 127.0.0.2, port: 443, password: pw, sni: jp.example.com}
+  - {name: "Old", type: vless, server: 127.0.0.4, port: 443, uuid: b831381d-6324-4d53-ad4f-8cda48b30811, tls: true, network: grpc, grpc-opts: {grpc-service-name: gun}}
+proxy-groups:
+  - {name: "Main", type: select, proxies: ["JP Hy2", "HK Hy2"]}
+  - {name: "🇭🇰 Hong Kong", type: fallback, proxies: ["HK Hy2"]}
+  - {name: "Dead", type: select, proxies: ["Old"]}
+`
+	p := subscribed(t, doc)
+	hk, _ := p.FindGroup("🇭🇰 Hong Kong")
+	main, _ := p.FindGroup("Main")
+	dead, _ := p.FindGroup("Dead")
+	jp, _ := p.FindNode("JP Hy2")
+	old, _ := p.FindNode("Old")
+	if hk == nil || main == nil || dead == nil || jp == nil || old == nil {
+		t.Fatalf("groups %+v, nodes %+v", p.Groups, p.Nodes)
+	}
+	offered := map[string]plan.RuleTarget{}
+	var order []string
+	for _, rt := range plan.RuleTargets(p) {
+		offered[rt.ID] = rt
+		order = append(order, rt.Kind)
+	}
+	if len(order) < 3 || order[0] != plan.TargetKindBuiltin || order[2] != plan.TargetKindBuiltin || order[3] != plan.TargetKindGroup || order[len(order)-1] != plan.TargetKindNode {
+		t.Errorf("kinds in order %v: want the builtins, groups, nodes", order)
+	}
+	for _, id := range []string{core.TargetDirect, core.TargetBlock, core.TargetProxy, hk.ID, main.ID, jp.ID} {
+		if _, ok := offered[id]; !ok {
+			t.Errorf("target %s not offered", id)
+		}
+	}
+	if g := offered[hk.ID]; g.Kind != plan.TargetKindGroup || g.Name != "🇭🇰 Hong Kong" || g.Subscription != "s1" {
+		t.Errorf("Hong Kong offered as %+v", g)
+	}
+	for _, id := range []string{dead.ID, old.ID} {
+		if _, ok := offered[id]; ok {
+			t.Errorf("target %s offered, but no server of it can be used", id)
+		}
+	}
+	for _, tc := range []struct {
+		target string
+		want   error
+	}{
+		{core.TargetProxy, nil}, {"", nil}, {core.TargetDirect, nil}, {hk.ID, nil}, {jp.ID, nil},
+		{"g-gone", plan.ErrTargetMissing},
+		{"🇭🇰 Hong Kong", plan.ErrTargetMissing}, // a name is a subscription rule's way
+		{dead.ID, plan.ErrTargetUnusable},
+		{old.ID, plan.ErrTargetUnusable},
+	} {
+		err := plan.CheckRuleTarget(p, nil, tc.target)
+		if !errors.Is(err, tc.want) || (err != nil && !strings.Contains(err.Error(), tc.target)) {
+			t.Errorf("CheckRuleTarget(%q) = %v, want %v", tc.target, err, tc.want)
+		}
+	}
+	if err := plan.CheckRuleTarget(p, p.Subscriptions[0], "🇭🇰 Hong Kong"); err != nil {
+		t.Errorf("the subscription's rule naming its group: %v", err)
+	}
+
+	// A run maps every rule target to the core's: the route's group and
+	// proxy are the proxy, a missing group falls back to it.
+	p.Selected = main.ID
+	p.Routes.Rules = []profile.Rule{
+		{Type: "domain", Values: []string{"hk.example"}, Target: hk.ID},
+		{Type: "domain", Values: []string{"jp.example"}, Target: jp.ID},
+		{Type: "domain", Values: []string{"main.example"}, Target: main.ID},
+		{Type: "domain", Values: []string{"gone.example"}, Target: "g-gone"},
+		{Type: "domain", Values: []string{"cn.example"}, Target: core.TargetDirect},
+	}
+	pl, err := plan.Build(p, plan.Request{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{hk.ID: "🇭🇰 Hong Kong", jp.ID: "JP Hy2", main.ID: core.TargetProxy, "g-gone": core.TargetProxy, core.TargetDirect: core.TargetDirect, "": core.TargetProxy}
+	for k, v := range want {
+		if pl.Targets[k] != v {
+			t.Errorf("plan's target for %q = %q, want %q (all: %v)", k, pl.Targets[k], v, pl.Targets)
+		}
+	}
+	if !strings.Contains(strings.Join(pl.Skipped, "\n"), `rule target "g-gone": no such node or group; its flows use the route's servers`) {
+		t.Errorf("Skipped %q does not say the missing target", pl.Skipped)
+	}
+}

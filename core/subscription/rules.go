@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/ruleset"
 	"gopkg.in/yaml.v3"
@@ -26,11 +27,37 @@ import (
 const maxSubRules = 100_000
 
 // Public rule sets for GEOIP and GEOSITE conditions: SagerNet's rule-set
-// branches, one binary .srs per country or list.
+// branches, one binary .srs per country (sing-geoip holds countries only,
+// by their two-letter codes) or per domain list (sing-geosite: v2fly's
+// domain-list-community). What those lack and Clash (mihomo) configs name
+// from the data mihomo loads comes from MetaCubeX's meta-rules-dat sing
+// branch: GEOIP lists that are no country (telegram, netflix, …: its
+// geo/geoip/<code>.srs) and GEOSITE gfw, the gfwlist (v2fly's gfw is the
+// domain gfw.report alone), which is the preset's list.
 const (
-	geoIPSetURL   = "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-%s.srs"
-	geoSiteSetURL = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-%s.srs"
+	geoIPSetURL     = "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-%s.srs"
+	geoSiteSetURL   = "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-%s.srs"
+	metaGeoIPSetURL = "https://raw.githubusercontent.com/MetaCubeX/meta-rules-dat/sing/geo/geoip/%s.srs"
 )
+
+// geoSetURL is where the public rule set of a GEOIP code or a GEOSITE
+// list (lower case) is downloaded from.
+func geoSetURL(kind, code string) string {
+	switch {
+	case kind == "geoip" && isCountry(code):
+		return fmt.Sprintf(geoIPSetURL, code)
+	case kind == "geoip":
+		return fmt.Sprintf(metaGeoIPSetURL, code)
+	case code == "gfw":
+		return preset.GeositeGFWURL
+	}
+	return fmt.Sprintf(geoSiteSetURL, code)
+}
+
+// isCountry reports whether code is a two-letter country code.
+func isCountry(code string) bool {
+	return len(code) == 2 && code[0] >= 'a' && code[0] <= 'z' && code[1] >= 'a' && code[1] <= 'z'
+}
 
 // subRoutes collects a subscription's rules while they are read.
 type subRoutes struct {
@@ -50,10 +77,7 @@ func (s *subRoutes) geoSet(kind, code string) (string, bool) {
 	if code == "" || strings.ContainsAny(code, "/?#%\\ ") || len(code) > 64 {
 		return "", false
 	}
-	name, u := "geosite-"+code, fmt.Sprintf(geoSiteSetURL, code)
-	if kind == "geoip" {
-		name, u = "geoip-"+code, fmt.Sprintf(geoIPSetURL, code)
-	}
+	name, u := kind+"-"+code, geoSetURL(kind, code)
 	if !s.sets[name] {
 		s.sets[name] = true
 		s.r.RuleSets = append(s.r.RuleSets, profile.RuleSet{Name: name, URL: u, Format: ruleset.FormatSingBox, Interval: profile.Duration(ruleset.DefaultInterval)})

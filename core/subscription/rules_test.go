@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/preset"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -181,6 +182,61 @@ func TestSingBoxRules(t *testing.T) {
 	}
 	if r.RuleSets[0].Interval != profile.Duration(24*time.Hour) || !strings.Contains(string(r.RuleSets[1].Data), "mine.example") {
 		t.Errorf("rule sets %+v", r.RuleSets)
+	}
+}
+
+// TestGeoSetURLs: a subscription's GEOIP and GEOSITE conditions download
+// public rule sets that exist (checked against the file lists of
+// SagerNet's sing-geoip and sing-geosite rule-set branches and MetaCubeX's
+// meta-rules-dat): a country from sing-geoip, a list that is no country
+// from meta-rules-dat, v2fly's lists from sing-geosite, and gfw, which
+// sing-geosite holds only as gfw.report, as the gfwlist.
+func TestGeoSetURLs(t *testing.T) {
+	body := `proxies:
+  - {name: "HK", type: trojan, server: hk.example.net, port: 443, password: pw}
+rules:
+  - GEOIP,CN,DIRECT,no-resolve
+  - GEOIP,telegram,HK
+  - GEOIP,LAN,DIRECT
+  - GEOSITE,geolocation-!cn,HK
+  - GEOSITE,google@cn,DIRECT
+  - GEOSITE,GFW,HK
+  - MATCH,HK
+`
+	res, err := Parse([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, rs := range res.Routes.RuleSets {
+		got[rs.Name] = rs.URL
+	}
+	want := map[string]string{
+		"geoip-cn":                "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-cn.srs",
+		"geoip-telegram":          "https://raw.githubusercontent.com/MetaCubeX/meta-rules-dat/sing/geo/geoip/telegram.srs",
+		"geosite-geolocation-!cn": "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-geolocation-!cn.srs",
+		"geosite-google@cn":       "https://raw.githubusercontent.com/SagerNet/sing-geosite/rule-set/geosite-google@cn.srs",
+		"geosite-gfw":             preset.GeositeGFWURL,
+	}
+	if len(got) != len(want) {
+		t.Errorf("rule sets %v, want %v (GEOIP,LAN is the private rule)", got, want)
+	}
+	for name, u := range want {
+		if got[name] != u {
+			t.Errorf("%s from %q, want %q", name, got[name], u)
+		}
+	}
+	// sing-box's own geoip and geosite fields take the same sets.
+	res, err = Parse([]byte(`{"outbounds": [{"type": "direct", "tag": "d"}, {"type": "trojan", "tag": "hk", "server": "hk.example.net", "server_port": 443, "password": "pw"}],
+  "route": {"rules": [{"geoip": ["netflix", "us"], "outbound": "hk"}], "final": "d"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rs := range res.Routes.RuleSets {
+		got[rs.Name] = rs.URL
+	}
+	if got["geoip-netflix"] != "https://raw.githubusercontent.com/MetaCubeX/meta-rules-dat/sing/geo/geoip/netflix.srs" || got["geoip-us"] != "https://raw.githubusercontent.com/SagerNet/sing-geoip/rule-set/geoip-us.srs" {
+		t.Errorf("sing-box geoip sets %v", got)
 	}
 }
 

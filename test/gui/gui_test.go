@@ -154,11 +154,33 @@ func writeProfile(t *testing.T, s *harness.Server, listen, probeURL string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	writePrefs(t, dir, listen)
+	return dir
+}
+
+// writePrefs writes the window's preferences into dir: the local proxy on
+// listen.
+func writePrefs(t *testing.T, dir, listen string) {
+	t.Helper()
 	prefs := fmt.Sprintf(`{"listen": %q}`, listen)
 	if err := os.WriteFile(filepath.Join(dir, "gui.json"), []byte(prefs), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return dir
+}
+
+// windowEnv sets the environment the window is started with: display,
+// software GL, theme th, the config dir, no tray host (closing the window
+// quits) and the system's language lang.
+func windowEnv(t *testing.T, display, dir, th, lang string) {
+	t.Setenv("DISPLAY", display)
+	t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
+	t.Setenv("FYNE_THEME", th)
+	t.Setenv("SKIFF_CONFIG_DIR", dir)
+	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "") // no tray host: closing the window quits
+	t.Setenv("LANG", lang)                   // the window follows the system's language
+	t.Setenv("LC_ALL", "")
+	t.Setenv("LC_MESSAGES", "")
+	t.Setenv("LANGUAGE", "")
 }
 
 // xdo runs xdotool on display and returns its output.
@@ -321,15 +343,7 @@ func TestWindowUnderXvfb(t *testing.T) {
 					}
 					listen := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 					dir := writeProfile(t, srv, listen, "http://"+origin+"/generate_204")
-					t.Setenv("DISPLAY", display)
-					t.Setenv("LIBGL_ALWAYS_SOFTWARE", "1")
-					t.Setenv("FYNE_THEME", th)
-					t.Setenv("SKIFF_CONFIG_DIR", dir)
-					t.Setenv("DBUS_SESSION_BUS_ADDRESS", "") // no tray host: closing the window quits
-					t.Setenv("LANG", lang.lang)              // the window follows the system's language
-					t.Setenv("LC_ALL", "")
-					t.Setenv("LC_MESSAGES", "")
-					t.Setenv("LANGUAGE", "")
+					windowEnv(t, display, dir, th, lang.lang)
 					gui := harness.Start(t, "skiff-gui", bin)
 
 					id := findWindow(t, display)
