@@ -64,8 +64,8 @@ func TestConnBatch(t *testing.T) {
 		{16 << 10, 1},   // several records while TLS starts small
 		{32<<10 + 8, 1}, // three records
 		{64 << 10, 1},
-		{100 << 10, 2},  // more than maxBatch: two batches
-		{240 << 10, 4},  // a batch per maxBatch, each of the pooled size
+		{100 << 10, 2}, // more than maxBatch: two batches
+		{240 << 10, 4}, // a batch per maxBatch, each of the pooled size
 	}
 	for _, tt := range tests {
 		p := bytes.Repeat([]byte{byte(tt.size)}, tt.size)
