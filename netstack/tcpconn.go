@@ -12,7 +12,8 @@ import (
 // tcpConn is an app's TCP connection as the engine relays it: gonet's
 // conn, which can also wait for the app's next bytes without reading them
 // (readwait.Waiter), so that the relay's upload direction of an idle flow
-// holds no buffer while it waits.
+// holds no buffer while it waits, and read what it has without waiting
+// (readwait.TryReader), so that a bulk one does not wait before each read.
 type tcpConn struct {
 	*gonet.TCPConn
 	ep tcpip.Endpoint
@@ -86,6 +87,24 @@ func (c *tcpConn) WaitRead() bool {
 			return true
 		}
 	}
+}
+
+// TryRead reads what the endpoint holds now, without waiting
+// (readwait.TryReader): (0, nil) when it holds nothing, and also at the
+// app's FIN or on an error, which the next Read reports.
+func (c *tcpConn) TryRead(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w := tcpip.SliceWriter(p)
+	res, err := c.ep.Read(&w, tcpip.ReadOptions{})
+	if err != nil {
+		return 0, nil
+	}
+	if res.Count > 0 {
+		c.ep.ModerateRecvBuf(res.Count) // as gonet's Read does: the receive window's auto-tuning
+	}
+	return res.Count, nil
 }
 
 // SetReadDeadline sets the read deadline of gonet's conn and of WaitRead.

@@ -96,3 +96,47 @@ func TestTCPConnWaitRead(t *testing.T) {
 	w.(net.Conn).Close()
 	wt.Ends("Close")
 }
+
+// TestTCPConnTryRead checks that the app's conn reads what the endpoint
+// holds without waiting (readwait.TryReader) and leaves the app's FIN to
+// Read.
+func TestTCPConnTryRead(t *testing.T) {
+	h := &connHandler{conns: make(chan net.Conn, 1), done: make(chan struct{})}
+	defer close(h.done)
+	app := newStackWith(t, h, Options{})
+	a, err := app.DialContextTCPAddrPort(context.Background(), netip.AddrPortFrom(remote4, 443))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c := <-h.conns
+	tr, ok := c.(readwait.TryReader)
+	if !ok {
+		t.Fatalf("the app's conn %T cannot read without waiting", c)
+	}
+	b := make([]byte, 16)
+	if n, err := tr.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead of a quiet flow: %d, %v; want 0, nil", n, err)
+	}
+	a.Write([]byte("hello"))
+	var got []byte
+	nettest.Eventually(t, "the app's bytes", func() (bool, string) {
+		n, err := tr.TryRead(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, b[:n]...)
+		return len(got) >= 5, string(got)
+	})
+	if string(got) != "hello" {
+		t.Fatalf("TryRead: %q", got)
+	}
+	a.Close()
+	nettest.StartWait(t, c.(readwait.Waiter).WaitRead).Ends("the app's FIN")
+	if n, err := tr.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead at the FIN: %d, %v; want 0, nil", n, err)
+	}
+	if _, err := c.Read(b); err != io.EOF {
+		t.Fatalf("Read at the FIN: %v, want EOF", err)
+	}
+}

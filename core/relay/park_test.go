@@ -169,3 +169,73 @@ type waitSizeConn struct {
 }
 
 func (c *waitSizeConn) WaitRead() bool { return c.w.WaitRead() }
+
+// tryWaiter is a waiter that can also read what it holds without waiting
+// (readwait.TryReader).
+type tryWaiter struct {
+	*waiter
+	tries, got atomic.Int64
+}
+
+func (w *tryWaiter) TryRead(p []byte) (int, error) {
+	w.tries.Add(1)
+	if len(w.rest) == 0 {
+		select {
+		case b, ok := <-w.pending:
+			if !ok {
+				return 0, nil // EOF: Read reports it
+			}
+			w.rest = b
+		default:
+			return 0, nil
+		}
+	}
+	n := copy(p, w.rest)
+	w.rest = w.rest[n:]
+	w.got.Add(1)
+	return n, nil
+}
+
+// TestBulkReadsDoNotWait checks that a direction whose source can read
+// without waiting (TryRead) waits only when that finds nothing: a bulk
+// transfer whose bytes are all there reads them with one wait before the
+// first read and one after the last, and the direction holds no buffer
+// while it waits.
+func TestBulkReadsDoNotWait(t *testing.T) {
+	bs := NewBuffers(0)
+	srcApp, srcPeer := net.Pipe()
+	dstApp, dstPeer := net.Pipe()
+	src := &tryWaiter{waiter: newWaiter(srcApp)}
+	done := make(chan error, 1)
+	var lu, ld atomic.Bool
+	go func() { done <- copyHalf(bs, dstApp, src, nopCounter{}, &lu, &ld) }()
+
+	bulk := bytes.Repeat([]byte("0123456789abcdef"), 64<<10) // 1 MiB, read ahead in one piece
+	go srcPeer.Write(bulk)
+	got := make([]byte, len(bulk))
+	if _, err := io.ReadFull(dstPeer, got); err != nil || !bytes.Equal(got, bulk) {
+		t.Fatalf("bulk copy: %v (equal %v)", err, bytes.Equal(got, bulk))
+	}
+	waitHeld(t, bs, 0, "after the bulk transfer")
+	if w, g := src.waits.Load(), src.got.Load(); w != 2 || g < int64(len(bulk)/BufferSize) {
+		t.Fatalf("%d waits and %d reads without waiting for 1 MiB that was all there, want 2 and at least %d", w, g, len(bulk)/BufferSize)
+	}
+
+	// A small read says the source is drained: the next one waits.
+	for i := range 2 {
+		go srcPeer.Write([]byte("next"))
+		b := make([]byte, 4)
+		if _, err := io.ReadFull(dstPeer, b); err != nil || string(b) != "next" {
+			t.Fatalf("after the bulk transfer: %q, %v", b, err)
+		}
+		waitHeld(t, bs, 0, "idle again")
+		if w := src.waits.Load(); w != int64(3+i) {
+			t.Fatalf("%d waits after %d small reads, want %d", w, i+1, 3+i)
+		}
+	}
+	srcPeer.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	dstPeer.Close()
+}

@@ -172,21 +172,42 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 	// next bytes are there (readwait), the direction waits for them
 	// holding no buffer, and on a shallow stack, and then takes one of
 	// the size it had: an idle flow holds no relay buffer, whatever its
-	// last read was, and a bulk one, whose bytes are there at once, only
-	// hands its buffer to the pool and takes it back.
-	wait := readwait.Of(src)
+	// last read was. While a transfer keeps its bytes coming (the last
+	// read brought MediumBufferSize or more, or filled its buffer), a src that can read without
+	// waiting (TryRead) is read straight into the buffer instead, and
+	// the direction waits only once that finds nothing: on a bulk flow
+	// from a socket the wait was a system call (a peek) per read.
+	wait, try := readwait.For(src)
+	if wait == nil {
+		try = nil // its reads block with their buffer anyway
+	}
+	flowing := false
 	var err error
 	for {
 		if linger.Load() {
 			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 		}
-		if wait != nil {
-			b.park()
-			wait.WaitRead()
+		var (
+			bp   *[]byte
+			buf  []byte
+			n    int
+			rerr error
+		)
+		if flowing && try != nil {
+			bp = b.get()
+			buf = (*bp)[h : len(*bp)-t]
+			n, rerr = try.TryRead(buf)
 		}
-		bp := b.get()
-		buf := (*bp)[h : len(*bp)-t]
-		n, rerr := src.Read(buf)
+		if n == 0 && rerr == nil {
+			if wait != nil {
+				b.park()
+				wait.WaitRead()
+			}
+			bp = b.get()
+			buf = (*bp)[h : len(*bp)-t]
+			n, rerr = src.Read(buf)
+		}
+		flowing = n >= MediumBufferSize || n == len(buf)
 		if n > 0 {
 			c.Add(int64(n))
 			var werr error

@@ -2,8 +2,9 @@
 // (tun inbound, gVisor stack), both as the client of the same sing-box
 // server, in network namespaces made for the run: a client namespace where
 // the client opens its TUN device with auto-route, and a server namespace
-// with the sing-box server (Hysteria2, VLESS+WS+TLS, Shadowsocks 2022, Trojan,
-// VMess: -protocols; make bench-tun runs them all) and a sink/source,
+// with the sing-box server (Hysteria2, TUIC, AnyTLS, VLESS+WS+TLS,
+// VLESS+REALITY, Shadowsocks 2022, Trojan, VMess: -protocols; make
+// bench-tun runs them all) and a sink/source,
 // joined by a veth pair. A load generator (this program, re-executed in the
 // client namespace) connects to the sink's address, so the traffic goes
 // through the client's TUN: 16 concurrent TCP streams, download and upload
@@ -181,6 +182,9 @@ func (b *bench) benchProtocol(ctx context.Context, proto string) ([]result, []me
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.Site != nil {
+		defer s.Site.Close() // started on the host's loopback; the server uses its own (serverConfig)
+	}
 	cfg, err := serverConfig(s)
 	if err != nil {
 		return nil, nil, err
@@ -251,8 +255,25 @@ func serverConfig(s *harness.Server) ([]byte, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, err
 	}
-	for _, in := range cfg["inbounds"].([]any) {
+	ins := cfg["inbounds"].([]any)
+	for _, in := range ins {
 		in.(map[string]any)["listen"] = "::"
+	}
+	if s.Site != nil {
+		// REALITY borrows the handshake of a TLS site, which must be
+		// reachable from the server's namespace (s.Site listens on the
+		// host's loopback): a TLS inbound of this same sing-box serves it.
+		tls, _ := ins[0].(map[string]any)["tls"].(map[string]any)
+		r, _ := tls["reality"].(map[string]any)
+		if r == nil {
+			return nil, fmt.Errorf("tunbench: %s: no reality block in the server's config", s.Kind)
+		}
+		r["handshake"] = map[string]any{"server": "127.0.0.1", "server_port": realitySitePort}
+		cfg["inbounds"] = append(ins, map[string]any{
+			"type": "http", "tag": "reality-site", "listen": "127.0.0.1", "listen_port": realitySitePort,
+			"tls": map[string]any{"enabled": true, "certificate_path": s.Cert.CertFile, "key_path": s.Cert.KeyFile,
+				"alpn": []string{"h2", "http/1.1"}, "min_version": "1.3"},
+		})
 	}
 	cfg["log"] = map[string]any{"level": "info", "timestamp": true}
 	return json.MarshalIndent(cfg, "", "  ")
@@ -266,6 +287,10 @@ type client struct {
 	socket   string  // skiff service's socket; "" for the other clients
 	idleMiB  float64 // skiff service's RSS before it connected; 0 for the other clients
 }
+
+// realitySitePort is the port, on the server namespace's loopback, of the
+// TLS site whose handshake a REALITY server borrows.
+const realitySitePort = 8444
 
 // Names and ports inside the client namespace.
 const (

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/skiffvpn/skiff/test/harness"
+	"github.com/skiffvpn/skiff/test/internal/measure"
 )
 
 func testServer(t *testing.T, kind harness.Kind) *harness.Server {
@@ -127,5 +128,50 @@ func TestSkiffHasTUN(t *testing.T) {
 				t.Errorf("skiffHasTUN = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestServerConfigReality checks that a REALITY server borrows the
+// handshake of a TLS inbound on its own namespace's loopback, not of the
+// site on the host's.
+func TestServerConfigReality(t *testing.T) {
+	cert, err := harness.NewCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := measure.Server(string(harness.VLESSReality), 8443, cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Site.Close()
+	raw, err := serverConfig(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Inbounds []struct {
+			Type   string `json:"type"`
+			Listen string `json:"listen"`
+			Port   int    `json:"listen_port"`
+			TLS    struct {
+				Enabled bool `json:"enabled"`
+				Reality struct {
+					Handshake struct {
+						Server string `json:"server"`
+						Port   int    `json:"server_port"`
+					} `json:"handshake"`
+				} `json:"reality"`
+			} `json:"tls"`
+		} `json:"inbounds"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Inbounds) != 2 {
+		t.Fatalf("%d inbounds, want the proxy and the site:\n%s", len(cfg.Inbounds), raw)
+	}
+	h, site := cfg.Inbounds[0].TLS.Reality.Handshake, cfg.Inbounds[1]
+	if h.Server != "127.0.0.1" || h.Port != realitySitePort || site.Listen != "127.0.0.1" || site.Port != realitySitePort || !site.TLS.Enabled {
+		t.Fatalf("handshake %+v, site inbound %+v", h, site)
 	}
 }

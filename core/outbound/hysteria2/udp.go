@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -94,7 +93,6 @@ type packetConn struct {
 	dst      flow.Addr // last destination
 	dstRaw   []byte    // and encoded
 	packetID uint16    // of the last fragmented datagram
-	wdl      time.Time // write deadline
 }
 
 // deliver queues a message's datagram once it is whole.
@@ -141,7 +139,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q, err := pc.c.conns.ForSend(pc.wdl, dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
 	if err != nil {
 		return 0, err
 	}
@@ -151,7 +149,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	err = q.qc.SendDatagram(pc.wbuf)
 	if err != nil && !q.alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.wdl, dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
 			return 0, err
 		}
 		if !q.udp {
@@ -226,18 +224,3 @@ func (pc *packetConn) shut() { pc.Shut() }
 // LocalAddr returns the QUIC socket's address at the time the session
 // opened.
 func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
-
-// SetDeadline sets the read and write deadlines.
-func (pc *packetConn) SetDeadline(t time.Time) error {
-	pc.SetReadDeadline(t)
-	return pc.SetWriteDeadline(t)
-}
-
-// SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
-// connection when the old one died.
-func (pc *packetConn) SetWriteDeadline(t time.Time) error {
-	pc.wmu.Lock()
-	pc.wdl = t
-	pc.wmu.Unlock()
-	return nil
-}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -122,7 +121,6 @@ type packetConn struct {
 	dst      flow.Addr // last destination
 	dstRaw   []byte    // and encoded
 	packetID uint16
-	wdl      time.Time // write deadline
 }
 
 // deliver queues a packet's datagram once it is whole.
@@ -164,14 +162,14 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	}
 	pc.packetID++
 	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
-	q, err := pc.c.conns.ForSend(pc.wdl, dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
 	if err != nil {
 		return 0, err
 	}
 	err = pc.send(q, &m)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.wdl, dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
 			return 0, err
 		}
 		err = pc.send(q, &m)
@@ -241,18 +239,3 @@ func (pc *packetConn) shut() { pc.Shut() }
 // LocalAddr returns the QUIC socket's address at the time the session
 // opened.
 func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
-
-// SetDeadline sets the read and write deadlines.
-func (pc *packetConn) SetDeadline(t time.Time) error {
-	pc.SetReadDeadline(t)
-	return pc.SetWriteDeadline(t)
-}
-
-// SetWriteDeadline bounds how long WriteTo may wait for a new QUIC
-// connection when the old one died.
-func (pc *packetConn) SetWriteDeadline(t time.Time) error {
-	pc.wmu.Lock()
-	pc.wdl = t
-	pc.wmu.Unlock()
-	return nil
-}

@@ -6,9 +6,18 @@
 // the poller; a layer that knows what it has buffered, asking the layer
 // below) implements Waiter, and the relay takes its buffer only once the
 // wait is over.
+//
+// Waiting costs a bulk flow a system call per read (a peek) on top of the
+// read itself. A conn that can also read what it holds without waiting
+// implements TryReader: while a transfer keeps its bytes coming, the relay
+// reads with TryRead, which never waits and so never holds a buffer while
+// the flow is idle, and waits only once a TryRead finds nothing.
 package readwait
 
-import "net"
+import (
+	"net"
+	"syscall"
+)
 
 // Waiter is a conn that can wait until its next Read has something to
 // return — data, EOF or an error — without reading it.
@@ -21,6 +30,16 @@ type Waiter interface {
 	// reports false, at once, when the conn cannot wait this way now; the
 	// caller then reads as usual. It must not run concurrently with Read.
 	WaitRead() bool
+}
+
+// TryReader is a conn that can read what is there without waiting for
+// the network.
+type TryReader interface {
+	// TryRead reads into p what a Read would return at once and never
+	// waits. It returns (0, nil) when nothing is there at once; it may also
+	// do so at EOF or on an error, which the next Read then reports. It
+	// must not run concurrently with Read.
+	TryRead(p []byte) (int, error)
 }
 
 // Wait waits as c's WaitRead would: through it when c is a Waiter, on the
@@ -36,15 +55,43 @@ func Wait(c net.Conn) bool {
 
 // Of returns the Waiter that waits on c: c itself when it is one, one for
 // the socket when c is a plain TCP or Unix socket (on Unix systems), and
-// nil when nothing can wait on c.
+// nil when nothing can wait on c. A socket's Waiter is also its TryReader
+// (see For).
 func Of(c net.Conn) Waiter {
-	switch c := c.(type) {
-	case Waiter:
-		return c
-	case *net.TCPConn:
-		return socketWaiter(c)
-	case *net.UnixConn:
-		return socketWaiter(c)
+	w, _ := For(c)
+	return w
+}
+
+// TryOf returns the TryReader of c: c itself when it is one, one for the
+// socket when c is a plain TCP or Unix socket (on Unix systems), and nil
+// otherwise.
+func TryOf(c net.Conn) TryReader {
+	_, t := For(c)
+	return t
+}
+
+// For returns c's Waiter and TryReader, as Of and TryOf do, making one
+// socket reader for both when c is a socket. Either may be nil.
+func For(c net.Conn) (Waiter, TryReader) {
+	w, wok := c.(Waiter)
+	t, tok := c.(TryReader)
+	if wok || tok {
+		return w, t
 	}
-	return nil
+	switch c := c.(type) {
+	case *net.TCPConn:
+		return OfSocket(c)
+	case *net.UnixConn:
+		return OfSocket(c)
+	}
+	return nil, nil
+}
+
+// OfSocket returns the Waiter and TryReader of a socket, one reader for
+// both: nil, nil off Unix systems or when sc has no descriptor.
+func OfSocket(sc syscall.Conn) (Waiter, TryReader) {
+	if s := socketOf(sc); s != nil {
+		return s, s
+	}
+	return nil, nil
 }

@@ -4,6 +4,11 @@ package readwait
 
 import "syscall"
 
-// socketWaiter: off Unix systems a socket's readiness cannot be waited for
+// socket: off Unix systems a socket's readiness cannot be waited for
 // without reading; the caller reads as usual.
-func socketWaiter(syscall.Conn) Waiter { return nil }
+type socket struct{}
+
+func (*socket) WaitRead() bool                { return false }
+func (*socket) TryRead(p []byte) (int, error) { return 0, nil }
+
+func socketOf(syscall.Conn) *socket { return nil }

@@ -10,20 +10,50 @@ import (
 // socket waits until a socket has data, EOF or an error, through Go's
 // poller (syscall.RawConn), peeking instead of reading. A closed socket or
 // a passed read deadline ends the wait too: the Read that follows reports
-// it.
-type socket struct{ rc syscall.RawConn }
+// it. Its TryRead is one read(2) on the non-blocking descriptor.
+type socket struct {
+	rc   syscall.RawConn
+	read func(fd uintptr) bool // readFD, made once: TryRead does not allocate
+	p    []byte
+	n    int
+}
 
-func socketWaiter(sc syscall.Conn) Waiter {
+func socketOf(sc syscall.Conn) *socket {
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return nil
 	}
-	return socket{rc}
+	s := &socket{rc: rc}
+	s.read = s.readFD
+	return s
 }
 
-func (s socket) WaitRead() bool {
+func (s *socket) WaitRead() bool {
 	s.rc.Read(peekReady)
 	return true
+}
+
+// TryRead reads what the kernel holds now. At EOF, on an error and on a
+// closed socket it returns (0, nil): the next Read reports them.
+func (s *socket) TryRead(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.p, s.n = p, 0
+	if s.rc.Read(s.read) != nil {
+		s.n = 0
+	}
+	s.p = nil
+	return s.n, nil
+}
+
+func (s *socket) readFD(fd uintptr) bool {
+	n, err := syscall.Read(int(fd), s.p)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	s.n = n
+	return true // never wait for readiness
 }
 
 // Ready reports whether a read of the non-blocking socket fd would not

@@ -17,9 +17,10 @@ import (
 //
 //   - A Write of more than one record's worth (16 KiB) is cut by crypto/tls
 //     into several records, each written to the socket in its own syscall.
-//     Conn gathers the records of one Write and writes them in one syscall:
-//     a 60 KiB WebSocket frame is four records, one socket write and one
-//     TCP segment (on loopback) or GSO super-packet instead of four.
+//     Conn gathers the records of one Write and writes them in one syscall
+//     per 64 KiB (maxBatch): a 60 KiB WebSocket frame is four records, one
+//     socket write and one TCP segment (on loopback) or GSO super-packet
+//     instead of four.
 //   - TryRead reads only what is there without waiting: plaintext already
 //     decrypted, and records the kernel has already received. A reader that
 //     got data from Read can go on with TryRead until it has a full buffer,
@@ -97,20 +98,34 @@ func (c *Conn) ConnectionState() tls.ConnectionState {
 // record sizing), so more than that may be several records.
 const minBatch = 1 << 10
 
-// Write encrypts p and writes its records in one socket write. Small
-// writes go straight through.
+// maxBatch is the most plaintext one socket write carries: four full
+// records, whose batch fits the pooled buffer. A larger Write is written
+// in several batches: gathered whole, a 240 KiB Write took a fresh batch
+// buffer each time, and 3.5x the CPU per byte of 60 KiB ones (measured on
+// loopback, uTLS, 2 vCPUs).
+const maxBatch = 64 << 10
+
+// Write encrypts p and writes its records in one socket write per
+// maxBatch bytes. Small writes go straight through.
 func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) <= minBatch {
 		return c.engine.Write(p)
 	}
 	c.wm.Lock()
 	defer c.wm.Unlock()
-	c.sock.begin()
-	n, err := c.engine.Write(p)
-	if ferr := c.sock.flush(); err == nil && ferr != nil {
-		return 0, ferr
+	n := 0
+	for n < len(p) {
+		c.sock.begin()
+		m, err := c.engine.Write(p[n:min(len(p), n+maxBatch)])
+		if ferr := c.sock.flush(); err == nil && ferr != nil {
+			return n, ferr // this batch did not go out
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
 	}
-	return n, err
+	return n, nil
 }
 
 // TryRead reads into p what can be read without waiting for the network:

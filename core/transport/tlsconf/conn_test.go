@@ -26,7 +26,8 @@ func (w *writeCounter) Write(p []byte) (int, error) {
 }
 
 // TestConnBatch checks that a Write of several records reaches the
-// socket in one write and arrives intact, and that small writes pass.
+// socket in one write per maxBatch bytes and arrives intact, and that
+// small writes pass.
 func TestConnBatch(t *testing.T) {
 	cert, _ := nettest.SelfSigned(t, "tlsconf.test")
 	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
@@ -62,7 +63,9 @@ func TestConnBatch(t *testing.T) {
 		{1 << 10, 1},
 		{16 << 10, 1},   // several records while TLS starts small
 		{32<<10 + 8, 1}, // three records
-		{100 << 10, 1},  // larger than the pooled buffer
+		{64 << 10, 1},
+		{100 << 10, 2}, // more than maxBatch: two batches
+		{240 << 10, 4}, // a batch per maxBatch, each of the pooled size
 	}
 	for _, tt := range tests {
 		p := bytes.Repeat([]byte{byte(tt.size)}, tt.size)

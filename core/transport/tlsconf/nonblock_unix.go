@@ -14,11 +14,9 @@ import (
 // keeps its state.
 type nonblockReader struct {
 	rc   syscall.RawConn       // nil: the conn is not a socket
-	fn   func(fd uintptr) bool // readFD
+	tr   readwait.TryReader    // the socket's
 	peek func(fd uintptr) bool // peekFD
 	look func(fd uintptr) bool // lookFD
-	p    []byte
-	n    int
 	rdy  bool
 }
 
@@ -31,8 +29,10 @@ func (r *nonblockReader) init(c net.Conn) {
 	if err != nil {
 		return
 	}
+	if _, r.tr = readwait.OfSocket(sc); r.tr == nil {
+		return
+	}
 	r.rc = rc
-	r.fn = r.readFD // one closure for the conn's life, not one per read
 	r.peek = r.peekFD
 	r.look = r.lookFD
 }
@@ -75,19 +75,6 @@ func (r *nonblockReader) read(p []byte) int {
 	if r.rc == nil {
 		return 0
 	}
-	r.p, r.n = p, 0
-	if err := r.rc.Read(r.fn); err != nil {
-		r.n = 0
-	}
-	r.p = nil
-	return r.n
-}
-
-func (r *nonblockReader) readFD(fd uintptr) bool {
-	n, err := syscall.Read(int(fd), r.p)
-	if err != nil || n < 0 {
-		n = 0
-	}
-	r.n = n
-	return true // never wait for readiness
+	n, _ := r.tr.TryRead(p)
+	return n
 }

@@ -40,3 +40,50 @@ func TestWaitRead(t *testing.T) {
 		}
 	})
 }
+
+// TestTryRead checks that TryRead never waits and returns what a Read
+// would have at once: over TLS, what the kernel has received too; over
+// plain TCP, what the reader has buffered.
+func TestTryRead(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, secure bool) {
+		s := &server{t: t, secure: secure, path: "/tunnel"}
+		addr := s.start(t)
+		c := s.dial(t, addr, Config{Host: "example.com", Path: "/tunnel"})
+		c.SetDeadline(time.Time{})
+		b := make([]byte, 64)
+		if n, err := c.TryRead(b); n != 0 || err != nil {
+			t.Fatalf("TryRead before anything came: %d, %v; want 0, nil", n, err)
+		}
+		if _, err := c.Write([]byte("0123456789")); err != nil { // echoed
+			t.Fatal(err)
+		}
+		nettest.StartWait(t, c.WaitRead).Ends("a frame came")
+		var got []byte
+		if secure {
+			nettest.Eventually(t, "the echo through TryRead", func() (bool, string) {
+				n, err := c.TryRead(b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, b[:n]...)
+				return len(got) >= 10, string(got)
+			})
+		} else {
+			n, err := c.TryRead(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, b[:n]...)
+		}
+		rest := make([]byte, 10-len(got))
+		if _, err := io.ReadFull(c, rest); err != nil {
+			t.Fatal(err)
+		}
+		if got = append(got, rest...); string(got) != "0123456789" {
+			t.Fatalf("TryRead and Read: %q", got)
+		}
+		if n, err := c.TryRead(b); n != 0 || err != nil {
+			t.Fatalf("TryRead with everything read: %d, %v; want 0, nil", n, err)
+		}
+	})
+}

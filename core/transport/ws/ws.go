@@ -309,6 +309,22 @@ func (c *Conn) Read(p []byte) (int, error) {
 	} else if c.hsErr != nil {
 		return 0, c.hsErr
 	}
+	return c.read(p, true)
+}
+
+// TryRead reads what Read would, but only what is there at once, (0, nil)
+// when nothing is (readwait.TryReader). Before the upgrade it reads
+// nothing.
+func (c *Conn) TryRead(p []byte) (int, error) {
+	if !c.hsDone.Load() || c.hsErr != nil {
+		return 0, nil
+	}
+	return c.read(p, false)
+}
+
+// read reads payload bytes into p, waiting for the first ones when wait
+// is set and never after them.
+func (c *Conn) read(p []byte, wait bool) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -316,7 +332,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	defer c.rmu.Unlock()
 	n := 0
 	for n < len(p) {
-		wait := n == 0
+		wait := wait && n == 0
 		if c.left == 0 {
 			if c.eof {
 				break

@@ -9,12 +9,16 @@ import (
 
 // PacketQueue is the receiving half of a proxied UDP session: the
 // connection's reader delivers whole datagrams, ReadFrom takes them. A
-// full queue drops, as a full socket buffer would.
+// full queue drops, as a full socket buffer would. It also keeps the
+// session's write deadline, for the protocol's sending half.
 type PacketQueue struct {
 	recv     chan queued
 	done     chan struct{} // closed by Shut
 	doneOnce sync.Once
 	rdline   Deadline
+
+	wmu sync.Mutex
+	wdl time.Time // the write deadline, for the sending half (WriteDeadline)
 }
 
 type queued struct {
@@ -69,6 +73,29 @@ func (q *PacketQueue) Closed() bool {
 	default:
 		return false
 	}
+}
+
+// SetDeadline sets the read and the write deadline.
+func (q *PacketQueue) SetDeadline(t time.Time) error {
+	q.SetReadDeadline(t)
+	return q.SetWriteDeadline(t)
+}
+
+// SetWriteDeadline sets the deadline that WriteDeadline reports: the
+// session's sending half bounds its wait for a new connection by it
+// (Shared.ForSend). A send already waiting keeps the deadline it had.
+func (q *PacketQueue) SetWriteDeadline(t time.Time) error {
+	q.wmu.Lock()
+	q.wdl = t
+	q.wmu.Unlock()
+	return nil
+}
+
+// WriteDeadline is the deadline SetWriteDeadline set; zero: none.
+func (q *PacketQueue) WriteDeadline() time.Time {
+	q.wmu.Lock()
+	defer q.wmu.Unlock()
+	return q.wdl
 }
 
 // SetReadDeadline makes ReadFrom fail with os.ErrDeadlineExceeded after t.

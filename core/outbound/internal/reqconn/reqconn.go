@@ -40,7 +40,9 @@ type Conn struct {
 	respMu   sync.Mutex
 	respDone atomic.Bool
 	respErr  error
-	rw       readwait.Waiter // Of(Conn), once WaitRead needs it; the reader's own
+	rw       readwait.Waiter    // For(Conn), once WaitRead or TryRead needs it; the reader's own
+	tr       readwait.TryReader // likewise
+	rwDone   bool               // rw and tr are set
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -153,18 +155,53 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// TryRead reads what Read would, but only what the transport has at once,
+// (0, nil) when it has nothing (readwait.TryReader); before the response
+// header is in it reads nothing.
+func (c *Conn) TryRead(p []byte) (int, error) {
+	if !c.respDone.Load() || c.respErr != nil {
+		return 0, nil
+	}
+	c.readers()
+	if c.tr == nil {
+		return 0, nil
+	}
+	// Over TLS each TryRead brings at most a record: go on to fill p, as
+	// Read does. A socket's brings all it has at once.
+	_, gather := c.Conn.(tryReader)
+	n := 0
+	for n < len(p) {
+		m, err := c.tr.TryRead(p[n:])
+		n += m
+		if err != nil && n == 0 {
+			return 0, err
+		}
+		if m == 0 || err != nil || !gather {
+			break // an error after data shows again on the next Read
+		}
+	}
+	return n, nil
+}
+
 // WaitRead waits for data on the transport once the response header is
 // in (readwait.Waiter); before that it cannot wait.
 func (c *Conn) WaitRead() bool {
 	if !c.respDone.Load() || c.respErr != nil {
 		return false
 	}
+	c.readers()
 	if c.rw == nil {
-		if c.rw = readwait.Of(c.Conn); c.rw == nil {
-			return false
-		}
+		return false
 	}
 	return c.rw.WaitRead()
+}
+
+// readers sets rw and tr, once.
+func (c *Conn) readers() {
+	if !c.rwDone {
+		c.rw, c.tr = readwait.For(c.Conn)
+		c.rwDone = true
+	}
 }
 
 func (c *Conn) readResponse() error {
