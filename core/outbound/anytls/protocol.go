@@ -36,16 +36,8 @@ const (
 	protocolVersion = 2
 )
 
-// uotMagic is the destination that asks the server for sing-box's UDP over
-// TCP, version 2.
-const uotMagic = "sp.v2.udp-over-tcp.arpa"
-
-// socksTypes are SOCKS5's address types (stream destinations, the UoT
-// request); uotTypes the UoT packets' own.
-var (
-	socksTypes = flow.AddrTypes{IPv4: 1, Name: 3, IPv6: 4}
-	uotTypes   = flow.AddrTypes{IPv4: 0, IPv6: 1, Name: 2}
-)
+// socksTypes are SOCKS5's address types, a stream's destination's.
+var socksTypes = flow.AddrTypes{IPv4: 1, Name: 3, IPv6: 4}
 
 // appendFrameHeader appends a frame header.
 func appendFrameHeader(b []byte, cmd byte, id uint32, n int) []byte {

@@ -1,7 +1,8 @@
 // Command bench measures skiff against sing-box as the client, both talking
 // to the same sing-box server on loopback, one client at a time: 16
 // concurrent TCP streams through the client's SOCKS5 to a sink/source,
-// download and upload measured separately, N runs with the median. It
+// download and upload measured separately, N runs with the median, the
+// clients taking turns run by run. It
 // reports throughput, the client's CPU efficiency (Mbps per core the client
 // process used) and the client's peak RSS, with skiff/sing-box ratios.
 // Then (-conns N, default 500; 0 none) a fresh client carries N concurrent
@@ -107,16 +108,8 @@ func run(o measure.Settings) error {
 		if err != nil {
 			return err
 		}
-		for _, client := range o.Clients {
-			if o.ConnsOnly {
-				break
-			}
-			r, err := benchClient(o, proto, client, s, server.Pid(), sink.Addr(), skiffBin, sbBin, dir)
-			if err != nil {
-				r.Err = err
-				fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, client, err)
-			}
-			results = append(results, r)
+		if !o.ConnsOnly {
+			results = append(results, benchClients(o, proto, s, server.Pid(), sink.Addr(), skiffBin, sbBin, dir)...)
 		}
 		for _, client := range o.Clients {
 			if o.Conns <= 0 {
@@ -264,63 +257,98 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 	return r, nil
 }
 
-// benchClient starts one client for s, warms it up, measures both
-// directions o.Runs times and stops it.
-func benchClient(o measure.Settings, proto, client string, s *harness.Server, serverPid int, sink, skiffBin, sbBin, dir string) (measure.Result, error) {
-	r := measure.Result{Protocol: proto, Client: client}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, proxy, pprofBase, err := startClient(ctx, proto, client, s, o.CPUProfile != "", skiffBin, sbBin, dir)
-	if err != nil {
-		return r, err
+// benchClients starts every client for s, warms each up, and measures both
+// directions o.Runs times, the clients taking turns run by run (skiff's
+// download, sing-box's download, skiff's upload, ...): on a machine whose
+// load moves over minutes, as a shared one's does, each client's runs
+// then fall in the same stretch of it, where one client's runs all
+// before the other's had put a ±30 % swing between them. A client that
+// does not start, or fails a run, gets its error in its result and drops
+// out; the others go on. Idle, the waiting clients cost next to nothing.
+func benchClients(o measure.Settings, proto string, s *harness.Server, serverPid int, sink, skiffBin, sbBin, dir string) []measure.Result {
+	type live struct {
+		r        measure.Result
+		p        *harness.Process
+		load     measure.Load
+		pprofURL string
 	}
-	pprofURL := ""
-	if pprofBase != "" {
-		pprofURL = pprofBase + "profile"
-	}
-	defer p.Stop()
-
-	fmt.Fprintf(os.Stderr, "%s via %s: warm-up %v\n", proto, client, o.Warmup)
-	load := measure.Load{
-		Dial:      func(ctx context.Context) (net.Conn, error) { return harness.DialSOCKS(ctx, proxy, sink) },
-		Dir:       harness.SinkDownload,
-		Streams:   o.Streams,
-		Duration:  o.Warmup,
-		ClientPid: p.Pid(),
-		ServerPid: serverPid,
-	}
-	if _, err := load.Run(); err != nil {
-		return r, fmt.Errorf("warm-up: %w\n%s", err, p.Output())
+	var cs []*live
+	for _, client := range o.Clients {
+		c := &live{r: measure.Result{Protocol: proto, Client: client}}
+		cs = append(cs, c)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		p, proxy, pprofBase, err := startClient(ctx, proto, client, s, o.CPUProfile != "", skiffBin, sbBin, dir)
+		cancel()
+		if err != nil {
+			c.r.Err = err
+			fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, client, err)
+			continue
+		}
+		defer p.Stop()
+		c.p = p
+		if pprofBase != "" {
+			c.pprofURL = pprofBase + "profile"
+		}
+		c.load = measure.Load{
+			Dial:      func(ctx context.Context) (net.Conn, error) { return harness.DialSOCKS(ctx, proxy, sink) },
+			Dir:       harness.SinkDownload,
+			Streams:   o.Streams,
+			Duration:  o.Warmup,
+			ClientPid: p.Pid(),
+			ServerPid: serverPid,
+		}
+		fmt.Fprintf(os.Stderr, "%s via %s: warm-up %v\n", proto, client, o.Warmup)
+		if _, err := c.load.Run(); err != nil {
+			c.r.Err = fmt.Errorf("warm-up: %w\n%s", err, p.Output())
+			fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, client, c.r.Err)
+		}
 	}
 	for i := 0; i < o.Runs; i++ {
 		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
-			var prof chan error
-			if pprofURL != "" && i == 0 && dirn == o.ProfiledDirection(harness.SinkDownload, harness.SinkUpload) {
-				prof = make(chan error, 1)
-				go func() { prof <- fetchProfile(pprofURL, o.Duration, o.CPUProfile+"-"+proto+".pprof") }()
-			}
-			load.Dir, load.Duration = dirn, o.Duration
-			m, err := load.Run()
-			if err != nil {
-				return r, fmt.Errorf("run %d: %w\n%s", i+1, err, p.Output())
-			}
-			if prof != nil {
-				if err := <-prof; err != nil {
-					fmt.Fprintf(os.Stderr, "cpuprofile: %v\n", err)
+			for _, c := range cs {
+				if c.r.Err != nil {
+					continue
 				}
+				var prof chan error
+				if c.pprofURL != "" && i == 0 && dirn == o.ProfiledDirection(harness.SinkDownload, harness.SinkUpload) {
+					prof = make(chan error, 1)
+					go func() { prof <- fetchProfile(c.pprofURL, o.Duration, o.CPUProfile+"-"+proto+".pprof") }()
+				}
+				load := c.load
+				load.Dir, load.Duration = dirn, o.Duration
+				m, err := load.Run()
+				if prof != nil {
+					if err := <-prof; err != nil {
+						fmt.Fprintf(os.Stderr, "cpuprofile: %v\n", err)
+					}
+				}
+				if err != nil {
+					c.r.Err = fmt.Errorf("run %d: %w\n%s", i+1, err, c.p.Output())
+					fmt.Fprintf(os.Stderr, "%s via %s: %v\n", proto, c.r.Client, c.r.Err)
+					continue
+				}
+				f := &c.r.Down
+				name := "download"
+				if dirn == harness.SinkUpload {
+					f, name = &c.r.Up, "upload"
+				}
+				f.Add(m)
+				fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores\n",
+					proto, c.r.Client, i+1, name, m.Mbps, m.ClientCores, m.ServerCores)
 			}
-			f := &r.Down
-			name := "download"
-			if dirn == harness.SinkUpload {
-				f, name = &r.Up, "upload"
-			}
-			f.Add(m)
-			fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores\n",
-				proto, client, i+1, name, m.Mbps, m.ClientCores, m.ServerCores)
 		}
 	}
-	r.PeakRSSMiB, err = measure.MemMiB(p.Pid(), "VmHWM")
-	return r, err
+	rs := make([]measure.Result, 0, len(cs))
+	for _, c := range cs {
+		if c.r.Err == nil {
+			var err error
+			if c.r.PeakRSSMiB, err = measure.MemMiB(c.p.Pid(), "VmHWM"); err != nil {
+				c.r.Err = err
+			}
+		}
+		rs = append(rs, c.r)
+	}
+	return rs
 }
 
 // fetchProfile saves skiff's CPU profile over d to path.
@@ -335,7 +363,7 @@ func fetchProfile(url string, d time.Duration, path string) error {
 func printHeader(o measure.Settings, skiffBin string) {
 	measure.PrintMachine(os.Stdout, "skiff client benchmark", skiffBin)
 	fmt.Printf("load:      %s (load average before the run; other work on the machine skews the figures)\n", measure.LoadAvg())
-	fmt.Printf("settings:  %d TCP streams through the client's SOCKS5 to a loopback sink/source; %v per direction after a %v warm-up; %d runs, median\n",
+	fmt.Printf("settings:  %d TCP streams through the client's SOCKS5 to a loopback sink/source; %v per direction after a %v warm-up; %d runs, median; the clients take turns run by run\n",
 		o.Streams, o.Duration, o.Warmup, o.Runs)
 	if skiffVia == "service" {
 		fmt.Println("           skiff: `skiff service` (root), connected by `skiff import LINK` and `skiff connect --listen ADDR` over its socket; its RSS is the service's")
@@ -372,7 +400,7 @@ func target(proto string) string {
 		return "≥1.08x / ≥0.83x / ≤0.45x"
 	case "ss2022":
 		return "≥1.00x / ≥1.40x / ≤0.45x"
-	case "trojan-tls", "trojan-ws", "vmess-tls", "vmess-ws", "vmess-tcp":
+	case "trojan-tls", "trojan-ws", "vmess-tls", "vmess-ws", "vmess-tcp", "vmess-h2":
 		return "≥1.00x / ≥1.10x / ≤0.50x" // issue 13
 	case "vless-reality", "vless-reality-vision":
 		return "≥1.00x / ≥1.30x / ≤0.50x" // issue 14

@@ -30,7 +30,7 @@ type Settings struct {
 	Warmup     time.Duration // warm-up transfer before a client's runs
 	Runs       int           // runs per direction; the median is reported
 	Streams    int           // concurrent TCP streams
-	Protocols  []string      // hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vless-reality, vless-reality-vision
+	Protocols  []string      // hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2, vless-reality, vless-reality-vision
 	Clients    []string      // skiff, sing-box
 	CPUProfile string        // prefix of skiff's CPU profile files; "" none
 	// ProfileUpload profiles the first upload run instead of the download.
@@ -61,7 +61,7 @@ func (s *Settings) Register(fs *flag.FlagSet, quickHelp, profileHelp string, qui
 	fs.IntVar(&s.Runs, "runs", 3, "runs per direction; the median is reported")
 	fs.IntVar(&s.Streams, "streams", 16, "concurrent TCP streams")
 	fs.BoolVar(&s.quick, "quick", false, quickHelp)
-	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp (VMess with aes-128-gcm), vless-reality, vless-reality-vision (fp=chrome both)")
+	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2 (VMess with aes-128-gcm; h2: the V2Ray HTTP/2 transport over TLS), vless-reality, vless-reality-vision (fp=chrome both)")
 	fs.StringVar(&s.clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", profileHelp)
 	fs.BoolVar(&s.ProfileUpload, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
@@ -116,7 +116,7 @@ func Server(proto string, port int, cert *harness.Cert) (*harness.Server, error)
 		s.Kind = k
 	case "ss2022": // Shadowsocks 2022, the method the seed benchmark ranks
 		s.Kind, s.Method, s.Password = harness.Shadowsocks, "2022-blake3-aes-128-gcm", "YmVuY2gtcHNrLTE2Ynl0ZQ=="
-	case harness.VMessTLS, harness.VMessWS, harness.VMessTCP:
+	case harness.VMessTLS, harness.VMessWS, harness.VMessTCP, harness.VMessH2:
 		s.Kind, s.Security = k, "aes-128-gcm"
 	case harness.VLESSReality, harness.VLESSRealityVision:
 		// The site whose handshake the server borrows; the caller closes
