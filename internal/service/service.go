@@ -20,11 +20,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/exepages"
 	"github.com/skiffvpn/skiff/tun"
 )
 
@@ -113,6 +115,7 @@ func Run(ctx context.Context, o Options) error {
 	case rt != nil:
 		log.Info("service: reconnected as before the stop", "route", rt.Name, "mode", rt.Mode)
 	}
+	releaseStartPages(log)
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -124,6 +127,17 @@ func Run(ctx context.Context, o Options) error {
 	srv.Shutdown(sctx) // streams end with the request contexts
 	srv.Close()
 	return local.Close()
+}
+
+// releaseStartPages hands back what starting took and an idle service does
+// not use: the executable's pages that start-up touched (see package
+// exepages) and the start's garbage. A connection's run does the same
+// after its own start (core's trimmer).
+func releaseStartPages(log *slog.Logger) {
+	if _, err := exepages.Release(); err != nil {
+		log.Debug("service: releasing the executable's pages", "err", err)
+	}
+	debug.FreeOSMemory()
 }
 
 // peerKey is the context key of a connection's peer.
