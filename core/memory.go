@@ -19,8 +19,9 @@ import (
 // a leak. A forced collection returns it at once; see trimmer for when.
 // The cost is a GC of the little that is still live, once per burst.
 //
-// The first tick hands back what the start left: its garbage (a rule set's
-// decoding) and the executable's pages that only starting touched.
+// The first tick unmaps the executable's pages that only starting touched
+// (see package exepages). It does not collect: an idle run may never need a
+// collection, and one reads pages of its own (below).
 //
 // For as long as it runs it also holds the soft memory limit (softLimit),
 // headroom above what the process holds at its start.
@@ -36,8 +37,11 @@ func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headr
 		case <-t.C:
 		}
 		up, down := st.Totals()
-		if tr.tick(st.ConnCount(), up+down) || first {
+		switch trim := tr.tick(st.ConnCount(), up+down); {
+		case trim:
 			handBack(log)
+		case first:
+			releasePages(log)
 		}
 	}
 }
@@ -53,10 +57,16 @@ func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headr
 // the next one, two minutes later at the latest, would read anyway. So what
 // the process holds after handBack is what it holds while it goes on.
 func handBack(log *slog.Logger) {
+	releasePages(log)
+	debug.FreeOSMemory()
+}
+
+// releasePages unmaps the executable's pages the process mapped since the
+// last time (see package exepages).
+func releasePages(log *slog.Logger) {
 	if _, err := exepages.Release(); err != nil {
 		log.Debug("memory: releasing the executable's pages", "err", err)
 	}
-	debug.FreeOSMemory()
 }
 
 // Thresholds of trimmer, per tick (2 s in the engine).

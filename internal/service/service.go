@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -129,15 +128,15 @@ func Run(ctx context.Context, o Options) error {
 	return local.Close()
 }
 
-// releaseStartPages hands back what starting took and an idle service does
-// not use: the executable's pages that start-up touched (see package
-// exepages) and the start's garbage. A connection's run does the same
-// after its own start (core's trimmer).
+// releaseStartPages unmaps the executable's pages that start-up touched
+// and an idle service does not use (see package exepages); a connection's
+// run does the same after its own start (core's trimmer). No collection:
+// an idle service never needs one, and it would map pages of its own (the
+// stacks' function tables, the heap's type descriptors), 1 MiB here.
 func releaseStartPages(log *slog.Logger) {
 	if _, err := exepages.Release(); err != nil {
 		log.Debug("service: releasing the executable's pages", "err", err)
 	}
-	debug.FreeOSMemory()
 }
 
 // peerKey is the context key of a connection's peer.
