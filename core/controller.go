@@ -282,7 +282,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	go func() {
 		defer r.wg.Done()
 		defer guard.Fatal(r.restore)
-		trimMemory(runCtx, r.stats, 2*time.Second, headroom)
+		trimMemory(runCtx, r.stats, 2*time.Second, headroom, c.log)
 	}()
 	if rt.sets != nil {
 		r.wg.Add(1)

@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/stats"
+	"github.com/skiffvpn/skiff/internal/exepages"
 )
 
 // trimMemory hands memory back to the OS after a burst of connections or of
@@ -17,23 +19,53 @@ import (
 // a leak. A forced collection returns it at once; see trimmer for when.
 // The cost is a GC of the little that is still live, once per burst.
 //
+// The first tick unmaps the executable's pages that only starting touched
+// (see package exepages). It does not collect: an idle run may never need a
+// collection, and one reads pages of its own (below).
+//
 // For as long as it runs it also holds the soft memory limit (softLimit),
 // headroom above what the process holds at its start.
-func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headroom int64) {
+func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headroom int64, log *slog.Logger) {
 	defer softLimit(headroom)()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var tr trimmer
-	for {
+	for first := true; ; first = false {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		up, down := st.Totals()
-		if tr.tick(st.ConnCount(), up+down) {
-			debug.FreeOSMemory()
+		switch trim := tr.tick(st.ConnCount(), up+down); {
+		case trim:
+			handBack(log)
+		case first:
+			releasePages(log)
 		}
+	}
+}
+
+// handBack returns the heap the process no longer uses to the OS, and
+// unmaps the pages of the executable it mapped since the last time: the
+// code and tables of a start or of a burst of new connections, which an
+// idle or steady run does not read again (see package exepages). What it
+// still runs is mapped again at once.
+//
+// The pages go first: the collection then maps again what a collection
+// reads (the stacks' function tables, the heap's type descriptors), which
+// the next one, two minutes later at the latest, would read anyway. So what
+// the process holds after handBack is what it holds while it goes on.
+func handBack(log *slog.Logger) {
+	releasePages(log)
+	debug.FreeOSMemory()
+}
+
+// releasePages unmaps the executable's pages the process mapped since the
+// last time (see package exepages).
+func releasePages(log *slog.Logger) {
+	if _, err := exepages.Release(); err != nil {
+		log.Debug("memory: releasing the executable's pages", "err", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"runtime/debug"
 	"slices"
@@ -19,7 +20,10 @@ func TestSoftLimit(t *testing.T) {
 	defer debug.SetMemoryLimit(prev)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { trimMemory(ctx, stats.New(), time.Hour, tunHeadroom); close(done) }()
+	go func() {
+		trimMemory(ctx, stats.New(), time.Hour, tunHeadroom, slog.New(slog.DiscardHandler))
+		close(done)
+	}()
 	deadline := time.Now().Add(5 * time.Second)
 	var got int64
 	for got = debug.SetMemoryLimit(-1); got == math.MaxInt64 && time.Now().Before(deadline); got = debug.SetMemoryLimit(-1) {
@@ -38,7 +42,10 @@ func TestSoftLimit(t *testing.T) {
 	debug.SetMemoryLimit(100 << 20)
 	ctx, cancel = context.WithCancel(context.Background())
 	done = make(chan struct{})
-	go func() { trimMemory(ctx, stats.New(), time.Hour, tunHeadroom); close(done) }()
+	go func() {
+		trimMemory(ctx, stats.New(), time.Hour, tunHeadroom, slog.New(slog.DiscardHandler))
+		close(done)
+	}()
 	time.Sleep(50 * time.Millisecond)
 	if got := debug.SetMemoryLimit(-1); got != 100<<20 {
 		t.Errorf("limit with GOMEMLIMIT set %d, want the user's %d", got, 100<<20)
