@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"testing"
@@ -52,6 +53,45 @@ func TestSoftLimit(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestSoftLimitFollowsLiveMemory checks that the soft limit rises above
+// live memory that outgrows it, so that the collector does not run without
+// pause, and comes back down once that memory is freed.
+func TestSoftLimitFollowsLiveMemory(t *testing.T) {
+	prev := debug.SetMemoryLimit(math.MaxInt64)
+	defer debug.SetMemoryLimit(prev)
+	restore := softLimit(proxyHeadroom)
+	defer restore()
+	base := debug.SetMemoryLimit(-1)
+	waitLimit := func(what string, ok func(int64) bool) int64 {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			runtime.GC()
+			got := debug.SetMemoryLimit(-1)
+			if ok(got) {
+				return got
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: limit %d MiB (it started at %d MiB)", what, got>>20, base>>20)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	const live = 2 * proxyHeadroom
+	hold := make([][]byte, live>>20)
+	for i := range hold {
+		hold[i] = make([]byte, 1<<20)
+	}
+	waitLimit("with 64 MiB live", func(l int64) bool { return l >= live+proxyHeadroom/2 })
+	runtime.KeepAlive(hold)
+	hold = nil
+	waitLimit("after it was freed", func(l int64) bool { return l == base })
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("limit after restore %d, want the previous one back", got)
+	}
 }
 
 // TestTrimmer checks when memory is handed back: after most of a burst of

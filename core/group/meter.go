@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/relay"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // meter measures what one member delivers: the bytes its streams carry
@@ -151,9 +152,11 @@ const stallSecs = 3
 
 // meteredConn is a member's stream, counted. It keeps the stream's
 // CloseWrite and relay.FrameWriter, when it has them, through the
-// variants wrap returns.
+// variants wrap returns, and its WaitRead (readwait): without it a
+// group's idle flows would hold a relay buffer each.
 type meteredConn struct {
 	net.Conn
+	wait   readwait.Waiter // the stream's; nil: it cannot wait
 	m      *meter
 	rx, tx atomic.Int64
 	closed atomic.Bool
@@ -172,6 +175,10 @@ func (c *meteredConn) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
+
+// WaitRead waits as the stream does (readwait.Waiter); false when it
+// cannot wait.
+func (c *meteredConn) WaitRead() bool { return c.wait != nil && c.wait.WaitRead() }
 
 func (c *meteredConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
@@ -268,7 +275,7 @@ func (c meteredCWFW) CloseWrite() error {
 
 // wrap returns c counted by m, with c's optional methods.
 func (m *meter) wrap(c net.Conn) net.Conn {
-	mc := &meteredConn{Conn: c, m: m}
+	mc := &meteredConn{Conn: c, wait: readwait.Of(c), m: m}
 	m.add(mc)
 	_, cw := c.(interface{ CloseWrite() error })
 	_, fw := c.(relay.FrameWriter)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/skiffvpn/skiff/core/fault"
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 const mbitps = 125_000 // bytes/s in one Mbit/s
@@ -294,5 +296,47 @@ func TestFailoverLeavesThrottledMember(t *testing.T) {
 		t.Errorf("remeasure of the recovered primary = %v", err)
 	} else if !strings.Contains(note, "when left") {
 		t.Errorf("note %q", note)
+	}
+}
+
+// TestMeterWrapWaits: a counted stream waits for its next bytes as the
+// member's stream does (readwait), so that a group's idle flows hold no
+// relay buffer, and says at once when the stream cannot wait.
+func TestMeterWrapWaits(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	a, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	m := newMeter()
+	c := m.wrap(a) // a TCP conn: the variant with CloseWrite
+	if _, ok := c.(meteredCW); !ok {
+		t.Fatalf("wrap(%T) = %T, want meteredCW", a, c)
+	}
+	w := readwait.Of(c)
+	if w == nil {
+		t.Fatalf("wrap(%T) cannot wait", a)
+	}
+	wt := nettest.StartWait(t, w.WaitRead)
+	wt.Blocked("before any bytes")
+	b.Write([]byte("x"))
+	wt.Ends("a byte came")
+	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+		t.Fatal(err)
+	}
+	p, q := net.Pipe()
+	defer q.Close()
+	if readwait.Wait(m.wrap(p)) {
+		t.Fatal("a counted pipe waited: a pipe cannot")
 	}
 }

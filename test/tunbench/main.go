@@ -571,10 +571,10 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 			r.CPUSeconds = measure.CPUSeconds(pid) - cpu0
 		}
 		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS %.1f MiB, heap %.1f MiB, %d goroutines\n", proto, name, phase, f.RSSMiB, f.HeapMiB, f.Goroutines)
+		anon, _ := measure.MemMiB(pid, "RssAnon")
+		file, _ := measure.MemMiB(pid, "RssFile")
+		fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS anonymous %.1f MiB, file-backed %.1f MiB\n", proto, name, phase, anon, file)
 		if b.o.diag {
-			anon, _ := measure.MemMiB(pid, "RssAnon")
-			file, _ := measure.MemMiB(pid, "RssFile")
-			fmt.Fprintf(os.Stderr, "%s via %s: %s: RSS anonymous %.1f MiB, file-backed %.1f MiB\n", proto, name, phase, anon, file)
 			b.heapTop(c, proto, phase)
 		}
 	}

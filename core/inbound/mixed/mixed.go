@@ -22,6 +22,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // Config is the inbound's settings.
@@ -168,10 +169,13 @@ type closeWriter interface {
 }
 
 // bufferedConn is a client conn whose first bytes were already read into a
-// bufio.Reader (data the client sent right behind its request).
+// bufio.Reader (data the client sent right behind its request). It waits
+// for its next bytes as the conn does (readwait.Waiter), once the reader
+// is drained, so that an idle flow's relay holds no buffer.
 type bufferedConn struct {
 	net.Conn
-	r *bufio.Reader
+	r    *bufio.Reader
+	wait readwait.Waiter // the conn's; nil: it cannot wait
 }
 
 // clientConn returns c ready for relaying, clearing the handshake deadline:
@@ -181,7 +185,16 @@ func clientConn(c net.Conn, br *bufio.Reader) net.Conn {
 	if br.Buffered() == 0 {
 		return c
 	}
-	return &bufferedConn{Conn: c, r: br}
+	return &bufferedConn{Conn: c, r: br, wait: readwait.Of(c)}
+}
+
+// WaitRead returns at once while the reader holds bytes, and then waits
+// as the conn does (readwait.Waiter).
+func (c *bufferedConn) WaitRead() bool {
+	if c.r != nil && c.r.Buffered() > 0 {
+		return true
+	}
+	return c.wait != nil && c.wait.WaitRead()
 }
 
 // Read reads what was buffered first, then from the conn.

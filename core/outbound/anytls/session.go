@@ -311,10 +311,25 @@ func (s *session) deliver(st *stream, n int) error {
 		var p []byte
 		select {
 		case p = <-st.want:
-		case <-st.ended:
-			return discard(s.conn, n)
-		case <-s.done:
-			return net.ErrClosed
+		default:
+			// No Read is there: wake the stream's WaitRead, if it waits.
+			select {
+			case st.ready <- struct{}{}:
+			default:
+			}
+			select {
+			case p = <-st.want:
+			case <-st.ended:
+				return discard(s.conn, n)
+			case <-s.done:
+				return net.ErrClosed
+			}
+		}
+		// The Read came, with or without waiting: no token may stay for
+		// the next WaitRead (which cannot run before this Read returns).
+		select {
+		case <-st.ready:
+		default:
 		}
 		used, left, err := s.fill(st.id, p, n)
 		st.got <- readResult{n: used, failed: err != nil}

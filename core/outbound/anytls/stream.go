@@ -19,13 +19,16 @@ import (
 // caller, and a stream holds no buffer of its own. AnyTLS has no flow
 // control: a stream that is not read stalls its session, as TCP would; a
 // session carries one stream at a time (see Client), so that stalls no
-// other.
+// other. WaitRead waits until the session's reader has data for the
+// stream (readwait.Waiter), so that a relay's idle direction holds no
+// buffer either.
 type stream struct {
 	s  *session
 	id uint32
 
 	want    chan []byte     // Read's buffer, taken by the session's reader
 	got     chan readResult // what it put there; one per buffer taken
+	ready   chan struct{}   // the reader has data for a Read; one token, for WaitRead
 	ended   chan struct{}   // closed by end
 	endOnce sync.Once
 	endErr  error // io.EOF for the server's FIN
@@ -42,7 +45,7 @@ type readResult struct {
 }
 
 func newStream(s *session, id uint32) *stream {
-	return &stream{s: s, id: id, want: make(chan []byte), got: make(chan readResult, 1), ended: make(chan struct{}), rdline: quicconn.MakeDeadline()}
+	return &stream{s: s, id: id, want: make(chan []byte), got: make(chan readResult, 1), ready: make(chan struct{}, 1), ended: make(chan struct{}), rdline: quicconn.MakeDeadline()}
 }
 
 // end ends the stream's receiving side with err (io.EOF: the server
@@ -75,6 +78,18 @@ func (st *stream) Read(p []byte) (int, error) {
 		return 0, st.endErr
 	}
 	return r.n, nil
+}
+
+// WaitRead waits until the session's reader has data for the next Read,
+// the stream has ended or the read deadline passes (readwait.Waiter). It
+// reads nothing.
+func (st *stream) WaitRead() bool {
+	select {
+	case <-st.ready:
+	case <-st.ended:
+	case <-st.rdline.Wait():
+	}
+	return true
 }
 
 // Write sends p on the stream.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 )
 
@@ -123,13 +124,14 @@ type visionConn struct {
 
 	// Read side: one reader at a time.
 	dec     visionDecoder
-	rbuf    []byte    // read from tr, not yet decoded: rbuf[rpos:rend]
-	rpos    int       //
-	rend    int       //
-	out     []byte    // decoded content not yet returned
-	obuf    []byte    // out's buffer
-	pending []byte    // raw bytes to return before reading raw (after command 2)
-	raw     io.Reader // non-nil after command 2: the socket
+	rbuf    []byte          // read from tr, not yet decoded: rbuf[rpos:rend]
+	rpos    int             //
+	rend    int             //
+	out     []byte          // decoded content not yet returned
+	obuf    []byte          // out's buffer
+	pending []byte          // raw bytes to return before reading raw (after command 2)
+	raw     io.Reader       // non-nil after command 2: the socket
+	rawWait readwait.Waiter // raw's, set with it; nil: it cannot wait
 }
 
 // newVisionConn returns the flow over tr whose first Write starts with
@@ -277,10 +279,27 @@ func (c *visionConn) Read(p []byte) (int, error) {
 			buffered, sock := c.tr.DetachRead()
 			c.pending = append(rest, buffered...)
 			c.raw = sock
+			if sc, ok := sock.(net.Conn); ok {
+				c.rawWait = readwait.Of(sc)
+			}
 			c.rpos, c.rend = 0, 0
 			c.rbuf = nil
 		}
 	}
+}
+
+// WaitRead waits until a Read would find bytes, without reading them
+// (readwait.Waiter): on the outer TLS, or on the socket after command 2.
+// It returns at once while it holds bytes of its own, decoded or not (a
+// part of a block may then leave the Read waiting for the rest).
+func (c *visionConn) WaitRead() bool {
+	switch {
+	case len(c.out) > 0 || len(c.pending) > 0 || c.rpos < c.rend:
+		return true
+	case c.raw != nil:
+		return c.rawWait != nil && c.rawWait.WaitRead()
+	}
+	return c.tr.WaitRead()
 }
 
 // TryRead returns what can be read without waiting (see

@@ -362,3 +362,53 @@ func TestVisionBlocksStartRecords(t *testing.T) {
 		t.Fatalf("%d blocks, %d content bytes", blocks, len(content))
 	}
 }
+
+// TestVisionConnWaitRead: a Vision flow waits for its next bytes without
+// reading them, through the blocks and then on the socket after command 2.
+func TestVisionConnWaitRead(t *testing.T) {
+	next, stop := make(chan []byte), make(chan struct{})
+	recv := func() []byte {
+		select {
+		case b := <-next:
+			return b
+		case <-stop:
+			return nil
+		}
+	}
+	c := visionPair(t, func(s *tls.Conn) {
+		s.Write(cat([]byte{0, 0}, block(true, visionContinue, []byte("one "), 10)))
+		recv()
+		s.Write(block(false, visionDirect, []byte("two "), 10))
+		raw := s.NetConn()
+		raw.Write(recv())
+		recv()
+		raw.Close()
+	})
+	t.Cleanup(func() { close(stop) }) // before visionPair's: the server returns first
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	read := func(want string) {
+		t.Helper()
+		b := make([]byte, len(want))
+		if _, err := io.ReadFull(c, b); err != nil || string(b) != want {
+			t.Fatalf("read %q, %v; want %q", b, err, want)
+		}
+	}
+	read("\x00\x00one ") // TLS can wait once a Read has come through
+	w := nettest.StartWait(t, c.WaitRead)
+	w.Blocked("before the next block")
+	next <- nil
+	w.Ends("command 2")
+	read("two ")
+	w = nettest.StartWait(t, c.WaitRead)
+	w.Blocked("raw, before any bytes")
+	next <- []byte("raw")
+	w.Ends("raw bytes")
+	read("raw")
+	w = nettest.StartWait(t, c.WaitRead)
+	w.Blocked("raw, after the bytes")
+	next <- nil
+	w.Ends("the socket's end")
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read at the end: %v, want EOF", err)
+	}
+}

@@ -20,6 +20,10 @@ import (
 // up to coalesceWait for more before it returns. A Read that had to wait
 // for its data (an interactive flow) returns at once.
 //
+// A relay waits for the next data on WaitRead (readwait.Waiter), which
+// peeks at one byte: an idle stream then holds no read buffer, only the
+// frames quic-go has queued.
+//
 // quic-go forbids closing a stream's sending side while a Write is in
 // progress, which net.Conn allows, so Write and the closes are serialised:
 // Close first makes a blocked Write return through the write deadline.
@@ -31,6 +35,10 @@ type StreamConn struct {
 	closeOnce sync.Once
 
 	rdl atomic.Int64 // the caller's read deadline, Unix nanoseconds; 0 none
+
+	// Only the reader's (WaitRead and Read, which never run at once):
+	peek   [1]byte // WaitRead's
+	waited bool    // the last WaitRead had to wait for data
 }
 
 // Read coalescing (see StreamConn).
@@ -46,11 +54,13 @@ const (
 func (c *StreamConn) Read(p []byte) (int, error) {
 	start := time.Now()
 	n, err := c.Stream.Read(p)
+	waited := c.waited
+	c.waited = false
 	if err != nil || n >= coalesceMin || n == len(p) {
 		return n, err
 	}
 	now := time.Now()
-	if now.Sub(start) > busyRead {
+	if waited || now.Sub(start) > busyRead {
 		return n, nil
 	}
 	until := now.Add(coalesceWait)
@@ -71,6 +81,19 @@ func (c *StreamConn) Read(p []byte) (int, error) {
 		c.Stream.SetReadDeadline(r) // set meanwhile
 	}
 	return n, nil
+}
+
+// WaitRead waits until the next Read has data, the stream's end or an
+// error to return, or the read deadline passes (readwait.Waiter). It peeks
+// at one byte, which quic-go leaves queued, so a relay's idle direction
+// holds no buffer while it waits. A wait that was not over at once makes
+// the next Read return what it finds without gathering: the flow is
+// interactive.
+func (c *StreamConn) WaitRead() bool {
+	start := time.Now()
+	c.Stream.Peek(c.peek[:]) // an error shows again on the next Read
+	c.waited = time.Since(start) > busyRead
+	return true
 }
 
 func (c *StreamConn) readDeadline() time.Time {

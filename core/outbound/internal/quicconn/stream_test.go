@@ -13,6 +13,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/skiffvpn/skiff/core/relay/relaytest"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -111,5 +112,55 @@ func TestStreamConnDeadline(t *testing.T) {
 	b := make([]byte, 5)
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hello" {
 		t.Fatalf("read after clearing the deadline: %q, %v", b, err)
+	}
+}
+
+// TestIdleStreamHoldsNoBuffer: a relayed stream that goes quiet after a
+// bulk echo holds no relay buffer (WaitRead), and the next bytes still
+// come through.
+func TestIdleStreamHoldsNoBuffer(t *testing.T) {
+	c := streamPair(t, func(st *quic.Stream) {
+		io.Copy(st, st)
+		st.Close()
+	})
+	relaytest.IdleHoldsNoBuffer(t, relaytest.Relay(t, c), nil)
+}
+
+// TestWaitRead: WaitRead waits for data without consuming it, returns at
+// the stream's end, and when the read deadline passes.
+func TestWaitRead(t *testing.T) {
+	more := make(chan []byte)
+	c := streamPair(t, func(st *quic.Stream) {
+		for b := range more {
+			st.Write(b)
+		}
+		st.Close()
+	})
+	w := nettest.StartWait(t, c.WaitRead)
+	w.Blocked("no data")
+	more <- []byte("hi")
+	w.Ends("data came")
+	b := make([]byte, 2)
+	if _, err := io.ReadFull(c, b); err != nil || string(b) != "hi" {
+		t.Fatalf("read after the wait: %q, %v", b, err)
+	}
+
+	c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	w = nettest.StartWait(t, c.WaitRead)
+	w.Ends("the deadline passed")
+	if _, err := c.Read(b); !errors.Is(err, os.ErrDeadlineExceeded) {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			t.Fatalf("read after the deadline: %v, want a timeout", err)
+		}
+	}
+	c.SetReadDeadline(time.Time{})
+
+	w = nettest.StartWait(t, c.WaitRead)
+	w.Blocked("no data again")
+	close(more)
+	w.Ends("the stream ended")
+	if _, err := c.Read(b); err != io.EOF {
+		t.Fatalf("read at the end: %v, want EOF", err)
 	}
 }
