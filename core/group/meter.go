@@ -152,11 +152,13 @@ const stallSecs = 3
 
 // meteredConn is a member's stream, counted. It keeps the stream's
 // CloseWrite and relay.FrameWriter, when it has them, through the
-// variants wrap returns, and its WaitRead (readwait): without it a
-// group's idle flows would hold a relay buffer each.
+// variants wrap returns, and its WaitRead and TryRead (readwait): without
+// the first a group's idle flows would hold a relay buffer each, without
+// the second its bulk flows would wait before every read.
 type meteredConn struct {
 	net.Conn
-	wait   readwait.Waiter // the stream's; nil: it cannot wait
+	wait   readwait.Waiter    // the stream's; nil: it cannot wait
+	try    readwait.TryReader // the stream's; nil: it cannot read without waiting
 	m      *meter
 	rx, tx atomic.Int64
 	closed atomic.Bool
@@ -179,6 +181,20 @@ func (c *meteredConn) Read(b []byte) (int, error) {
 // WaitRead waits as the stream does (readwait.Waiter); false when it
 // cannot wait.
 func (c *meteredConn) WaitRead() bool { return c.wait != nil && c.wait.WaitRead() }
+
+// TryRead reads what the stream has at once (readwait.TryReader), counted;
+// (0, nil) when it cannot read without waiting.
+func (c *meteredConn) TryRead(b []byte) (int, error) {
+	if c.try == nil {
+		return 0, nil
+	}
+	n, err := c.try.TryRead(b)
+	if n > 0 {
+		c.rx.Add(int64(n))
+		c.m.rx.Add(int64(n))
+	}
+	return n, err
+}
 
 func (c *meteredConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
@@ -275,7 +291,8 @@ func (c meteredCWFW) CloseWrite() error {
 
 // wrap returns c counted by m, with c's optional methods.
 func (m *meter) wrap(c net.Conn) net.Conn {
-	mc := &meteredConn{Conn: c, wait: readwait.Of(c), m: m}
+	w, t := readwait.For(c)
+	mc := &meteredConn{Conn: c, wait: w, try: t, m: m}
 	m.add(mc)
 	_, cw := c.(interface{ CloseWrite() error })
 	_, fw := c.(relay.FrameWriter)

@@ -334,6 +334,30 @@ func TestMeterWrapWaits(t *testing.T) {
 	if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
 		t.Fatal(err)
 	}
+	// It reads what is there without waiting, counted, as the stream does.
+	tr := readwait.TryOf(c)
+	if tr == nil {
+		t.Fatalf("wrap(%T) cannot read without waiting", a)
+	}
+	buf := make([]byte, 16)
+	if n, err := tr.TryRead(buf); n != 0 || err != nil {
+		t.Fatalf("TryRead with nothing there = %d, %v; want 0, nil", n, err)
+	}
+	b.Write([]byte("yz"))
+	var got int
+	for end := time.Now().Add(5 * time.Second); got < 2 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		n, err := tr.TryRead(buf[got:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	if string(buf[:got]) != "yz" {
+		t.Fatalf("TryRead got %q, want \"yz\"", buf[:got])
+	}
+	if rx := c.(meteredCW).rx.Load(); rx != 3 {
+		t.Fatalf("counted %d bytes received, want 3", rx)
+	}
 	p, q := net.Pipe()
 	defer q.Close()
 	if readwait.Wait(m.wrap(p)) {
