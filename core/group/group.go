@@ -481,6 +481,24 @@ func (g *Group) touch() {
 func (g *Group) refresh(reason string, why Why) {
 	g.emitMu.Lock()
 	defer g.emitMu.Unlock()
+	g.refreshLocked(reason, why)
+}
+
+// change runs f, a change of a member's health that reports whether it
+// calls for a new pick, and then picks, as one step: a switch is reported
+// with the reason of the change that made it, not with that of another
+// member's change made in between (a fallback's first good probe taking
+// the credit for the primary's refusal).
+func (g *Group) change(f func() (repick bool, reason string, why Why)) {
+	g.emitMu.Lock()
+	defer g.emitMu.Unlock()
+	if repick, reason, why := f(); repick {
+		g.refreshLocked(reason, why)
+	}
+}
+
+// refreshLocked is refresh with emitMu held.
+func (g *Group) refreshLocked(reason string, why Why) {
 	g.mu.Lock()
 	prev := g.current
 	next := g.pickLocked()
@@ -519,24 +537,25 @@ func (e noAnswer) Unwrap() error { return context.DeadlineExceeded }
 // that its back-off, and so its return, starts from the fault and not from
 // its next slow health check.
 func (g *Group) failed(i int, err error, probe bool) {
-	g.wentDown(i, err, probe, g.health[i].fail(time.Now(), err, probe, g.policy.RecoverHold))
+	g.wentDown(i, err, probe, func() bool { return g.health[i].fail(time.Now(), err, probe, g.policy.RecoverHold) })
 }
 
 // timedOut records that a live dial of member i, started at started, got
 // no answer in time. Unlike other failures, that marks the member failing
 // only when it has gone silent (see health.timedOut).
 func (g *Group) timedOut(i int, started time.Time, err error) {
-	g.wentDown(i, err, false, g.health[i].timedOut(time.Now(), started, err, g.policy.RecoverHold))
+	g.wentDown(i, err, false, func() bool { return g.health[i].timedOut(time.Now(), started, err, g.policy.RecoverHold) })
 }
 
-// wentDown moves new flows off member i when its failure err made it
-// unusable (down).
-func (g *Group) wentDown(i int, err error, probe, down bool) {
-	if !down {
-		return
-	}
-	g.refresh(fmt.Sprintf("%s failed: %v", g.members[i].Name, err), Why{Kind: WhyFailed, Member: g.members[i].Name, Fault: fault.Of(err)})
-	if !probe {
+// wentDown records member i's failure err (record reports whether it made
+// the member unusable: down) and, if it did, moves new flows off it.
+func (g *Group) wentDown(i int, err error, probe bool, record func() (down bool)) {
+	var down bool
+	g.change(func() (bool, string, Why) {
+		down = record()
+		return down, fmt.Sprintf("%s failed: %v", g.members[i].Name, err), Why{Kind: WhyFailed, Member: g.members[i].Name, Fault: fault.Of(err)}
+	})
+	if down && !probe {
 		g.requestProbe(i)
 	}
 }

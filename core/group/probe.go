@@ -82,15 +82,17 @@ func (g *Group) probeLoop() {
 			if r.err != nil {
 				g.failed(r.i, fmt.Errorf("probe: %w", r.err), true)
 			} else {
-				before := g.health[r.i].get()
-				if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
-					name, over := g.members[r.i].Name, g.health[r.i].hold(g.policy.RecoverHold)
-					g.refresh(fmt.Sprintf("%s recovered: %d good probes over %v%s", name, g.policy.RecoverProbes, over, r.note),
-						Why{Kind: WhyRecovered, Member: name, Probes: g.policy.RecoverProbes, Over: over})
-				} else if g.mode == URLTest || before == Unknown {
+				g.change(func() (bool, string, Why) {
 					name := g.members[r.i].Name
-					g.refresh(fmt.Sprintf("latency of %s: %v", name, r.rtt.Round(time.Millisecond)), Why{Kind: WhyLatency, Member: name, RTT: r.rtt})
-				}
+					before := g.health[r.i].get()
+					if g.health[r.i].probeOK(time.Now(), r.rtt, g.policy.RecoverProbes, g.policy.RecoverHold) {
+						over := g.health[r.i].hold(g.policy.RecoverHold)
+						return true, fmt.Sprintf("%s recovered: %d good probes over %v%s", name, g.policy.RecoverProbes, over, r.note),
+							Why{Kind: WhyRecovered, Member: name, Probes: g.policy.RecoverProbes, Over: over}
+					}
+					return g.mode == URLTest || before == Unknown,
+						fmt.Sprintf("latency of %s: %v", name, r.rtt.Round(time.Millisecond)), Why{Kind: WhyLatency, Member: name, RTT: r.rtt}
+				})
 			}
 			due[r.i] = time.Now().Add(g.health[r.i].nextProbe(&g.policy))
 		}

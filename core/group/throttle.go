@@ -192,9 +192,10 @@ func (g *Group) applyCheck(r checkResult) bool {
 	}
 	reason := b.String()
 	mark := throttleMark{Left: r.curSp.Rate, Taker: r.nxSp.Rate, Before: r.s.Peak}
-	if g.health[r.cur].throttle(time.Now(), errors.New(reason), p.RecoverHold, mark) {
-		g.refresh(reason, Why{Kind: WhyThrottled, Member: cur, Fault: fault.Throttled, Rate: r.curSp.Rate, Next: next, NextRate: r.nxSp.Rate})
-	}
+	g.change(func() (bool, string, Why) {
+		return g.health[r.cur].throttle(time.Now(), errors.New(reason), p.RecoverHold, mark),
+			reason, Why{Kind: WhyThrottled, Member: cur, Fault: fault.Throttled, Rate: r.curSp.Rate, Next: next, NextRate: r.nxSp.Rate}
+	})
 	for _, c := range starving {
 		c.Close()
 	}
