@@ -178,6 +178,22 @@ func (c *meteredConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// ReadWaiters offers the counted stream's WaitRead and TryRead only where
+// the stream has them (readwait.Wrapper).
+func (c *meteredConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	var (
+		w readwait.Waiter
+		t readwait.TryReader
+	)
+	if c.wait != nil {
+		w = c
+	}
+	if c.try != nil {
+		t = c
+	}
+	return w, t
+}
+
 // WaitRead waits as the stream does (readwait.Waiter); false when it
 // cannot wait.
 func (c *meteredConn) WaitRead() bool { return c.wait != nil && c.wait.WaitRead() }

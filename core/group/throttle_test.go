@@ -360,7 +360,7 @@ func TestMeterWrapWaits(t *testing.T) {
 	}
 	p, q := net.Pipe()
 	defer q.Close()
-	if readwait.Wait(m.wrap(p)) {
-		t.Fatal("a counted pipe waited: a pipe cannot")
+	if w, tr := readwait.For(m.wrap(p)); w != nil || tr != nil {
+		t.Fatalf("a counted pipe offers a wait (%v) or a read without waiting (%v): a pipe has neither", w != nil, tr != nil)
 	}
 }

@@ -70,9 +70,22 @@ func TryOf(c net.Conn) TryReader {
 	return t
 }
 
+// Wrapper is a conn that wraps another and can do only what that one
+// can: ReadWaiters returns its Waiter and TryReader, each nil when the
+// wrapped conn lacks it. For asks it instead of looking at its methods,
+// so that a caller never tries a read or a wait that cannot happen (the
+// relay would hand its buffer back and take it again for nothing, on
+// every read of a bulk flow).
+type Wrapper interface {
+	ReadWaiters() (Waiter, TryReader)
+}
+
 // For returns c's Waiter and TryReader, as Of and TryOf do, making one
 // socket reader for both when c is a socket. Either may be nil.
 func For(c net.Conn) (Waiter, TryReader) {
+	if wr, ok := c.(Wrapper); ok {
+		return wr.ReadWaiters()
+	}
 	w, wok := c.(Waiter)
 	t, tok := c.(TryReader)
 	if wok || tok {
