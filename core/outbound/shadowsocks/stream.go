@@ -60,14 +60,16 @@ type streamConn struct {
 	rmu       sync.Mutex
 	dec       cipher.AEAD
 	rnonce    [xnonceLen]byte
-	rbuf      *[]byte         // nil while idle
-	r, w      int             // unread ciphertext is rbuf[r:w]
-	pend      []byte          // opened plaintext not yet returned, inside rbuf
-	rerr      error           // a transport error that came with data
-	bulk      bool            // the last transport read was a big one (bulkRead)
-	rerrLater error           // a chunk's failure found after data was returned
-	rw        readwait.Waiter // Of(Conn), once WaitRead needs it
-	nextLen   int             // the opened length of the next chunk; 0: not read yet
+	rbuf      *[]byte            // nil while idle
+	r, w      int                // unread ciphertext is rbuf[r:w]
+	pend      []byte             // opened plaintext not yet returned, inside rbuf
+	rerr      error              // a transport error that came with data
+	bulk      bool               // the last transport read was a big one (bulkRead)
+	rerrLater error              // a chunk's failure found after data was returned
+	rw        readwait.Waiter    // For(Conn)'s, once readers set it
+	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
+	rwDone    bool               // rw and rtry are set
+	nextLen   int                // the opened length of the next chunk; 0: not read yet
 	small     [64]byte
 	respDone  bool
 
@@ -322,9 +324,28 @@ func (s *streamConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	// Hand out the chunks already here too, so that the app side gets
-	// one big write instead of one per chunk.
-	for n < len(p) && len(s.pend) == 0 && s.buffered() {
+	n = s.more(p, n)
+	if len(s.pend) == 0 && s.r == s.w && !s.bulk {
+		s.release()
+	}
+	return n, nil
+}
+
+// more opens into p[n:] the chunks that are there without waiting for the
+// network: those whole in rbuf, then those the transport completes at
+// once (TryRead), while p has room. A relay then makes one write to the
+// app per buffer instead of one per chunk (a 2022 server's chunks are up
+// to 64 KiB, a classic one's 16 KiB, and a socket read brings what
+// arrived, often a chunk and a part). It returns the new n; a chunk that
+// fails is kept in rerrLater for the next Read, after the bytes before it.
+func (s *streamConn) more(p []byte, n int) int {
+	for n < len(p) && len(s.pend) == 0 && s.rerrLater == nil {
+		if !s.buffered() {
+			if s.rerrLater != nil || !s.tryFill() {
+				break
+			}
+			continue
+		}
 		m, err := s.readChunk(p[n:])
 		if err != nil {
 			s.rerrLater = err
@@ -332,29 +353,96 @@ func (s *streamConn) Read(p []byte) (int, error) {
 		}
 		n += m
 	}
+	return n
+}
+
+// tryFill reads into rbuf what the transport has at once (readwait
+// TryRead) and reports whether it brought anything. It takes a pooled
+// buffer if the stream holds none, and gives it back if nothing came.
+func (s *streamConn) tryFill() bool {
+	s.readers()
+	if s.rtry == nil || s.rerr != nil {
+		return false
+	}
+	if s.rbuf == nil {
+		s.rbuf, s.r, s.w = getBuf(), 0, 0
+	}
+	if s.r > 0 && bufSize-s.w < bulkRead {
+		s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
+		s.r = 0
+	}
+	m, err := s.rtry.TryRead((*s.rbuf)[s.w:])
+	s.w += m
+	if m >= bulkRead {
+		s.bulk = true
+	}
+	if err != nil {
+		s.rerr = err
+	}
+	if m == 0 {
+		s.release()
+	}
+	return m > 0
+}
+
+// TryRead returns what Read would without waiting for the network
+// (readwait.TryReader): plaintext already opened, the chunks whole in
+// rbuf, and those the transport completes at once. It returns (0, nil)
+// when none is there, before the response header, and when the stream has
+// failed or ended, which the next Read reports.
+func (s *streamConn) TryRead(p []byte) (int, error) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if len(p) == 0 || !s.respDone {
+		return 0, nil
+	}
+	n := copy(p, s.pend)
+	s.pend = s.pend[n:]
+	n = s.more(p, n)
 	if len(s.pend) == 0 && s.r == s.w && !s.bulk {
 		s.release()
 	}
 	return n, nil
 }
 
+// ReadWaiters offers the stream's TryRead only when its transport has one
+// (readwait.Wrapper): otherwise it could return only what is already
+// opened, and a relay would hand its buffer back and take it again before
+// nearly every read for nothing.
+func (s *streamConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.readers()
+	if s.rtry == nil {
+		return s, nil
+	}
+	return s, s
+}
+
+// readers sets rw and rtry, once.
+func (s *streamConn) readers() {
+	if !s.rwDone {
+		s.rw, s.rtry = readwait.For(s.Conn)
+		s.rwDone = true
+	}
+}
+
 // WaitRead waits for the server's next bytes without reading them, and
 // without the read buffer when nothing is left in it (readwait.Waiter):
-// an idle stream then holds no buffer, here or in the relay. Before the
-// response header it cannot wait.
+// an idle stream then holds no buffer, here or in the relay. A chunk that
+// has arrived only in part is waited for on the transport too: a Read
+// would wait for its rest. Before the response header it cannot wait.
 func (s *streamConn) WaitRead() bool {
 	s.rmu.Lock()
 	if !s.respDone {
 		s.rmu.Unlock()
 		return false
 	}
-	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
+	ready := s.buffered() || len(s.pend) > 0 || s.rerr != nil || s.rerrLater != nil
 	if !ready {
 		s.release()
 	}
-	if s.rw == nil {
-		s.rw = readwait.Of(s.Conn)
-	}
+	s.readers()
 	rw := s.rw
 	s.rmu.Unlock()
 	return ready || (rw != nil && rw.WaitRead())
@@ -364,6 +452,9 @@ func (s *streamConn) WaitRead() bool {
 // opening it does not wait for the network. It opens the chunk's length
 // when that is there.
 func (s *streamConn) buffered() bool {
+	if s.rerrLater != nil {
+		return false
+	}
 	if s.nextLen == 0 {
 		if s.w-s.r < 2+tagLen {
 			return false

@@ -1,0 +1,298 @@
+package shadowsocks
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
+)
+
+// arrivalConn is a transport whose bytes arrive in steps: avail is what
+// has arrived (TryRead returns from it); a Read of an empty avail takes
+// the next of later (the network delivering more), then reports end.
+type arrivalConn struct {
+	net.Conn
+	sent  bytes.Buffer
+	avail []byte
+	later [][]byte
+	end   error // after later: io.EOF, or a transport error
+	reads int   // Reads that had to wait for later
+	tries int   // TryReads that found nothing
+}
+
+func (a *arrivalConn) Write(p []byte) (int, error) { return a.sent.Write(p) }
+func (a *arrivalConn) Close() error                { return nil }
+
+func (a *arrivalConn) Read(p []byte) (int, error) {
+	if len(a.avail) == 0 {
+		if len(a.later) == 0 {
+			return 0, a.end
+		}
+		a.reads++
+		a.avail, a.later = a.later[0], a.later[1:]
+	}
+	n := copy(p, a.avail)
+	a.avail = a.avail[n:]
+	return n, nil
+}
+
+func (a *arrivalConn) TryRead(p []byte) (int, error) {
+	n := copy(p, a.avail)
+	a.avail = a.avail[n:]
+	if n == 0 {
+		a.tries++
+	}
+	return n, nil
+}
+
+// arrive makes the next of later arrive without a Read.
+func (a *arrivalConn) arrive() {
+	a.avail = append(a.avail, a.later[0]...)
+	a.later = a.later[1:]
+}
+
+// tryStream is a 2022 stream on an arrivalConn whose request went out,
+// and the codec that seals the server's chunks for it.
+func tryStream(t *testing.T) (*streamConn, *arrivalConn, func(payload []byte) []byte) {
+	t.Helper()
+	s, pw := newTestServer(t, "2022-blake3-aes-128-gcm", false)
+	c := newClient(t, &node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,
+		Shadowsocks: &node.ShadowsocksOptions{Method: s.method, Password: pw}})
+	ac := &arrivalConn{end: io.EOF}
+	sc := newStreamConn(ac, c, testDst)
+	if _, err := sc.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	rsalt := make([]byte, 16)
+	rand.Read(rsalt)
+	out := newCodec(s.sessionAEAD(rsalt))
+	hdr := []byte{1}
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(time.Now().Unix()))
+	hdr = append(hdr, ac.sent.Bytes()[:16]...)
+	hdr = binary.BigEndian.AppendUint16(hdr, 1)
+	resp := append(rsalt, out.seal(hdr)...)
+	resp = append(resp, out.seal([]byte("h"))...)
+	// The response header and its one byte of data, read at once.
+	ac.avail = resp
+	b := make([]byte, 8)
+	if n, err := sc.Read(b); n != 1 || err != nil || b[0] != 'h' {
+		t.Fatalf("first Read: %q, %v", b[:n], err)
+	}
+	return sc, ac, out.chunk
+}
+
+func fill(n int, c byte) []byte { return bytes.Repeat([]byte{c}, n) }
+
+// TestReadOpensAvailableChunks checks that one Read (and one TryRead)
+// opens as many whole chunks as have arrived and fit the caller's buffer,
+// completing a chunk from the transport's TryRead when its rest has
+// arrived, and never waits for more than the first.
+func TestReadOpensAvailableChunks(t *testing.T) {
+	const k = 16 << 10
+	for _, tc := range []struct {
+		name    string
+		chunks  []int // payload sizes, in order
+		arrive  []int // how many bytes of the sealed stream arrive before each Read; the rest is later
+		buf     int   // the caller's buffer
+		want    []int // what each Read returns
+		wantTry int   // what one TryRead after the Reads returns
+	}{
+		{name: "three whole chunks, one Read", chunks: []int{k, k, k}, buf: 60 << 10, want: []int{3 * k}},
+		{name: "as many as fit the buffer", chunks: []int{k, k, k, k}, buf: 3*k + 100, want: []int{3*k + 100, k - 100}},
+		{name: "a chunk larger than the buffer", chunks: []int{0xffff, k}, buf: 60 << 10, want: []int{60 << 10, 0xffff - 60<<10 + k}},
+		{name: "a short buffer", chunks: []int{100, 100}, buf: 30, want: []int{30, 30, 30, 30, 30}, wantTry: 30},
+		{name: "a part of the last chunk", chunks: []int{k, k, k}, arrive: []int{2*k + 2*(2+2*tagLen) + 100}, buf: 60 << 10, want: []int{2 * k, k}},
+		{name: "the first chunk in parts", chunks: []int{k, 1000}, arrive: []int{10, 2 + tagLen + 5}, buf: 60 << 10, want: []int{k + 1000}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, ac, chunk := tryStream(t)
+			var stream, plain []byte
+			for i, n := range tc.chunks {
+				p := fill(n, byte('a'+i))
+				plain = append(plain, p...)
+				stream = append(stream, chunk(p)...)
+			}
+			// The stream arrives in the steps of arrive, then whole.
+			cut := 0
+			for _, a := range tc.arrive {
+				ac.later = append(ac.later, stream[cut:cut+a])
+				cut += a
+			}
+			ac.later = append(ac.later, stream[cut:])
+			var got []byte
+			b := make([]byte, tc.buf)
+			for i, w := range tc.want {
+				n, err := sc.Read(b)
+				if err != nil || n != w {
+					t.Fatalf("Read %d: %d, %v; want %d", i, n, err, w)
+				}
+				got = append(got, b[:n]...)
+				if i == len(tc.want)-1 {
+					break
+				}
+			}
+			n, err := sc.TryRead(b)
+			if n != tc.wantTry || err != nil {
+				t.Fatalf("TryRead after the Reads: %d, %v; want %d", n, err, tc.wantTry)
+			}
+			got = append(got, b[:n]...)
+			if !bytes.Equal(got, plain[:len(got)]) {
+				t.Fatal("the bytes read differ from those sent")
+			}
+		})
+	}
+}
+
+// TestTryRead checks the stream's TryRead: it returns what has arrived,
+// whole chunks only, never waits for the network, keeps a chunk that
+// fails for the next Read after the bytes before it, and leaves EOF to
+// Read.
+func TestTryRead(t *testing.T) {
+	sc, ac, chunk := tryStream(t)
+	b := make([]byte, 60<<10)
+	if n, err := sc.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead of a quiet stream: %d, %v; want 0, nil", n, err)
+	}
+	if sc.rbuf != nil {
+		t.Fatal("a TryRead that found nothing kept the read buffer")
+	}
+	c1, c2 := chunk(fill(1000, 'a')), chunk(fill(2000, 'b'))
+	// A chunk and a half: TryRead returns the whole one.
+	ac.later = [][]byte{append(c1, c2[:100]...), c2[100:]}
+	ac.arrive()
+	if n, err := sc.TryRead(b); n != 1000 || err != nil {
+		t.Fatalf("TryRead of a chunk and a half: %d, %v; want 1000", n, err)
+	}
+	if n, err := sc.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead of half a chunk: %d, %v; want 0, nil", n, err)
+	}
+	ac.arrive()
+	if n, err := sc.TryRead(b); n != 2000 || err != nil || b[0] != 'b' {
+		t.Fatalf("TryRead once the rest came: %d, %v; want 2000", n, err)
+	}
+	// A chunk that fails authentication after a good one: the good one,
+	// then the error on Read.
+	good := chunk(fill(300, 'c'))
+	bad := chunk(fill(500, 'd'))
+	bad[len(bad)-1] ^= 1
+	ac.avail = append(good, bad...)
+	if n, err := sc.TryRead(b); n != 300 || err != nil || b[0] != 'c' {
+		t.Fatalf("TryRead before a bad chunk: %d, %v; want 300", n, err)
+	}
+	if n, err := sc.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead at the bad chunk: %d, %v; want 0, nil (Read reports it)", n, err)
+	}
+	if n, err := sc.Read(b); n != 0 || !errors.Is(err, errAuth) {
+		t.Fatalf("Read at the bad chunk: %d, %v; want %v", n, err, errAuth)
+	}
+	if ac.reads != 0 {
+		t.Fatalf("%d transport Reads: TryRead waited", ac.reads)
+	}
+}
+
+// TestReadErrorAfterData checks that a Read returns the chunks before a
+// failure, then the failure: a chunk that does not open, the stream's end
+// in the middle of a chunk, and the orderly end between chunks.
+func TestReadErrorAfterData(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tail func(chunk func([]byte) []byte) []byte
+		end  error
+		want error
+	}{
+		{"bad tag", func(chunk func([]byte) []byte) []byte {
+			c := chunk(fill(100, 'z'))
+			c[len(c)-5] ^= 0x80
+			return c
+		}, io.EOF, errAuth},
+		{"bad length", func(chunk func([]byte) []byte) []byte {
+			c := chunk(fill(100, 'z'))
+			c[0] ^= 0x80
+			return c
+		}, io.EOF, errAuth},
+		{"EOF inside a chunk", func(chunk func([]byte) []byte) []byte { return chunk(fill(100, 'z'))[:50] }, io.EOF, io.ErrUnexpectedEOF},
+		{"EOF between chunks", func(func([]byte) []byte) []byte { return nil }, io.EOF, io.EOF},
+		{"reset", func(func([]byte) []byte) []byte { return nil }, errReset, errReset},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, ac, chunk := tryStream(t)
+			ac.end = tc.end
+			good := append(chunk(fill(1000, 'a')), chunk(fill(1000, 'b'))...)
+			ac.later = [][]byte{append(good, tc.tail(chunk)...)}
+			b := make([]byte, 60<<10)
+			n, err := sc.Read(b)
+			if n != 2000 || err != nil || b[0] != 'a' || b[1999] != 'b' {
+				t.Fatalf("Read: %d, %v; want the 2000 bytes before the failure", n, err)
+			}
+			if n, err := sc.Read(b); n != 0 || !errors.Is(err, tc.want) {
+				t.Fatalf("next Read: %d, %v; want %v", n, err, tc.want)
+			}
+		})
+	}
+}
+
+var errReset = errors.New("connection reset")
+
+// TestTryReadAllocs: TryRead opens chunks and finds nothing without
+// allocating.
+func TestTryReadAllocs(t *testing.T) {
+	sc, ac, chunk := tryStream(t)
+	// Each round's chunk, sealed beforehand (each takes the next nonce).
+	var chunks [][]byte
+	for range 110 {
+		chunks = append(chunks, chunk(fill(16<<10, 'a')))
+	}
+	b := make([]byte, 60<<10)
+	round := func() {
+		ac.avail, chunks = chunks[0], chunks[1:]
+		if n, _ := sc.TryRead(b); n != 16<<10 {
+			t.Fatalf("TryRead: %d", n)
+		}
+		if n, _ := sc.TryRead(b); n != 0 {
+			t.Fatalf("TryRead of nothing: %d", n)
+		}
+	}
+	round()
+	if a := testing.AllocsPerRun(100, round); a > 0 {
+		t.Errorf("%.1f allocations per TryRead, want 0", a)
+	}
+}
+
+// TestReadWaiters checks what the stream offers a relay: TryRead only on
+// a transport that has one, and a WaitRead that does not count half a
+// chunk as ready.
+func TestReadWaiters(t *testing.T) {
+	sc, ac, chunk := tryStream(t)
+	if w, tr := readwait.For(halfCloser{sc}); w == nil || tr == nil {
+		t.Fatalf("For(a stream over a TryReader) = %v, %v; want both", w, tr)
+	}
+	c := chunk(fill(100, 'a'))
+	ac.avail = c[:50]
+	b := make([]byte, 200)
+	if n, err := sc.TryRead(b); n != 0 || err != nil {
+		t.Fatalf("TryRead of half a chunk: %d, %v", n, err)
+	}
+	if sc.WaitRead() {
+		t.Fatal("WaitRead: half a chunk is ready (its transport cannot wait: want false, read as usual)")
+	}
+	ac.avail = c[50:]
+	if n, err := sc.TryRead(b); n != 100 || err != nil {
+		t.Fatalf("TryRead of the whole chunk: %d, %v", n, err)
+	}
+	ac.avail = chunk(fill(10, 'b'))
+	sc.TryRead(b[:5])
+	if !sc.WaitRead() {
+		t.Fatal("WaitRead: opened bytes left are not ready")
+	}
+	sc2 := newStreamConn(&memConn{w: io.Discard, r: bytes.NewReader(nil)}, sc.c, testDst)
+	if w, tr := readwait.For(sc2); w == nil || tr != nil {
+		t.Fatalf("For(a stream over a conn without TryRead) = %v, %v; want a Waiter only", w, tr)
+	}
+}
