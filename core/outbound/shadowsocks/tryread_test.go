@@ -6,66 +6,22 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
-// arrivalConn is a transport whose bytes arrive in steps: avail is what
-// has arrived (TryRead returns from it); a Read of an empty avail takes
-// the next of later (the network delivering more), then reports end.
-type arrivalConn struct {
-	net.Conn
-	sent  bytes.Buffer
-	avail []byte
-	later [][]byte
-	end   error // after later: io.EOF, or a transport error
-	reads int   // Reads that had to wait for later
-	tries int   // TryReads that found nothing
-}
-
-func (a *arrivalConn) Write(p []byte) (int, error) { return a.sent.Write(p) }
-func (a *arrivalConn) Close() error                { return nil }
-
-func (a *arrivalConn) Read(p []byte) (int, error) {
-	if len(a.avail) == 0 {
-		if len(a.later) == 0 {
-			return 0, a.end
-		}
-		a.reads++
-		a.avail, a.later = a.later[0], a.later[1:]
-	}
-	n := copy(p, a.avail)
-	a.avail = a.avail[n:]
-	return n, nil
-}
-
-func (a *arrivalConn) TryRead(p []byte) (int, error) {
-	n := copy(p, a.avail)
-	a.avail = a.avail[n:]
-	if n == 0 {
-		a.tries++
-	}
-	return n, nil
-}
-
-// arrive makes the next of later arrive without a Read.
-func (a *arrivalConn) arrive() {
-	a.avail = append(a.avail, a.later[0]...)
-	a.later = a.later[1:]
-}
-
-// tryStream is a 2022 stream on an arrivalConn whose request went out,
+// tryStream is a 2022 stream on a nettest.Arrivals whose request went out,
 // and the codec that seals the server's chunks for it.
-func tryStream(t *testing.T) (*streamConn, *arrivalConn, func(payload []byte) []byte) {
+func tryStream(t *testing.T) (*streamConn, *nettest.Arrivals, func(payload []byte) []byte) {
 	t.Helper()
 	s, pw := newTestServer(t, "2022-blake3-aes-128-gcm", false)
 	c := newClient(t, &node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,
 		Shadowsocks: &node.ShadowsocksOptions{Method: s.method, Password: pw}})
-	ac := &arrivalConn{end: io.EOF}
+	ac := &nettest.Arrivals{End: io.EOF}
 	sc := newStreamConn(ac, c, testDst)
 	if _, err := sc.Write([]byte("x")); err != nil {
 		t.Fatal(err)
@@ -75,12 +31,12 @@ func tryStream(t *testing.T) (*streamConn, *arrivalConn, func(payload []byte) []
 	out := newCodec(s.sessionAEAD(rsalt))
 	hdr := []byte{1}
 	hdr = binary.BigEndian.AppendUint64(hdr, uint64(time.Now().Unix()))
-	hdr = append(hdr, ac.sent.Bytes()[:16]...)
+	hdr = append(hdr, ac.Sent.Bytes()[:16]...)
 	hdr = binary.BigEndian.AppendUint16(hdr, 1)
 	resp := append(rsalt, out.seal(hdr)...)
 	resp = append(resp, out.seal([]byte("h"))...)
 	// The response header and its one byte of data, read at once.
-	ac.avail = resp
+	ac.Avail = resp
 	b := make([]byte, 8)
 	if n, err := sc.Read(b); n != 1 || err != nil || b[0] != 'h' {
 		t.Fatalf("first Read: %q, %v", b[:n], err)
@@ -119,25 +75,9 @@ func TestReadOpensAvailableChunks(t *testing.T) {
 				plain = append(plain, p...)
 				stream = append(stream, chunk(p)...)
 			}
-			// The stream arrives in the steps of arrive, then whole.
-			cut := 0
-			for _, a := range tc.arrive {
-				ac.later = append(ac.later, stream[cut:cut+a])
-				cut += a
-			}
-			ac.later = append(ac.later, stream[cut:])
-			var got []byte
+			ac.Steps(stream, tc.arrive...)
 			b := make([]byte, tc.buf)
-			for i, w := range tc.want {
-				n, err := sc.Read(b)
-				if err != nil || n != w {
-					t.Fatalf("Read %d: %d, %v; want %d", i, n, err, w)
-				}
-				got = append(got, b[:n]...)
-				if i == len(tc.want)-1 {
-					break
-				}
-			}
+			got := nettest.ReadSizes(t, sc, b, tc.want)
 			n, err := sc.TryRead(b)
 			if n != tc.wantTry || err != nil {
 				t.Fatalf("TryRead after the Reads: %d, %v; want %d", n, err, tc.wantTry)
@@ -165,15 +105,15 @@ func TestTryRead(t *testing.T) {
 	}
 	c1, c2 := chunk(fill(1000, 'a')), chunk(fill(2000, 'b'))
 	// A chunk and a half: TryRead returns the whole one.
-	ac.later = [][]byte{append(c1, c2[:100]...), c2[100:]}
-	ac.arrive()
+	ac.Later = [][]byte{append(c1, c2[:100]...), c2[100:]}
+	ac.Arrive()
 	if n, err := sc.TryRead(b); n != 1000 || err != nil {
 		t.Fatalf("TryRead of a chunk and a half: %d, %v; want 1000", n, err)
 	}
 	if n, err := sc.TryRead(b); n != 0 || err != nil {
 		t.Fatalf("TryRead of half a chunk: %d, %v; want 0, nil", n, err)
 	}
-	ac.arrive()
+	ac.Arrive()
 	if n, err := sc.TryRead(b); n != 2000 || err != nil || b[0] != 'b' {
 		t.Fatalf("TryRead once the rest came: %d, %v; want 2000", n, err)
 	}
@@ -182,7 +122,7 @@ func TestTryRead(t *testing.T) {
 	good := chunk(fill(300, 'c'))
 	bad := chunk(fill(500, 'd'))
 	bad[len(bad)-1] ^= 1
-	ac.avail = append(good, bad...)
+	ac.Avail = append(good, bad...)
 	if n, err := sc.TryRead(b); n != 300 || err != nil || b[0] != 'c' {
 		t.Fatalf("TryRead before a bad chunk: %d, %v; want 300", n, err)
 	}
@@ -192,8 +132,8 @@ func TestTryRead(t *testing.T) {
 	if n, err := sc.Read(b); n != 0 || !errors.Is(err, errAuth) {
 		t.Fatalf("Read at the bad chunk: %d, %v; want %v", n, err, errAuth)
 	}
-	if ac.reads != 0 {
-		t.Fatalf("%d transport Reads: TryRead waited", ac.reads)
+	if ac.Waits != 0 {
+		t.Fatalf("%d transport Reads: TryRead waited", ac.Waits)
 	}
 }
 
@@ -223,9 +163,9 @@ func TestReadErrorAfterData(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc, ac, chunk := tryStream(t)
-			ac.end = tc.end
+			ac.End = tc.end
 			good := append(chunk(fill(1000, 'a')), chunk(fill(1000, 'b'))...)
-			ac.later = [][]byte{append(good, tc.tail(chunk)...)}
+			ac.Later = [][]byte{append(good, tc.tail(chunk)...)}
 			b := make([]byte, 60<<10)
 			n, err := sc.Read(b)
 			if n != 2000 || err != nil || b[0] != 'a' || b[1999] != 'b' {
@@ -251,7 +191,7 @@ func TestTryReadAllocs(t *testing.T) {
 	}
 	b := make([]byte, 60<<10)
 	round := func() {
-		ac.avail, chunks = chunks[0], chunks[1:]
+		ac.Avail, chunks = chunks[0], chunks[1:]
 		if n, _ := sc.TryRead(b); n != 16<<10 {
 			t.Fatalf("TryRead: %d", n)
 		}
@@ -274,7 +214,7 @@ func TestReadWaiters(t *testing.T) {
 		t.Fatalf("For(a stream over a TryReader) = %v, %v; want both", w, tr)
 	}
 	c := chunk(fill(100, 'a'))
-	ac.avail = c[:50]
+	ac.Avail = c[:50]
 	b := make([]byte, 200)
 	if n, err := sc.TryRead(b); n != 0 || err != nil {
 		t.Fatalf("TryRead of half a chunk: %d, %v", n, err)
@@ -282,11 +222,11 @@ func TestReadWaiters(t *testing.T) {
 	if sc.WaitRead() {
 		t.Fatal("WaitRead: half a chunk is ready (its transport cannot wait: want false, read as usual)")
 	}
-	ac.avail = c[50:]
+	ac.Avail = c[50:]
 	if n, err := sc.TryRead(b); n != 100 || err != nil {
 		t.Fatalf("TryRead of the whole chunk: %d, %v", n, err)
 	}
-	ac.avail = chunk(fill(10, 'b'))
+	ac.Avail = chunk(fill(10, 'b'))
 	sc.TryRead(b[:5])
 	if !sc.WaitRead() {
 		t.Fatal("WaitRead: opened bytes left are not ready")

@@ -61,12 +61,6 @@ type frameWriter interface {
 	WriteFrame(b []byte) (int, error)
 }
 
-// tryReader is a transport that reads what is there without waiting
-// (tlsconf.Conn).
-type tryReader interface {
-	TryRead(p []byte) (int, error)
-}
-
 // conn is one VMess stream. The sealed request header goes out with the
 // first Write; the response header is read before the first Read returns
 // data. Each Write is sealed into chunks in one pooled buffer and written
@@ -75,11 +69,12 @@ type tryReader interface {
 type conn struct {
 	tr     net.Conn
 	client *Client
-	fw     frameWriter // nil: the transport frames nothing
-	head   int         // fw's headroom
-	try    tryReader   // nil: the transport cannot read without waiting
-	raw    bool        // security zero: no chunks, the stream as it is
-	packet bool        // a UDP stream: each Write is one chunk, whatever its size
+	fw     frameWriter        // nil: the transport frames nothing
+	head   int                // fw's headroom
+	try    readwait.TryReader // the transport's (readwait.For); nil: it cannot read without waiting
+	rw     readwait.Waiter    // likewise; nil: it cannot wait
+	raw    bool               // security zero: no chunks, the stream as it is
+	packet bool               // a UDP stream: each Write is one chunk, whatever its size
 
 	wmu     sync.Mutex
 	req     []byte // the sealed request header until it is sent
@@ -101,8 +96,7 @@ type conn struct {
 	pend     []byte // opened plaintext not yet returned (a chunk larger than p)
 	rerr     error  // sticky: returned once the buffer is drained
 	smallRun int
-	parked   bool            // WaitRead gave a large buffer back: fill takes a large one
-	rw       readwait.Waiter // Of(tr), once WaitRead needs it
+	parked   bool // park gave a large buffer back: fill takes a large one
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -113,7 +107,7 @@ func newConn(tr net.Conn, c *Client, rq *request, req []byte, raw bool) *conn {
 	if fw, ok := tr.(frameWriter); ok {
 		vc.fw, vc.head = fw, fw.FrontHeadroom()
 	}
-	vc.try, _ = tr.(tryReader)
+	vc.rw, vc.try = readwait.For(tr)
 	vc.wbody = newBody(rq.security, rq.opt, &rq.key, &rq.iv)
 	return vc
 }
@@ -274,29 +268,105 @@ func (c *conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// TryRead returns what Read would without waiting for the network
+// (readwait.TryReader): what is left of a chunk, the chunks whole in the
+// buffer and those the transport completes at once (its TryRead). It
+// returns (0, nil) when none is there and before the response header;
+// a failure or the stream's end is left to the next Read.
+func (c *conn) TryRead(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if !c.resp || len(p) == 0 {
+		return 0, nil
+	}
+	if c.raw {
+		switch {
+		case c.w > c.r:
+			n := copy(p, (*c.buf)[c.r:c.w])
+			c.r += n
+			return n, nil
+		case c.rerr != nil || c.try == nil:
+			return 0, nil
+		}
+		n, _ := c.try.TryRead(p) // an error shows again on the next Read
+		return n, nil
+	}
+	n := copy(p, c.pend)
+	c.pend = c.pend[n:]
+	for n < len(p) && len(c.pend) == 0 {
+		m, err := c.readChunk(p[n:], false)
+		n += m
+		if err != nil {
+			break // errNotYet, or one kept in rerr for the next Read
+		}
+	}
+	if n == 0 {
+		c.park()
+	} else {
+		c.afterRead(n)
+	}
+	return n, nil
+}
+
+// ReadWaiters offers the stream's TryRead only when its transport has one
+// (readwait.Wrapper): otherwise it could return only what is already
+// buffered, and a relay would hand its buffer back and take it again
+// before nearly every read for nothing.
+func (c *conn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	if c.try == nil {
+		return c, nil
+	}
+	return c, c
+}
+
 // WaitRead waits for the server's next bytes without reading them, and
 // without the read buffer when nothing is left in it (readwait.Waiter):
 // an idle stream then holds no buffer, here or in the relay; a bulk one
-// takes one of the same size back. Before the response header it cannot
-// wait.
+// takes one of the same size back. A chunk that has arrived only in part
+// is waited for on the transport too: a Read would wait for its rest.
+// Before the response header it cannot wait.
 func (c *conn) WaitRead() bool {
 	c.rmu.Lock()
 	if !c.resp {
 		c.rmu.Unlock()
 		return false
 	}
-	ready := len(c.pend) > 0 || c.w > c.r || c.rerr != nil
-	if !ready && c.buf != nil {
-		c.parked = len(*c.buf) == largeRead
-		putRead(c.buf)
-		c.buf, c.r, c.w = nil, 0, 0
-	}
-	if c.rw == nil {
-		c.rw = readwait.Of(c.tr)
+	ready := len(c.pend) > 0 || c.rerr != nil || c.whole()
+	if !ready {
+		c.park()
 	}
 	rw := c.rw
 	c.rmu.Unlock()
 	return ready || (rw != nil && rw.WaitRead())
+}
+
+// whole reports whether the next chunk (with security zero, any byte) is
+// in the buffer, so that a Read returns it without waiting. It decodes
+// the chunk's size when that is there; a size that fails is the stream's
+// error (rerr), which a Read returns at once too.
+func (c *conn) whole() bool {
+	if c.raw {
+		return c.w > c.r
+	}
+	if !c.chunk {
+		if c.w-c.r < 2 {
+			return false
+		}
+		if c.nextSize() != nil {
+			return true
+		}
+	}
+	return c.w-c.r >= c.size
+}
+
+// park gives the read buffer back while nothing is in it, remembering
+// whether it was a large one for the next fill.
+func (c *conn) park() {
+	if c.buf != nil && c.r == c.w && len(c.pend) == 0 {
+		c.parked = len(*c.buf) == largeRead
+		putRead(c.buf)
+		c.buf, c.r, c.w = nil, 0, 0
+	}
 }
 
 // readDatagram reads the next chunk, one datagram, into p (cut to len(p)).
@@ -326,12 +396,9 @@ func (c *conn) readChunk(p []byte, wait bool) (int, error) {
 		if !ok {
 			return 0, err
 		}
-		size, pad, err := c.rbody.chunkSize([2]byte((*c.buf)[c.r : c.r+2]))
-		if err != nil {
-			return 0, c.fail(err)
+		if err := c.nextSize(); err != nil {
+			return 0, err
 		}
-		c.r += 2
-		c.chunk, c.size, c.pad = true, size, pad
 	}
 	if c.size == c.rbody.overhead()+c.pad {
 		// The end chunk (empty payload): the server's EOF.
@@ -364,6 +431,18 @@ func (c *conn) readChunk(p []byte, wait bool) (int, error) {
 	n := copy(p, out)
 	c.pend = out[n:]
 	return n, nil
+}
+
+// nextSize decodes the size of the next chunk, whose two bytes are in the
+// buffer.
+func (c *conn) nextSize() error {
+	size, pad, err := c.rbody.chunkSize([2]byte((*c.buf)[c.r : c.r+2]))
+	if err != nil {
+		return c.fail(err)
+	}
+	c.r += 2
+	c.chunk, c.size, c.pad = true, size, pad
+	return nil
 }
 
 // fail makes err the stream's read error from now on.
