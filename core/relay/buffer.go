@@ -23,15 +23,17 @@ import (
 //     frame upstream, every other read.
 //
 // A direction whose source can wait for its next bytes without reading
-// (readwait: sockets, TLS, WebSocket, VLESS and Trojan streams, the TUN's
-// conns) holds no buffer at all while it waits: it parks its buffer before
-// every wait and takes one of the same size after (park, get), so a bulk
-// flow keeps its size and an idle one holds nothing. Other directions
-// block in Read with their buffer: only SmallBufferSize when no data is in
-// flight, unless the last read brought 16 KiB or more. Measured in the
+// (readwait: sockets, TLS, WebSocket, the streams of every protocol
+// outbound, QUIC's through quicconn.StreamConn, and the TUN's conns) holds
+// no buffer at all while it waits: it parks its buffer before every wait
+// and takes one of the same size after (park, get), so a bulk flow keeps
+// its size and an idle one holds nothing. Other directions (Shadowsocks's
+// obfs-local and v2ray-plugin transports, VMess over HTTP/2) block in Read
+// with their buffer: only SmallBufferSize when no data is in flight,
+// unless the last read brought 16 KiB or more. Measured in the
 // benchmarks' held phase, 500 idle VLESS connections after a transfer held
-// 15 MiB of relay buffers before parking and none after; 500 Hysteria2
-// ones (QUIC streams cannot wait) still hold 10 MiB. A bulk flow whose
+// 15 MiB of relay buffers before parking and none after (500 Hysteria2
+// ones held 10 MiB before their streams could wait). A bulk flow whose
 // source often runs dry pays one extra small read and write per time it
 // does.
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/relay"
+	"github.com/skiffvpn/skiff/core/relay/relaytest"
 )
 
 // frameCounter counts the writes that went out through WriteFrame's
@@ -48,22 +49,9 @@ func TestRelaySealsInPlace(t *testing.T) {
 			sc := up.(halfCloser).streamConn
 			fc := &frameCounter{streamConn: sc}
 			var _ relay.TailRoomer = fc
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer ln.Close()
-			app, err := net.Dial("tcp", ln.Addr().String())
-			if err != nil {
-				t.Fatal(err)
-			}
-			appRelay, err := ln.Accept()
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := relaytest.Relay(t, fc)
+			app := f.App
 			app.SetDeadline(time.Now().Add(20 * time.Second))
-			done := make(chan error, 1)
-			go func() { done <- relay.Stream(context.Background(), relay.NewBuffers(0), appRelay, fc, nil, nil) }()
 
 			// A small message first, echoed before the bulk: a read
 			// that fits one chunk whatever the timing (the relay reads
@@ -88,7 +76,7 @@ func TestRelaySealsInPlace(t *testing.T) {
 				t.Fatalf("echo of %d bytes came back as %d bytes, or altered", len(data), len(got))
 			}
 			app.Close()
-			if err := <-done; err != nil {
+			if err := <-f.Done(); err != nil {
 				t.Fatal(err)
 			}
 			if fc.framed == 0 {

@@ -60,6 +60,9 @@ func Started(app net.Conn, bufs *relay.Buffers, done chan error) *Flow {
 	return &Flow{App: app, Bufs: bufs, done: done}
 }
 
+// Done receives the relay's result once it has ended.
+func (f *Flow) Done() <-chan error { return f.done }
+
 // IdleHoldsNoBuffer echoes 1 MiB through f, checks that the flow then
 // holds no relay buffer and that own (the conn's own buffers, nil for
 // none) reports none either, echoes a few bytes to see that the idle
@@ -99,7 +102,7 @@ func IdleHoldsNoBuffer(t *testing.T, f *Flow, own func() (held bool, state strin
 	idle("idle again")
 	f.App.Close()
 	select {
-	case err := <-f.done:
+	case err := <-f.Done():
 		if err != nil {
 			t.Fatalf("relay: %v", err)
 		}
