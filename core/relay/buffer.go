@@ -27,10 +27,10 @@ import (
 // outbound, QUIC's through quicconn.StreamConn, and the TUN's conns) holds
 // no buffer at all while it waits: it parks its buffer before every wait
 // and takes one of the same size after (park, get), so a bulk flow keeps
-// its size and an idle one holds nothing. Other directions (Shadowsocks's
-// obfs-local and v2ray-plugin transports, VMess over HTTP/2) block in Read
-// with their buffer: only SmallBufferSize when no data is in flight,
-// unless the last read brought 16 KiB or more. Measured in the
+// its size and an idle one holds nothing. Other directions (VMess over
+// HTTP/2, whose transport cannot wait) block in Read with their buffer:
+// only SmallBufferSize when no data is in flight, unless the last read
+// brought 16 KiB or more. Measured in the
 // benchmarks' held phase, 500 idle VLESS connections after a transfer held
 // 15 MiB of relay buffers before parking and none after (500 Hysteria2
 // ones held 10 MiB before their streams could wait). A bulk flow whose

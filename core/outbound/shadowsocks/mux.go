@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // Mux.Cool (v2ray's multiplexing, which a v2ray-plugin server always
@@ -36,12 +37,35 @@ type muxConn struct {
 	started bool
 	ended   bool
 
-	rmu  sync.Mutex
-	rem  int // data bytes of the current frame not read yet
-	done bool
+	rmu     sync.Mutex
+	rem     int // data bytes of the current frame not read yet
+	done    bool
+	waiters // c's
 }
 
-func newMuxConn(c net.Conn, target flow.Addr) *muxConn { return &muxConn{Conn: c, target: target} }
+func newMuxConn(c net.Conn, target flow.Addr) *muxConn {
+	return &muxConn{Conn: c, target: target, waiters: waitersOf(c)}
+}
+
+// ReadWaiters offers WaitRead and TryRead where the transport has them
+// (readwait.Wrapper).
+func (m *muxConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	return m.waiters.offer(m, m)
+}
+
+// WaitRead waits for the transport's next bytes, a frame's header or its
+// data (readwait.Waiter).
+func (m *muxConn) WaitRead() bool { return m.waiters.wait() }
+
+// TryRead reads what has arrived of the current frame's data, without
+// waiting (readwait.TryReader); the next frame's header is left to Read.
+func (m *muxConn) TryRead(p []byte) (int, error) {
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	n, err := m.waiters.try(p[:min(len(p), m.rem)])
+	m.rem -= n
+	return n, err
+}
 
 // appendMuxMeta appends a frame's metadata length and metadata.
 func appendMuxMeta(b []byte, status, opt byte, target flow.Addr) ([]byte, error) {

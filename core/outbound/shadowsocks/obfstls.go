@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // obfsTLSConn is simple-obfs's tls mode: the stream starts as a TLS 1.2
@@ -24,9 +26,10 @@ type obfsTLSConn struct {
 	wmu   sync.Mutex
 	hello bool // the ClientHello went out
 
-	rmu sync.Mutex
-	rem int  // payload bytes of the current record left
-	ccs bool // the server's ChangeCipherSpec came: handshake records carry data
+	rmu     sync.Mutex
+	rem     int  // payload bytes of the current record left
+	ccs     bool // the server's ChangeCipherSpec came: handshake records carry data
+	waiters      // c's
 }
 
 // Records of the disguise.
@@ -37,7 +40,9 @@ const (
 	maxRecordData = 16 << 10
 )
 
-func newObfsTLSConn(c net.Conn, host string) *obfsTLSConn { return &obfsTLSConn{Conn: c, host: host} }
+func newObfsTLSConn(c net.Conn, host string) *obfsTLSConn {
+	return &obfsTLSConn{Conn: c, host: host, waiters: waitersOf(c)}
+}
 
 // clientHello builds the ClientHello record carrying payload.
 func (o *obfsTLSConn) clientHello(payload []byte) []byte {
@@ -153,6 +158,26 @@ func (o *obfsTLSConn) Read(p []byte) (int, error) {
 	if err == io.EOF && o.rem > 0 {
 		err = io.ErrUnexpectedEOF
 	}
+	return n, err
+}
+
+// ReadWaiters offers WaitRead and TryRead where the connection underneath
+// has them (readwait.Wrapper).
+func (o *obfsTLSConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	return o.waiters.offer(o, o)
+}
+
+// WaitRead waits for the server's next bytes, a record's header or its
+// payload (readwait.Waiter).
+func (o *obfsTLSConn) WaitRead() bool { return o.waiters.wait() }
+
+// TryRead reads what has arrived of the current record's payload, without
+// waiting (readwait.TryReader); the next record's header is left to Read.
+func (o *obfsTLSConn) TryRead(p []byte) (int, error) {
+	o.rmu.Lock()
+	defer o.rmu.Unlock()
+	n, err := o.waiters.try(p[:min(len(p), o.rem)])
+	o.rem -= n
 	return n, err
 }
 

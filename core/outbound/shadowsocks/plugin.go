@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // pluginOpt is one key=value (or bare flag) of a SIP003 option string.
@@ -123,10 +124,13 @@ type obfsHTTPConn struct {
 	rmu      sync.Mutex
 	respDone bool
 	br       *bufio.Reader // while the response header is read; nil after
+	waiters                // c's
 }
 
 func newObfsHTTPConn(c net.Conn, cfg *obfsConfig) *obfsHTTPConn {
-	return &obfsHTTPConn{Conn: c, cfg: cfg}
+	o := &obfsHTTPConn{Conn: c, cfg: cfg}
+	o.waiters = waitersOf(c)
+	return o
 }
 
 // Write sends the upgrade request with p as its body the first time, p
@@ -185,6 +189,39 @@ func (o *obfsHTTPConn) Read(p []byte) (int, error) {
 	return o.Conn.Read(p)
 }
 
+// ReadWaiters offers WaitRead and TryRead where the connection underneath
+// has them (readwait.Wrapper).
+func (o *obfsHTTPConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
+	return o.waiters.offer(o, o)
+}
+
+// WaitRead waits for the server's next bytes once the response header is
+// in (readwait.Waiter); before that it cannot wait.
+func (o *obfsHTTPConn) WaitRead() bool {
+	o.rmu.Lock()
+	if !o.respDone {
+		o.rmu.Unlock()
+		return false
+	}
+	ready := o.br != nil && o.br.Buffered() > 0
+	o.rmu.Unlock()
+	return ready || o.waiters.wait()
+}
+
+// TryRead reads what has arrived, without waiting (readwait.TryReader);
+// before the response header it reads nothing.
+func (o *obfsHTTPConn) TryRead(p []byte) (int, error) {
+	o.rmu.Lock()
+	defer o.rmu.Unlock()
+	if !o.respDone {
+		return 0, nil
+	}
+	if o.br != nil && o.br.Buffered() > 0 {
+		return o.br.Read(p) // from its buffer only
+	}
+	return o.waiters.try(p)
+}
+
 // CloseWrite ends the sending half of the TCP connection underneath.
 func (o *obfsHTTPConn) CloseWrite() error {
 	if cw, ok := o.Conn.(interface{ CloseWrite() error }); ok {
@@ -219,4 +256,41 @@ func certPool(raw string) (*x509.CertPool, error) {
 		return nil, errors.New("no certificate in it")
 	}
 	return pool, nil
+}
+
+// waiters are the readwait.Waiter and TryReader of the conn a plugin's
+// layer wraps, each nil when it lacks one. A layer that frames the bytes
+// waits on the conn below (any byte of a frame ends the wait: a Read may
+// then still wait for the rest, holding its buffer) and tries it for what
+// it knows is payload.
+type waiters struct {
+	w readwait.Waiter
+	t readwait.TryReader
+}
+
+func waitersOf(c net.Conn) waiters {
+	w, t := readwait.For(c)
+	return waiters{w, t}
+}
+
+// offer returns w and t where the conn below has each (readwait.Wrapper).
+func (ws waiters) offer(w readwait.Waiter, t readwait.TryReader) (readwait.Waiter, readwait.TryReader) {
+	if ws.w == nil {
+		w = nil
+	}
+	if ws.t == nil {
+		t = nil
+	}
+	return w, t
+}
+
+// wait waits on the conn below; false when it cannot wait.
+func (ws waiters) wait() bool { return ws.w != nil && ws.w.WaitRead() }
+
+// try reads what the conn below has at once; (0, nil) when it cannot.
+func (ws waiters) try(p []byte) (int, error) {
+	if ws.t == nil || len(p) == 0 {
+		return 0, nil
+	}
+	return ws.t.TryRead(p)
 }
