@@ -429,16 +429,18 @@ func (s *streamConn) readers() {
 
 // WaitRead waits for the server's next bytes without reading them, and
 // without the read buffer when nothing is left in it (readwait.Waiter):
-// an idle stream then holds no buffer, here or in the relay. A chunk that
-// has arrived only in part is waited for on the transport too: a Read
-// would wait for its rest. Before the response header it cannot wait.
+// an idle stream then holds no buffer, here or in the relay. It returns
+// at once while part of a chunk is buffered: its rest is on the way, and
+// the Read that waits for it, holding the relay's buffer for that while,
+// saves the system call a wait on the transport would cost (a peek).
+// Before the response header it cannot wait.
 func (s *streamConn) WaitRead() bool {
 	s.rmu.Lock()
 	if !s.respDone {
 		s.rmu.Unlock()
 		return false
 	}
-	ready := s.buffered() || len(s.pend) > 0 || s.rerr != nil || s.rerrLater != nil
+	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
 	if !ready {
 		s.release()
 	}

@@ -322,41 +322,24 @@ func (c *conn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 // WaitRead waits for the server's next bytes without reading them, and
 // without the read buffer when nothing is left in it (readwait.Waiter):
 // an idle stream then holds no buffer, here or in the relay; a bulk one
-// takes one of the same size back. A chunk that has arrived only in part
-// is waited for on the transport too: a Read would wait for its rest.
-// Before the response header it cannot wait.
+// takes one of the same size back. It returns at once while part of a
+// chunk is buffered: its rest is on the way, and the Read that waits for
+// it, holding the relay's buffer for that while, saves the system call a
+// wait on the transport would cost (a peek). Before the response header
+// it cannot wait.
 func (c *conn) WaitRead() bool {
 	c.rmu.Lock()
 	if !c.resp {
 		c.rmu.Unlock()
 		return false
 	}
-	ready := len(c.pend) > 0 || c.rerr != nil || c.whole()
+	ready := len(c.pend) > 0 || c.w > c.r || c.rerr != nil
 	if !ready {
 		c.park()
 	}
 	rw := c.rw
 	c.rmu.Unlock()
 	return ready || (rw != nil && rw.WaitRead())
-}
-
-// whole reports whether the next chunk (with security zero, any byte) is
-// in the buffer, so that a Read returns it without waiting. It decodes
-// the chunk's size when that is there; a size that fails is the stream's
-// error (rerr), which a Read returns at once too.
-func (c *conn) whole() bool {
-	if c.raw {
-		return c.w > c.r
-	}
-	if !c.chunk {
-		if c.w-c.r < 2 {
-			return false
-		}
-		if c.nextSize() != nil {
-			return true
-		}
-	}
-	return c.w-c.r >= c.size
 }
 
 // park gives the read buffer back while nothing is in it, remembering
@@ -396,9 +379,12 @@ func (c *conn) readChunk(p []byte, wait bool) (int, error) {
 		if !ok {
 			return 0, err
 		}
-		if err := c.nextSize(); err != nil {
-			return 0, err
+		size, pad, err := c.rbody.chunkSize([2]byte((*c.buf)[c.r : c.r+2]))
+		if err != nil {
+			return 0, c.fail(err)
 		}
+		c.r += 2
+		c.chunk, c.size, c.pad = true, size, pad
 	}
 	if c.size == c.rbody.overhead()+c.pad {
 		// The end chunk (empty payload): the server's EOF.
@@ -431,18 +417,6 @@ func (c *conn) readChunk(p []byte, wait bool) (int, error) {
 	n := copy(p, out)
 	c.pend = out[n:]
 	return n, nil
-}
-
-// nextSize decodes the size of the next chunk, whose two bytes are in the
-// buffer.
-func (c *conn) nextSize() error {
-	size, pad, err := c.rbody.chunkSize([2]byte((*c.buf)[c.r : c.r+2]))
-	if err != nil {
-		return c.fail(err)
-	}
-	c.r += 2
-	c.chunk, c.size, c.pad = true, size, pad
-	return nil
 }
 
 // fail makes err the stream's read error from now on.
