@@ -64,6 +64,15 @@ func (a *Arrivals) Steps(stream []byte, sizes ...int) {
 	a.Later = append(a.Later, stream)
 }
 
+// Every sets Later to stream in steps of step bytes (the last shorter).
+func (a *Arrivals) Every(stream []byte, step int) {
+	for len(stream) > 0 {
+		n := min(step, len(stream))
+		a.Later = append(a.Later, stream[:n])
+		stream = stream[n:]
+	}
+}
+
 // ReadSizes reads from r into b once per size in want and fails tb unless
 // each Read returns that many bytes and no error. It returns the bytes
 // read.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 func FuzzParseAddr(f *testing.F) {
@@ -69,16 +70,18 @@ func FuzzParseUDPResponseBody(f *testing.F) {
 
 // FuzzChunkReader feeds the client a response stream built from the input
 // (chunk sizes from its bytes), with one byte flipped where the input says,
-// or a raw stream: the reader returns the sent data or an error, never
-// more, and never panics.
+// or a raw stream, arriving in steps, read by Read and TryRead in turns:
+// the reader returns the sent data or an error, never more, and never
+// panics.
 func FuzzChunkReader(f *testing.F) {
 	f.Add([]byte("hello, world"), uint32(0), false)
 	f.Add(bytes.Repeat([]byte{0xff}, 3000), uint32(40), false)
 	f.Add(bytes.Repeat([]byte{1}, 100), uint32(1<<31), false)
 	f.Add([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, uint32(0), true)
-	// Chunks larger than io.ReadAll's first buffers and smaller than its
-	// later ones: opened into pend, then straight into the caller's buffer.
+	// Chunks larger than the read buffer (16 bytes): opened into pend.
 	f.Add(bytes.Repeat([]byte{0xfe}, 20000), uint32(62), false)
+	// Chunks smaller than the read buffer (16 KiB), arriving 2 KiB at a time.
+	f.Add(bytes.Repeat([]byte{0xfd}, 50000), uint32(16<<12|2000<<3), false)
 	s, pw := newTestServer(f, "2022-blake3-aes-128-gcm", false)
 	f.Fuzz(func(t *testing.T, data []byte, flip uint32, raw bool) {
 		c, err := New(&node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,
@@ -86,9 +89,10 @@ func FuzzChunkReader(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sent bytes.Buffer
+		ac := &nettest.Arrivals{End: io.EOF}
+		sent := &ac.Sent
 		resp := new(bytes.Buffer)
-		sc := newStreamConn(&memConn{w: &sent, r: resp}, c, testDst)
+		sc := newStreamConn(ac, c, testDst)
 		if _, err := sc.Write([]byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +118,35 @@ func FuzzChunkReader(f *testing.F) {
 				b[int(flip>>1)%len(b)] ^= 0x40
 			}
 		}
-		got, err := io.ReadAll(sc)
+		// The bytes arrive in steps; Reads (which may wait for the next
+		// step) and TryReads (which never do) take turns, into a buffer
+		// of a size of its own.
+		ac.Every(resp.Bytes(), 1+int(flip>>3)%3000)
+		buf := make([]byte, 1+int(flip>>2)%(70<<10))
+		var got []byte
+		err = nil
+		for i := 0; err == nil; i++ {
+			if i > 1<<20 {
+				t.Fatal("reads neither ended nor failed")
+			}
+			if i%2 == 1 {
+				if len(ac.Later) > 0 {
+					ac.Arrive()
+				}
+				n, terr := sc.TryRead(buf)
+				if terr != nil {
+					t.Fatalf("TryRead: %v", terr)
+				}
+				got = append(got, buf[:n]...)
+				continue
+			}
+			var n int
+			n, err = sc.Read(buf)
+			got = append(got, buf[:n]...)
+		}
+		if err == io.EOF {
+			err = nil
+		}
 		if err == nil && !raw && !bytes.Equal(got, data) {
 			t.Fatalf("read %d bytes without error, sent %d, and they differ", len(got), len(data))
 		}

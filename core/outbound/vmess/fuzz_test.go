@@ -4,25 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"net"
 	"testing"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
-
-// reader is a transport that reads from r and drops writes.
-type reader struct {
-	net.Conn
-	r io.Reader
-}
-
-func (r reader) Read(p []byte) (int, error)  { return r.r.Read(p) }
-func (r reader) Write(p []byte) (int, error) { return len(p), nil }
 
 // FuzzResponse feeds the client's response reading a server's reply: the
 // response header's plaintext (sealed with the stream's keys, so that the
 // decoder's checks behind the AEAD are reached), then chunks whose
 // plaintexts are the parts of body between 0xff bytes (sealed too), then
-// raw trailing bytes. Read must end with data or an error, never panic or
-// return more than asked.
+// raw trailing bytes, arriving in steps. Read and TryRead, in turns, must
+// end with data or an error, never panic or return more than asked.
 func FuzzResponse(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0}, []byte("hello\xffworld"), []byte{}, false)
 	f.Add([]byte{0, 1, 2, 3}, []byte{}, []byte{0xde, 0xad}, true)
@@ -57,11 +50,28 @@ func FuzzResponse(f *testing.F) {
 			}
 		}
 		wire = append(wire, tail...)
-		c.tr = reader{r: bytes.NewReader(wire)}
+		// The bytes arrive in steps; Reads (which may wait for the next
+		// step) and TryReads (which never do) take turns.
+		ac := &nettest.Arrivals{End: io.EOF}
+		ac.Every(wire, 1+(len(body)*7+len(tail))%2000)
+		c.tr = ac
+		c.rw, c.try = readwait.For(ac)
 		c.reqSent.Store(true)
 		buf := make([]byte, 1000)
-		for range 1 << 12 {
-			n, err := c.Read(buf)
+		for i := range 1 << 13 {
+			var n int
+			var err error
+			if i%2 == 1 {
+				if len(ac.Later) > 0 {
+					ac.Arrive()
+				}
+				n, err = c.TryRead(buf)
+				if err != nil {
+					t.Fatalf("TryRead: %v", err)
+				}
+			} else {
+				n, err = c.Read(buf)
+			}
 			if n > len(buf) {
 				t.Fatalf("read %d into %d", n, len(buf))
 			}
