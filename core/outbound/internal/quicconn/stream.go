@@ -23,8 +23,9 @@ import (
 // coalesceWait is 1 ms: in the 16-stream TUIC download of test/cmd/bench
 // (~10 MB/s per stream) 300 µs gathered 7.6 KiB per write to the app's
 // socket (140,000 writes per GiB, 16 % of the client's CPU in write(2));
-// 1 ms gathers 14 KiB (77,000 per GiB) and 2 ms no more. A busy flow's
-// bytes wait at most that long, next to RTTs of tens of milliseconds.
+// 1 ms gathers 11-14 KiB (77,000-100,000 per GiB) and 2 ms no more. A
+// busy flow's bytes wait at most that long, next to RTTs of tens of
+// milliseconds.
 //
 // A relay waits for the next data on WaitRead (readwait.Waiter), which
 // peeks at one byte: an idle stream then holds no read buffer, only the
