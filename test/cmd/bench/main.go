@@ -11,6 +11,9 @@
 // (measure.Conns): the client's RSS, and skiff's Go heap and goroutines
 // (from its --pprof endpoint), at each phase; -conns-only skips the
 // 16-stream runs, -heapprofile saves skiff's heap profile at each phase.
+// -perf adds profiled runs of each client, taken the same way for both
+// with Linux perf (CPU samples with the kernel's share, and system-call
+// counts), for comparing where each client's CPU per byte goes.
 //
 // skiff is the service users run: `skiff service` (root, in a mount
 // namespace with a private /run/skiff), connected by `skiff import LINK`
@@ -42,6 +45,8 @@ func main() {
 	o.Register(flag.CommandLine, "short pass: 5 s per direction, 2 s warm-up",
 		"write skiff's CPU profile of the first download (or -profile-upload) run to FILE-<protocol>.pprof (via skiff run --pprof)", 0)
 	flag.StringVar(&heapProfile, "heapprofile", "", "many-connection phase: save skiff's heap profile at each phase to FILE-<protocol>-<phase>.pprof")
+	flag.StringVar(&perfPrefix, "perf", "", "after the measured runs, -perf-runs more runs per direction and client (not in the medians, clients taking turns) with Linux perf attached to the client: writes FILE-<protocol>-<client>-<direction>-<N>.data (perf record -g), .stat (perf stat of its system calls) and .json (bytes moved, user and system CPU)")
+	flag.IntVar(&perfRuns, "perf-runs", 1, "with -perf: profiled runs per direction and client")
 	flag.StringVar(&skiffVia, "skiff-via", "service", "how skiff runs: service (`skiff service` as root, connected over its socket: what users run) or run (`skiff run`, needed for -cpuprofile, -heapprofile and the heap figures)")
 	flag.Parse()
 	o.Resolve(flag.CommandLine)
@@ -335,6 +340,22 @@ func benchClients(o measure.Settings, proto string, s *harness.Server, serverPid
 				f.Add(m)
 				fmt.Fprintf(os.Stderr, "%s via %s: run %d %s %.0f Mbps, client %.2f cores, server %.2f cores\n",
 					proto, c.r.Client, i+1, name, m.Mbps, m.ClientCores, m.ServerCores)
+			}
+		}
+	}
+	for k := 1; perfPrefix != "" && k <= perfRuns; k++ {
+		for _, dirn := range []byte{harness.SinkDownload, harness.SinkUpload} {
+			for _, c := range cs {
+				if c.r.Err != nil {
+					continue
+				}
+				load := c.load
+				load.Dir, load.Duration = dirn, o.Duration
+				prefix := fmt.Sprintf("%s-%s-%s-%s-%d", perfPrefix, proto, c.r.Client, directionName(dirn), k)
+				r := perfRun{Protocol: proto, Client: c.r.Client, Direction: directionName(dirn)}
+				if err := perfProfile(load, c.p.Pid(), prefix, r); err != nil {
+					fmt.Fprintf(os.Stderr, "perf: %s via %s: %v\n", proto, c.r.Client, err)
+				}
 			}
 		}
 	}

@@ -279,27 +279,35 @@ const clockTicks = 100
 // CPUSeconds returns utime+stime of pid from /proc/PID/stat (0 for pid 0
 // or a process that is gone).
 func CPUSeconds(pid int) float64 {
+	u, s := CPUSplit(pid)
+	return u + s
+}
+
+// CPUSplit returns utime and stime of pid from /proc/PID/stat, in seconds:
+// the CPU it spent in its own code and in the kernel (0, 0 for pid 0 or a
+// process that is gone).
+func CPUSplit(pid int) (user, system float64) {
 	if pid == 0 {
-		return 0
+		return 0, 0
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	s := string(b)
 	// The command name may contain spaces; fields resume after its ')'.
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0
+		return 0, 0
 	}
 	f := strings.Fields(s[i+1:])
 	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
 	if len(f) < 13 {
-		return 0
+		return 0, 0
 	}
 	u, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / clockTicks
+	return u / clockTicks, st / clockTicks
 }
 
 // MemMiB returns a field of /proc/PID/status (VmRSS, VmHWM) in MiB.

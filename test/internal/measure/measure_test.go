@@ -39,6 +39,21 @@ func TestProcFigures(t *testing.T) {
 	if CPUSeconds(0) != 0 {
 		t.Error("CPUSeconds(0) is not 0")
 	}
+	// Spinning in user code charges user time, not system time.
+	u0, s0 := CPUSplit(os.Getpid())
+	for u, _ := CPUSplit(os.Getpid()); u <= u0 && time.Now().Before(deadline.Add(5*time.Second)); u, _ = CPUSplit(os.Getpid()) {
+		x := 0
+		for i := range 1_000_000 {
+			x += i * i
+		}
+		burnSink = x
+	}
+	if u1, s1 := CPUSplit(os.Getpid()); u1 <= u0 || s1 < s0 {
+		t.Errorf("CPUSplit went from user %v, system %v to %v, %v while spinning", u0, s0, u1, s1)
+	}
+	if u, s := CPUSplit(0); u != 0 || s != 0 {
+		t.Error("CPUSplit(0) is not 0, 0")
+	}
 	for _, field := range []string{"VmRSS", "VmHWM"} {
 		v, err := MemMiB(os.Getpid(), field)
 		if err != nil || v <= 0 {
