@@ -46,6 +46,15 @@ func (s *sniffConn) WaitRead() bool {
 	return false
 }
 
+// NotifyRead calls back when the app's conn can (readwait.Notifier): as
+// for WaitRead, sniffing only looks at what a Read returns.
+func (s *sniffConn) NotifyRead(f func()) bool {
+	if n, ok := s.Conn.(readwait.Notifier); ok {
+		return n.NotifyRead(f)
+	}
+	return false
+}
+
 // TryRead reads what the app's conn has at once, when it can
 // (readwait.TryReader). The relay tries only after a Read, which sniffed.
 func (s *sniffConn) TryRead(b []byte) (int, error) {

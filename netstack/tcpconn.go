@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -14,6 +15,9 @@ import (
 // (readwait.Waiter), so that the relay's upload direction of an idle flow
 // holds no buffer while it waits, and read what it has without waiting
 // (readwait.TryReader), so that a bulk one does not wait before each read.
+// It can also call back when the app's next bytes come (readwait.Notifier),
+// through a gVisor waiter callback, so that the upload direction of an idle
+// flow holds no goroutine either.
 type tcpConn struct {
 	*gonet.TCPConn
 	ep tcpip.Endpoint
@@ -29,13 +33,81 @@ type tcpConn struct {
 	// (it runs on the reading goroutine).
 	entry  waiter.Entry
 	notify chan struct{}
+
+	// NotifyRead's callback until it is called (by whoever takes it
+	// first: an event of the endpoint, the read deadline, a new deadline,
+	// Close), and the entry that hands it the endpoint's events,
+	// registered for the conn's life. gVisor raises events under its
+	// queue's lock, so the entry cannot come and go with each wait.
+	pending     atomic.Pointer[func()]
+	notifyEntry waiter.Entry
+	timer       *time.Timer // under mu: calls back at the read deadline
 }
+
+// readEvents are the endpoint's events after which a Read returns at once.
+const readEvents = waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr
 
 func newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
 	c := &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), ep: ep, wq: wq,
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
-	c.entry, c.notify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.entry, c.notify = waiter.NewChannelEntry(readEvents)
+	c.notifyEntry = waiter.NewFunctionEntry(readEvents, func(waiter.EventMask) { c.callBack() })
+	wq.EventRegister(&c.notifyEntry)
 	return c
+}
+
+// NotifyRead arranges for f to be called, on another goroutine, once a
+// Read would return at once, the read deadline passes or changes, or the
+// conn is closed (readwait.Notifier). It reports false, at once, when a
+// Read would return at once now.
+func (c *tcpConn) NotifyRead(f func()) bool {
+	c.pending.Store(&f)
+	// Now that an event would call back, look at what could have happened
+	// before: the callback is ours to take back when it did.
+	if c.readable() || c.closed() || c.armDeadline() {
+		if c.pending.CompareAndSwap(&f, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// armDeadline reports whether the read deadline has passed, and else
+// arms the timer that calls back when it does.
+func (c *tcpConn) armDeadline() (passed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline.IsZero() {
+		return false
+	}
+	wait := time.Until(c.deadline)
+	if wait <= 0 {
+		return true
+	}
+	if c.timer == nil {
+		c.timer = time.AfterFunc(wait, c.callBack)
+	} else {
+		c.timer.Reset(wait)
+	}
+	return false
+}
+
+// callBack calls NotifyRead's callback, when one is pending and nobody
+// took it first. A timer left from an earlier wait may call early; the
+// caller then asks again.
+func (c *tcpConn) callBack() {
+	if f := c.pending.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+func (c *tcpConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // readable reports whether a Read would return at once: data, the app's
@@ -127,10 +199,22 @@ func (c *tcpConn) setWaitDeadline(t time.Time) {
 	case c.kick <- struct{}{}:
 	default:
 	}
+	c.callBack()
 }
 
-// Close closes the conn and ends a WaitRead.
+// Close closes the conn and ends a WaitRead, or calls NotifyRead's
+// callback.
 func (c *tcpConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.TCPConn.Close()
+	c.once.Do(func() {
+		close(c.done)
+		c.wq.EventUnregister(&c.notifyEntry)
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+	})
+	err := c.TCPConn.Close()
+	c.callBack()
+	return err
 }

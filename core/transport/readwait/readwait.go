@@ -32,6 +32,28 @@ type Waiter interface {
 	WaitRead() bool
 }
 
+// Notifier is a conn that can call back when its next Read has something
+// to return, instead of keeping a goroutine blocked in WaitRead until then.
+// A relay direction whose source is a Notifier holds no goroutine while it
+// waits: through the TUN, every idle flow's upload direction (the app's
+// side, a gVisor endpoint) held one, of 4-8 KiB of stack, for nothing.
+// Only a source that can call back without a goroutine of its own can be
+// one (the netstack's conns, through gVisor's waiter callbacks); a socket
+// cannot, outside the Go runtime's poller.
+type Notifier interface {
+	// NotifyRead arranges for f to be called once, on another goroutine,
+	// when a Read would find data, EOF or an error without waiting, or the
+	// conn's read deadline passes or changes, or the conn is closed; f may
+	// also be called early (the caller then asks again). It reports false,
+	// and never calls f, when a Read would return at once now or the conn
+	// cannot notify now: the caller then waits or reads as usual. f must
+	// not block (it runs where the conn's events are raised); it typically
+	// starts a goroutine. At most one notification is pending at a time:
+	// NotifyRead must not be called again before f was called, nor
+	// concurrently with Read.
+	NotifyRead(f func()) bool
+}
+
 // TryReader is a conn that can read what is there without waiting for
 // the network.
 type TryReader interface {
