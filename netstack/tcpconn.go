@@ -34,12 +34,15 @@ type tcpConn struct {
 	entry  waiter.Entry
 	notify chan struct{}
 
-	// NotifyRead's callback until it is called (by whoever takes it
-	// first: an event of the endpoint, the read deadline, a new deadline,
-	// Close), and the entry that hands it the endpoint's events,
-	// registered for the conn's life. gVisor raises events under its
-	// queue's lock, so the entry cannot come and go with each wait.
-	pending     atomic.Pointer[func()]
+	// NotifyRead's callback, pending while armed: whoever clears armed
+	// first (an event of the endpoint, the read deadline, a new deadline,
+	// Close; or NotifyRead taking it back) calls it. NotifyRead writes cb
+	// before it arms, so a wait allocates nothing. The entry that hands
+	// the endpoint's events to it is registered for the conn's life:
+	// gVisor raises events under its queue's lock, so the entry cannot
+	// come and go with each wait.
+	cb          func()
+	armed       atomic.Bool
 	notifyEntry waiter.Entry
 	timer       *time.Timer // under mu: calls back at the read deadline
 }
@@ -61,11 +64,12 @@ func newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
 // conn is closed (readwait.Notifier). It reports false, at once, when a
 // Read would return at once now.
 func (c *tcpConn) NotifyRead(f func()) bool {
-	c.pending.Store(&f)
+	c.cb = f
+	c.armed.Store(true)
 	// Now that an event would call back, look at what could have happened
 	// before: the callback is ours to take back when it did.
 	if c.readable() || c.closed() || c.armDeadline() {
-		if c.pending.CompareAndSwap(&f, nil) {
+		if c.armed.CompareAndSwap(true, false) {
 			return false
 		}
 	}
@@ -96,8 +100,8 @@ func (c *tcpConn) armDeadline() (passed bool) {
 // took it first. A timer left from an earlier wait may call early; the
 // caller then asks again.
 func (c *tcpConn) callBack() {
-	if f := c.pending.Swap(nil); f != nil {
-		(*f)()
+	if c.armed.CompareAndSwap(true, false) {
+		c.cb()
 	}
 }
 
