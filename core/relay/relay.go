@@ -222,13 +222,18 @@ func newHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *at
 // for its source through the notifier, whose callback runs it again.
 func (d *half) run() {
 	var err error
-	waiting := false
+	waiting, panicked := false, true
 	func() {
 		defer guard.Catch(d.ctx, &err, "tcp relay")
 		waiting, err = d.copy()
+		panicked = false
 	}()
 	if waiting {
 		return // d belongs to the callback now
+	}
+	if panicked { // end the flow: the other direction may wait for long
+		d.dst.Close()
+		d.src.Close()
 	}
 	d.b.release()
 	d.end(err)
