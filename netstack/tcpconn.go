@@ -33,6 +33,7 @@ type tcpConn struct {
 	// (it runs on the reading goroutine).
 	entry  waiter.Entry
 	notify chan struct{}
+	limit  *time.Timer // WaitReadFor's, made once
 
 	// NotifyRead's callback, pending while armed: whoever clears armed
 	// first (an event of the endpoint, the read deadline, a new deadline,
@@ -122,7 +123,15 @@ func (c *tcpConn) readable() bool {
 
 // WaitRead waits until a Read would return at once, the read deadline
 // passes or the conn is closed (readwait.Waiter).
-func (c *tcpConn) WaitRead() bool {
+func (c *tcpConn) WaitRead() bool { return c.waitRead(0) }
+
+// WaitReadFor is WaitRead for at most d (readwait.Notifier): false when d
+// passed first.
+func (c *tcpConn) WaitReadFor(d time.Duration) bool { return c.waitRead(d) }
+
+// waitRead waits as WaitRead does, for at most limit when limit > 0, and
+// reports false when the limit passed first.
+func (c *tcpConn) waitRead(limit time.Duration) bool {
 	if c.readable() {
 		return true
 	}
@@ -134,6 +143,16 @@ func (c *tcpConn) WaitRead() bool {
 			timer.Stop()
 		}
 	}()
+	var over <-chan time.Time
+	if limit > 0 {
+		if c.limit == nil {
+			c.limit = time.NewTimer(limit)
+		} else {
+			c.limit.Reset(limit)
+		}
+		defer c.limit.Stop()
+		over = c.limit.C
+	}
 	for {
 		if c.readable() { // again, now that an arrival would notify
 			return true
@@ -161,6 +180,8 @@ func (c *tcpConn) WaitRead() bool {
 			return true
 		case <-c.done:
 			return true
+		case <-over:
+			return c.readable()
 		}
 	}
 }

@@ -211,6 +211,17 @@ func TestTCPConnNotifyRead(t *testing.T) {
 		})
 	}
 
+	t.Run("WaitReadFor", func(t *testing.T) {
+		a, _, n := dial(t)
+		if n.WaitReadFor(20 * time.Millisecond) {
+			t.Fatal("WaitReadFor on a quiet flow: true, want false once the limit passed")
+		}
+		w := nettest.StartWait(t, func() bool { return n.WaitReadFor(time.Minute) })
+		w.Blocked("within its limit")
+		a.Write([]byte("hi"))
+		w.Ends("the app's bytes")
+	})
+
 	t.Run("ready now", func(t *testing.T) {
 		a, c, n := dial(t)
 		a.Write([]byte("hi"))

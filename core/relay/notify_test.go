@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
@@ -52,6 +53,16 @@ func (n *notifyConn) NotifyRead(f func()) bool {
 		f()
 	}()
 	return true
+}
+
+// WaitReadFor polls the socket for at most d.
+func (n *notifyConn) WaitReadFor(d time.Duration) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if n.readable() {
+			return true
+		}
+	}
+	return n.readable()
 }
 
 // readable reports whether a Read would return at once: bytes, EOF or an

@@ -152,6 +152,15 @@ func Stream(ctx context.Context, bufs *Buffers, app, up net.Conn, upCount, downC
 	return errDown
 }
 
+// flowingWait is how long a direction whose last read said more is
+// coming (flowing) waits on its goroutine for its source before it hands
+// the wait to a notifier and ends the goroutine: a callback per dry
+// moment of a bulk upload through the TUN would start a goroutine each
+// time, whose stack grows again on its first writes. An idle flow gives
+// its goroutine up a second after its last bulk read, at once after a
+// small one.
+const flowingWait = time.Second
+
 // half is one direction of a stream: it copies src to dst until EOF or an
 // error, counting each read, and then ends dst's sending half so that the
 // peer sees EOF too. When linger is set (by the other direction), each
@@ -277,14 +286,21 @@ func (d *half) copy() (waiting bool, err error) {
 		if n == 0 && rerr == nil {
 			if d.wait != nil {
 				d.b.park()
+				waited := false
 				if d.notifier != nil {
-					d.resumed = true
-					if d.notifier.NotifyRead(d.resume) {
-						return true, nil
+					// A bulk flow waits out its source's dry moments
+					// on its goroutine (see flowingWait).
+					if waited = d.flowing && d.notifier.WaitReadFor(flowingWait); !waited {
+						d.resumed = true
+						if d.notifier.NotifyRead(d.resume) {
+							return true, nil
+						}
+						d.resumed = false
 					}
-					d.resumed = false
 				}
-				d.wait.WaitRead()
+				if !waited {
+					d.wait.WaitRead()
+				}
 			}
 			bp = d.b.get()
 			buf = (*bp)[d.h : len(*bp)-d.t]

@@ -17,6 +17,7 @@ package readwait
 import (
 	"net"
 	"syscall"
+	"time"
 )
 
 // Waiter is a conn that can wait until its next Read has something to
@@ -52,6 +53,11 @@ type Notifier interface {
 	// NotifyRead must not be called again before f was called, nor
 	// concurrently with Read.
 	NotifyRead(f func()) bool
+	// WaitReadFor is WaitRead for at most d: it reports false when d
+	// passed first. A bulk flow's source runs dry for moments between
+	// its bytes, and a goroutine that waits out such a moment costs less
+	// than one started by a callback, whose stack grows again.
+	WaitReadFor(d time.Duration) bool
 }
 
 // TryReader is a conn that can read what is there without waiting for
