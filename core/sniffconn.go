@@ -3,6 +3,7 @@ package core
 import (
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/sniff"
 	"github.com/skiffvpn/skiff/core/stats"
@@ -42,6 +43,24 @@ func (s *sniffConn) Read(b []byte) (int, error) {
 func (s *sniffConn) WaitRead() bool {
 	if w, _ := s.readers(); w != nil {
 		return w.WaitRead()
+	}
+	return false
+}
+
+// NotifyRead calls back when the app's conn can (readwait.Notifier): as
+// for WaitRead, sniffing only looks at what a Read returns.
+func (s *sniffConn) NotifyRead(f func()) bool {
+	if n, ok := s.Conn.(readwait.Notifier); ok {
+		return n.NotifyRead(f)
+	}
+	return false
+}
+
+// WaitReadFor waits on the app's conn for at most d, when it can call
+// back (readwait.Notifier); false when it cannot.
+func (s *sniffConn) WaitReadFor(d time.Duration) bool {
+	if n, ok := s.Conn.(readwait.Notifier); ok {
+		return n.WaitReadFor(d)
 	}
 	return false
 }

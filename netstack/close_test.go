@@ -7,51 +7,13 @@ import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/skiffvpn/skiff/core/flow"
-	"github.com/skiffvpn/skiff/core/relay"
-	"github.com/skiffvpn/skiff/internal/nettest"
 )
-
-// closingHandler relays each stream like the engine does and ends it when
-// close is closed, as the connection table's close does (the relay's
-// context is cancelled while both sides are still open).
-type closingHandler struct {
-	upstream string
-	close    chan struct{}
-}
-
-func (h *closingHandler) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) error {
-	up, err := net.Dial("tcp", h.upstream)
-	if err != nil {
-		return err
-	}
-	app, err := accept()
-	if err != nil {
-		up.Close()
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-h.close:
-		case <-ctx.Done():
-		}
-		cancel()
-	}()
-	return relay.Stream(ctx, relay.NewBuffers(relay.DefaultBudget), app, up, nil, nil)
-}
-
-func (h *closingHandler) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) error {
-	return conn.Close()
-}
 
 // TestTCPClosedFromTheCore: a flow that the core ends (the connection
 // table's close) ends for the app too, at once: its next read sees EOF or
 // a reset, not an open connection that no longer goes anywhere.
 func TestTCPClosedFromTheCore(t *testing.T) {
-	h := &closingHandler{upstream: nettest.TCPEcho(t).String(), close: make(chan struct{})}
+	h := newRelayHandler(t)
 	app := newStackWith(t, h, Options{})
 	c, err := app.DialContextTCPAddrPort(context.Background(), netip.AddrPortFrom(remote4, 443))
 	if err != nil {
@@ -66,7 +28,7 @@ func TestTCPClosedFromTheCore(t *testing.T) {
 	if _, err := io.ReadFull(c, buf); err != nil {
 		t.Fatalf("echo before the close: %v", err)
 	}
-	close(h.close)
+	(<-h.cancel)() // as the connection table's close does: both sides are still open
 	start := time.Now()
 	c.SetDeadline(time.Now().Add(3 * time.Second))
 	for {

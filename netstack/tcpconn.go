@@ -2,6 +2,7 @@ package netstack
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -14,6 +15,9 @@ import (
 // (readwait.Waiter), so that the relay's upload direction of an idle flow
 // holds no buffer while it waits, and read what it has without waiting
 // (readwait.TryReader), so that a bulk one does not wait before each read.
+// It can also call back when the app's next bytes come (readwait.Notifier),
+// through a gVisor waiter callback, so that the upload direction of an idle
+// flow holds no goroutine either.
 type tcpConn struct {
 	*gonet.TCPConn
 	ep tcpip.Endpoint
@@ -29,13 +33,86 @@ type tcpConn struct {
 	// (it runs on the reading goroutine).
 	entry  waiter.Entry
 	notify chan struct{}
+	limit  *time.Timer // WaitReadFor's, made once
+
+	// NotifyRead's callback, pending while armed: whoever clears armed
+	// first (an event of the endpoint, the read deadline, a new deadline,
+	// Close; or NotifyRead taking it back) calls it. NotifyRead writes cb
+	// before it arms, so a wait allocates nothing. The entry that hands
+	// the endpoint's events to it is registered for the conn's life:
+	// gVisor raises events under its queue's lock, so the entry cannot
+	// come and go with each wait.
+	cb          func()
+	armed       atomic.Bool
+	notifyEntry waiter.Entry
+	timer       *time.Timer // under mu: calls back at the read deadline
 }
+
+// readEvents are the endpoint's events after which a Read returns at once.
+const readEvents = waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr
 
 func newTCPConn(wq *waiter.Queue, ep tcpip.Endpoint) *tcpConn {
 	c := &tcpConn{TCPConn: gonet.NewTCPConn(wq, ep), ep: ep, wq: wq,
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
-	c.entry, c.notify = waiter.NewChannelEntry(waiter.ReadableEvents | waiter.EventHUp | waiter.EventErr)
+	c.entry, c.notify = waiter.NewChannelEntry(readEvents)
+	c.notifyEntry = waiter.NewFunctionEntry(readEvents, func(waiter.EventMask) { c.callBack() })
+	wq.EventRegister(&c.notifyEntry)
 	return c
+}
+
+// NotifyRead arranges for f to be called, on another goroutine, once a
+// Read would return at once, the read deadline passes or changes, or the
+// conn is closed (readwait.Notifier). It reports false, at once, when a
+// Read would return at once now.
+func (c *tcpConn) NotifyRead(f func()) bool {
+	c.cb = f
+	c.armed.Store(true)
+	// Now that an event would call back, look at what could have happened
+	// before: the callback is ours to take back when it did.
+	if c.readable() || c.closed() || c.armDeadline() {
+		if c.armed.CompareAndSwap(true, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// armDeadline reports whether the read deadline has passed, and else
+// arms the timer that calls back when it does.
+func (c *tcpConn) armDeadline() (passed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadline.IsZero() {
+		return false
+	}
+	wait := time.Until(c.deadline)
+	if wait <= 0 {
+		return true
+	}
+	if c.timer == nil {
+		c.timer = time.AfterFunc(wait, c.callBack)
+	} else {
+		c.timer.Reset(wait)
+	}
+	return false
+}
+
+// callBack calls NotifyRead's callback, when one is pending and nobody
+// took it first. A timer left from an earlier wait may call early; the
+// caller then asks again.
+func (c *tcpConn) callBack() {
+	if c.armed.CompareAndSwap(true, false) {
+		c.cb()
+	}
+}
+
+func (c *tcpConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // readable reports whether a Read would return at once: data, the app's
@@ -46,7 +123,15 @@ func (c *tcpConn) readable() bool {
 
 // WaitRead waits until a Read would return at once, the read deadline
 // passes or the conn is closed (readwait.Waiter).
-func (c *tcpConn) WaitRead() bool {
+func (c *tcpConn) WaitRead() bool { return c.waitRead(0) }
+
+// WaitReadFor is WaitRead for at most d (readwait.Notifier): false when d
+// passed first.
+func (c *tcpConn) WaitReadFor(d time.Duration) bool { return c.waitRead(d) }
+
+// waitRead waits as WaitRead does, for at most limit when limit > 0, and
+// reports false when the limit passed first.
+func (c *tcpConn) waitRead(limit time.Duration) bool {
 	if c.readable() {
 		return true
 	}
@@ -58,6 +143,16 @@ func (c *tcpConn) WaitRead() bool {
 			timer.Stop()
 		}
 	}()
+	var over <-chan time.Time
+	if limit > 0 {
+		if c.limit == nil {
+			c.limit = time.NewTimer(limit)
+		} else {
+			c.limit.Reset(limit)
+		}
+		defer c.limit.Stop()
+		over = c.limit.C
+	}
 	for {
 		if c.readable() { // again, now that an arrival would notify
 			return true
@@ -85,6 +180,8 @@ func (c *tcpConn) WaitRead() bool {
 			return true
 		case <-c.done:
 			return true
+		case <-over:
+			return c.readable()
 		}
 	}
 }
@@ -127,10 +224,22 @@ func (c *tcpConn) setWaitDeadline(t time.Time) {
 	case c.kick <- struct{}{}:
 	default:
 	}
+	c.callBack()
 }
 
-// Close closes the conn and ends a WaitRead.
+// Close closes the conn and ends a WaitRead, or calls NotifyRead's
+// callback.
 func (c *tcpConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.TCPConn.Close()
+	c.once.Do(func() {
+		close(c.done)
+		c.wq.EventUnregister(&c.notifyEntry)
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+	})
+	err := c.TCPConn.Close()
+	c.callBack()
+	return err
 }

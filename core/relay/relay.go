@@ -132,12 +132,14 @@ func Stream(ctx context.Context, bufs *Buffers, app, up net.Conn, upCount, downC
 
 	var lingerUp, lingerDown atomic.Bool // set: that direction reads under an idle deadline
 	errc := make(chan error, 1)
-	go func() {
-		var err error
-		defer func() { errc <- err }()
-		defer guard.Catch(ctx, &err, "tcp relay")
-		err = copyHalf(bufs, up, app, upCount, &lingerUp, &lingerDown)
-	}()
+	upload := newHalf(bufs, up, app, upCount, &lingerUp, &lingerDown)
+	upload.ctx = ctx
+	upload.end = func(err error) { errc <- err }
+	if n, ok := app.(readwait.Notifier); ok && upload.wait != nil {
+		upload.notifier = n
+		upload.resume = func() { go upload.run() }
+	}
+	go upload.run()
 	errDown := copyHalf(bufs, app, up, downCount, &lingerDown, &lingerUp)
 	errUp := <-errc
 	closeBoth()
@@ -150,78 +152,175 @@ func Stream(ctx context.Context, bufs *Buffers, app, up net.Conn, upCount, downC
 	return errDown
 }
 
-// copyHalf copies src to dst until EOF or an error, counting each read, and
-// then ends dst's sending half so that the peer sees EOF too. When linger
-// is set (by the other direction), each read waits at most HalfCloseIdle.
-// When dst cannot end its sending half, it sets peerLinger for the other
-// direction, which reads from dst.
+// flowingWait is how long a direction whose last read said more is
+// coming (flowing) waits on its goroutine for its source before it hands
+// the wait to a notifier and ends the goroutine: a callback per dry
+// moment of a bulk upload through the TUN would start a goroutine each
+// time, whose stack grows again on its first writes. An idle flow gives
+// its goroutine up a second after its last bulk read, at once after a
+// small one.
+const flowingWait = time.Second
+
+// half is one direction of a stream: it copies src to dst until EOF or an
+// error, counting each read, and then ends dst's sending half so that the
+// peer sees EOF too. When linger is set (by the other direction), each
+// read waits at most HalfCloseIdle. When dst cannot end its sending half,
+// it sets peerLinger for the other direction, which reads from dst.
+//
+// A direction that runs on a goroutine of its own (run) and whose source
+// can call back when its next bytes come (readwait.Notifier: the app's
+// side of a TUN flow) ends that goroutine while it waits and goes on on a
+// new one, started by the callback: an idle flow's direction holds no
+// goroutine and no stack. Stream still owns it: it waits for the
+// direction's end, and closing the conns (or ctx) wakes a waiting source.
+type half struct {
+	b                  buffer
+	dst, src           net.Conn
+	c                  Counter
+	linger, peerLinger *atomic.Bool
+
+	fw   FrameWriter // dst, when it can frame in the relay's buffer (head)
+	head bool
+	h, t int // the headroom and tail room the buffer keeps for fw
+
+	wait    readwait.Waiter
+	try     readwait.TryReader
+	flowing bool // the last read said more is coming (see copy)
+
+	// For a direction run on its own goroutine (run): ctx for guard.Catch,
+	// end takes the direction's result.
+	ctx context.Context
+	end func(error)
+	// notifier is src, when the direction waits for it without a
+	// goroutine; resume runs the direction again, on a new goroutine,
+	// and resumed says it was run that way.
+	notifier readwait.Notifier
+	resume   func()
+	resumed  bool
+}
+
+// copyHalf runs the direction from src to dst on the calling goroutine,
+// waiting on it when it waits (see half), and returns its error.
 func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) error {
-	b := buffer{bs: bufs}
-	defer b.release()
-	fw, head := dst.(FrameWriter)
-	h, t := 0, 0
-	if head {
+	d := newHalf(bufs, dst, src, c, linger, peerLinger)
+	defer d.b.release()
+	_, err := d.copy()
+	return err
+}
+
+func newHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *atomic.Bool) *half {
+	d := &half{b: buffer{bs: bufs}, dst: dst, src: src, c: c, linger: linger, peerLinger: peerLinger}
+	d.fw, d.head = dst.(FrameWriter)
+	if d.head {
 		if tr, ok := dst.(TailRoomer); ok {
-			t = tr.TailRoom()
+			d.t = tr.TailRoom()
 		}
-		if h = fw.FrontHeadroom(); h < 0 || h > maxHeadroom || t < 0 || t > maxHeadroom {
-			head, h, t = false, 0, 0
+		if d.h = d.fw.FrontHeadroom(); d.h < 0 || d.h > maxHeadroom || d.t < 0 || d.t > maxHeadroom {
+			d.head, d.h, d.t = false, 0, 0
 		}
 	}
+	d.wait, d.try = readwait.For(src)
+	if d.wait == nil {
+		d.try = nil // its reads block with their buffer anyway
+	}
+	return d
+}
+
+// run runs the direction on the calling goroutine, as a goroutine of its
+// own: until it ends, when it hands its result to end, or until it waits
+// for its source through the notifier, whose callback runs it again.
+func (d *half) run() {
+	var err error
+	waiting, panicked := false, true
+	func() {
+		defer guard.Catch(d.ctx, &err, "tcp relay")
+		waiting, err = d.copy()
+		panicked = false
+	}()
+	if waiting {
+		return // d belongs to the callback now
+	}
+	if panicked { // end the flow: the other direction may wait for long
+		d.dst.Close()
+		d.src.Close()
+	}
+	d.b.release()
+	d.end(err)
+}
+
+// copy copies until the direction ends and returns its error, or, with a
+// notifier, until the direction waits for its source through it: it
+// reports waiting, and must not touch d again, as the callback may already
+// run it on another goroutine.
+func (d *half) copy() (waiting bool, err error) {
 	// Any read may be the last for a long time. When src can say when its
 	// next bytes are there (readwait), the direction waits for them
-	// holding no buffer, and on a shallow stack, and then takes one of
-	// the size it had: an idle flow holds no relay buffer, whatever its
-	// last read was. While a transfer keeps its bytes coming (the last
-	// read brought MediumBufferSize or more, or filled its buffer), a src that can read without
-	// waiting (TryRead) is read straight into the buffer instead, and
-	// the direction waits only once that finds nothing: on a bulk flow
-	// from a socket the wait was a system call (a peek) per read.
-	wait, try := readwait.For(src)
-	if wait == nil {
-		try = nil // its reads block with their buffer anyway
-	}
-	flowing := false
-	var err error
+	// holding no buffer, and on a shallow stack (or on no goroutine at
+	// all: notifier), and then takes one of the size it had: an idle flow
+	// holds no relay buffer, whatever its last read was. While a transfer
+	// keeps its bytes coming (the last read brought MediumBufferSize or
+	// more, or filled its buffer), a src that can read without waiting
+	// (TryRead) is read straight into the buffer instead, and the
+	// direction waits only once that finds nothing: on a bulk flow from a
+	// socket the wait was a system call (a peek) per read.
+	resumed := d.resumed
+	d.resumed = false
 	for {
-		if linger.Load() {
-			src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
-		}
 		var (
 			bp   *[]byte
 			buf  []byte
 			n    int
 			rerr error
 		)
-		if flowing && try != nil {
-			bp = b.get()
-			buf = (*bp)[h : len(*bp)-t]
-			n, rerr = try.TryRead(buf)
-		}
-		if n == 0 && rerr == nil {
-			if wait != nil {
-				b.park()
-				wait.WaitRead()
+		if !resumed { // else it was waiting: the deadline stays, and nothing was there
+			if d.linger.Load() {
+				d.src.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 			}
-			bp = b.get()
-			buf = (*bp)[h : len(*bp)-t]
-			n, rerr = src.Read(buf)
+			if d.flowing && d.try != nil {
+				bp = d.b.get()
+				buf = (*bp)[d.h : len(*bp)-d.t]
+				n, rerr = d.try.TryRead(buf)
+			}
 		}
-		flowing = n >= MediumBufferSize || n == len(buf)
+		resumed = false
+		if n == 0 && rerr == nil {
+			if d.wait != nil {
+				d.b.park()
+				waited := false
+				if d.notifier != nil {
+					// A bulk flow waits out its source's dry moments
+					// on its goroutine (see flowingWait).
+					if waited = d.flowing && d.notifier.WaitReadFor(flowingWait); !waited {
+						d.resumed = true
+						if d.notifier.NotifyRead(d.resume) {
+							return true, nil
+						}
+						d.resumed = false
+					}
+				}
+				if !waited {
+					d.wait.WaitRead()
+				}
+			}
+			bp = d.b.get()
+			buf = (*bp)[d.h : len(*bp)-d.t]
+			n, rerr = d.src.Read(buf)
+		}
+		d.flowing = n >= MediumBufferSize || n == len(buf)
 		if n > 0 {
-			c.Add(int64(n))
+			d.c.Add(int64(n))
 			var werr error
-			if head {
-				_, werr = fw.WriteFrame((*bp)[:h+n+t])
+			if d.head {
+				_, werr = d.fw.WriteFrame((*bp)[:d.h+n+d.t])
 			} else {
-				_, werr = dst.Write(buf[:n])
+				_, werr = d.dst.Write(buf[:n])
 			}
 			if werr != nil {
 				err = werr
 				break
 			}
 		}
-		b.resize(n, len(buf))
+		d.b.resize(n, len(buf))
 		if rerr != nil {
 			if rerr != io.EOF {
 				err = rerr
@@ -229,11 +328,18 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 			break
 		}
 	}
+	return false, d.finish(err)
+}
+
+// finish ends the direction after its copy ended with err (nil: EOF):
+// passes the EOF on, or ends both directions.
+func (d *half) finish(err error) error {
+	dst, src := d.dst, d.src
 	if err == nil {
 		if cw, ok := dst.(closeWriter); ok {
 			if cw.CloseWrite() == nil {
 				if sc, ok := dst.(SoftCloser); ok && sc.SoftCloseWrite() {
-					peerLinger.Store(true)
+					d.peerLinger.Store(true)
 					dst.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 				}
 				return nil
@@ -241,7 +347,7 @@ func copyHalf(bufs *Buffers, dst, src net.Conn, c Counter, linger, peerLinger *a
 		} else {
 			// The EOF cannot be passed on: let the other direction finish
 			// what it is sending, under an idle limit.
-			peerLinger.Store(true)
+			d.peerLinger.Store(true)
 			dst.SetReadDeadline(time.Now().Add(HalfCloseIdle))
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -221,6 +222,11 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	defer procs.Start(ctx, procs.DefaultPolicy(), log)()
 
 	if rf.pprof != "" {
+		// The heap profile covers what is allocated from here on; the
+		// program may have turned the profiler off at its start.
+		if runtime.MemProfileRate == 0 {
+			runtime.MemProfileRate = defaultMemProfileRate
+		}
 		srv, err := servePprof(rf.pprof)
 		if err != nil {
 			fmt.Fprintf(stderr, "skiff run: --pprof: %v\n", err)
@@ -295,6 +301,9 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// defaultMemProfileRate is the Go runtime's default runtime.MemProfileRate.
+const defaultMemProfileRate = 512 << 10
 
 // servePprof serves the runtime profiles on addr, a loopback address, on a
 // mux of its own (not http.DefaultServeMux).

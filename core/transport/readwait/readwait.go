@@ -17,6 +17,7 @@ package readwait
 import (
 	"net"
 	"syscall"
+	"time"
 )
 
 // Waiter is a conn that can wait until its next Read has something to
@@ -30,6 +31,33 @@ type Waiter interface {
 	// reports false, at once, when the conn cannot wait this way now; the
 	// caller then reads as usual. It must not run concurrently with Read.
 	WaitRead() bool
+}
+
+// Notifier is a conn that can call back when its next Read has something
+// to return, instead of keeping a goroutine blocked in WaitRead until then.
+// A relay direction whose source is a Notifier holds no goroutine while it
+// waits: through the TUN, every idle flow's upload direction (the app's
+// side, a gVisor endpoint) held one, of 4-8 KiB of stack, for nothing.
+// Only a source that can call back without a goroutine of its own can be
+// one (the netstack's conns, through gVisor's waiter callbacks); a socket
+// cannot, outside the Go runtime's poller.
+type Notifier interface {
+	// NotifyRead arranges for f to be called once, on another goroutine,
+	// when a Read would find data, EOF or an error without waiting, or the
+	// conn's read deadline passes or changes, or the conn is closed; f may
+	// also be called early (the caller then asks again). It reports false,
+	// and never calls f, when a Read would return at once now or the conn
+	// cannot notify now: the caller then waits or reads as usual. f must
+	// not block (it runs where the conn's events are raised); it typically
+	// starts a goroutine. At most one notification is pending at a time:
+	// NotifyRead must not be called again before f was called, nor
+	// concurrently with Read.
+	NotifyRead(f func()) bool
+	// WaitReadFor is WaitRead for at most d: it reports false when d
+	// passed first. A bulk flow's source runs dry for moments between
+	// its bytes, and a goroutine that waits out such a moment costs less
+	// than one started by a callback, whose stack grows again.
+	WaitReadFor(d time.Duration) bool
 }
 
 // TryReader is a conn that can read what is there without waiting for
