@@ -155,8 +155,8 @@ const (
 // returns the function that puts the previous limit back.
 //
 // The limit follows the live memory up: after each collection it is at
-// least half the headroom above what survived it (live heap, stacks,
-// runtime metadata). A limit the live memory reaches makes the collector
+// least a margin above what survived it (live heap, stacks, runtime
+// metadata; see limitAfterGC). A limit the live memory reaches makes the collector
 // run without pause, taking its maximum share of the CPU (half of it) and
 // freeing nothing: 2,000 TUN connections each moving 1 MiB each way held
 // about 150 MiB live against a limit of 86, the client took 104
@@ -173,7 +173,7 @@ func softLimit(headroom int64) (restore func()) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			debug.SetMemoryLimit(max(base, int64(liveMemory())+headroom/2))
+			debug.SetMemoryLimit(limitAfterGC(base, int64(liveMemory()), headroom))
 		}
 	})
 	return func() {
@@ -183,6 +183,25 @@ func softLimit(headroom int64) (restore func()) {
 		stopped = true
 		debug.SetMemoryLimit(prev)
 	}
+}
+
+// limitAfterGC is the soft limit after a collection that left live bytes
+// (heap, stacks, metadata): base, or live plus a margin of a quarter of
+// live, at least headroom/4, at most headroom/2, whichever is more. The
+// margin is what the flows may allocate before the next collection; as a
+// share of what is live it keeps the collector's work per byte allocated
+// bounded (GOGC=25, where each collection marks what is live), and its
+// floor keeps a small heap from collecting without pause.
+//
+// 500 connections each moving 1 MiB each way at once: with the margin
+// fixed at headroom/2, the peak was live plus 16 MiB through the proxy
+// (VLESS+WS+TLS: 37 MiB live, a 53 MiB limit, 62 MiB RSS with the
+// executable's pages) and plus 32 MiB through the TUN (91 live, 123). Past
+// about 2,000 connections (150 MiB live and more) the margin is
+// headroom/2 again, as before.
+func limitAfterGC(base, live, headroom int64) int64 {
+	margin := min(max(live/4, headroom/4), headroom/2)
+	return max(base, live+margin)
 }
 
 // afterEachGC calls f (on the runtime's cleanup goroutine) after each

@@ -94,6 +94,31 @@ func TestSoftLimitFollowsLiveMemory(t *testing.T) {
 	}
 }
 
+// TestLimitAfterGC checks the soft limit's policy after a collection: the
+// start's limit while little is live, then live plus a quarter of it,
+// between a quarter and half the headroom.
+func TestLimitAfterGC(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		name                 string
+		base, live, headroom int64
+		want                 int64
+	}{
+		{"little live: the start's limit", 40 * mib, 10 * mib, 32 * mib, 40 * mib},
+		{"proxy, 500 flows: the floor's margin", 40 * mib, 30 * mib, 32 * mib, 40 * mib},
+		{"proxy, 500 TLS flows", 40 * mib, 37 * mib, 32 * mib, 37*mib + 37*mib/4},
+		{"proxy, many more: half the headroom", 40 * mib, 200 * mib, 32 * mib, 216 * mib},
+		{"TUN, 500 flows", 74 * mib, 92 * mib, 64 * mib, 115 * mib},
+		{"TUN, small heap: a quarter of the headroom", 10 * mib, 20 * mib, 64 * mib, 36 * mib},
+		{"TUN, 2,000 flows: half the headroom", 74 * mib, 190 * mib, 64 * mib, 222 * mib},
+	} {
+		if got := limitAfterGC(c.base, c.live, c.headroom); got != c.want {
+			t.Errorf("%s: limitAfterGC(%d, %d, %d MiB) = %.2f MiB, want %.2f", c.name,
+				c.base/mib, c.live/mib, c.headroom/mib, float64(got)/mib, float64(c.want)/mib)
+		}
+	}
+}
+
 // TestTrimmer checks when memory is handed back: after most of a burst of
 // connections closed, after traffic went quiet following a busy tick, each
 // with its follow-up, and not while traffic flows or stays small.

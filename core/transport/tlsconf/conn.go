@@ -48,13 +48,16 @@ type Conn struct {
 	grow    *Grown      // the budget of large record buffers; nil: none
 	wantBig bool        // a read left a whole record waiting; the reader's own
 	big     atomic.Bool // the record buffer is large, counted in grow
+	fitted  bool        // the record buffer was fitted to one record (fitRecords); the reader's own
 }
 
 // Read reads as crypto/tls does, but waits for a quiet socket without
 // holding crypto/tls's record buffer (waitQuiet).
 func (c *Conn) Read(p []byte) (int, error) {
-	if c.handshook && len(p) > 0 && !c.waited {
-		c.waitQuiet()
+	if c.handshook && len(p) > 0 {
+		if !c.waited {
+			c.waitQuiet()
+		}
 		c.growRecords()
 	}
 	c.waited = false
@@ -170,6 +173,7 @@ type sockConn struct {
 
 	noWait atomic.Bool
 	nb     nonblockReader // reads without waiting; zero when the socket cannot
+	filled bool           // the last Read filled its buffer; the reader's own
 }
 
 func newSockConn(raw net.Conn) *sockConn {
@@ -181,12 +185,16 @@ func newSockConn(raw net.Conn) *sockConn {
 // Read reads from the socket; with noWait set, only what it holds now.
 func (s *sockConn) Read(p []byte) (int, error) {
 	if s.noWait.Load() {
-		if n := s.nb.read(p); n > 0 {
+		n := s.nb.read(p)
+		s.filled = n == len(p)
+		if n > 0 {
 			return n, nil
 		}
 		return 0, wouldBlock{}
 	}
-	return s.Conn.Read(p)
+	n, err := s.Conn.Read(p)
+	s.filled = n == len(p)
+	return n, err
 }
 
 // Write gathers p while a batch is open and writes it otherwise.

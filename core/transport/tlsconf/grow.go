@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync/atomic"
 )
 
@@ -19,6 +20,20 @@ import (
 //
 // A Grown bounds how many large buffers the connections of one Stream hold
 // at once, so that 500 busy connections do not each hold one.
+//
+// The others keep crypto/tls's own buffer, and bytes.Buffer's growth makes
+// it 32-48 KiB on a busy connection: a record's read must fit behind the
+// partial record already there, or, at half the capacity, slide to the
+// front; else the buffer doubles. 500 busy VLESS+WS+TLS connections held
+// 14-18 MiB of them at the peak (heap profiles, SOCKS and TUN). While the
+// budget is spent, a busy connection's buffer is fitted to one record
+// instead (fitRecords): the partial record is moved to the front before
+// each read, so one record's room (fitRecordBuffer) always suffices. It
+// costs a copy of at most one record per record, and a read(2) per record
+// where a 32 KiB buffer took one or two; the budget's connections, which
+// carry the bulk transfers, pay nothing. A fitted connection whose reads
+// fill the buffer asks for a large one too, so that it gets one once the
+// budget has room again.
 
 // BigRecordBuffer is the size of a large record buffer.
 const BigRecordBuffer = 128 << 10
@@ -26,6 +41,16 @@ const BigRecordBuffer = 128 << 10
 // maxRecord is a TLS record's largest size on the wire: 16 KiB of
 // plaintext, the header, and room for the AEAD's overhead.
 const maxRecord = 16<<10 + 5 + 256
+
+// fitRecordBuffer is the capacity of a fitted record buffer: a whole
+// record, and the bytes.MinRead that crypto/tls asks room for beyond what
+// it needs.
+const fitRecordBuffer = maxRecord + bytes.MinRead
+
+// fitRecordCap is the largest record buffer fitRecords leaves in place:
+// fitRecordBuffer's size class (18 KiB) and a little more; bytes.Buffer's
+// doubling makes 32 KiB and up.
+const fitRecordCap = 24 << 10
 
 // DefaultGrownBudget is a Stream's budget of large record buffers: 32
 // connections at once.
@@ -44,6 +69,9 @@ func NewGrown(limit int64) *Grown { return &Grown{limit: limit} }
 // InUse is how many bytes of large buffers are held now.
 func (g *Grown) InUse() int64 { return g.used.Load() }
 
+// spent reports whether a large buffer is beyond the budget now.
+func (g *Grown) spent() bool { return g.used.Load()+BigRecordBuffer > g.limit }
+
 func (g *Grown) take(n int64) bool {
 	if g.used.Add(n) <= g.limit {
 		return true
@@ -55,7 +83,7 @@ func (g *Grown) take(n int64) bool {
 // noteBacklog runs after a read through the engine: a whole record left
 // in the buffer asks for a large one.
 func (c *Conn) noteBacklog() {
-	if c.grow != nil && c.rec.ok() && !c.big.Load() && c.rec.raw.Len() >= maxRecord {
+	if c.grow != nil && c.rec.ok() && !c.big.Load() && (c.rec.raw.Len() >= maxRecord || c.fitted && c.sock.filled) {
 		c.wantBig = true
 	}
 }
@@ -64,13 +92,18 @@ func (c *Conn) noteBacklog() {
 // was asked for, the budget allows it and the engine holds no plaintext,
 // the record buffer becomes a large one.
 func (c *Conn) growRecords() {
-	if !c.wantBig || c.rec.in.Len() > 0 {
+	if c.grow == nil || !c.rec.ok() || c.rec.in.Len() > 0 {
+		return
+	}
+	if !c.wantBig || c.big.Load() || !c.grow.take(BigRecordBuffer) {
+		c.wantBig = false
+		if !c.big.Load() && c.grow.spent() {
+			c.fitRecords()
+		}
 		return
 	}
 	c.wantBig = false
-	if c.big.Load() || !c.grow.take(BigRecordBuffer) {
-		return
-	}
+	c.fitted = false
 	b := make([]byte, 0, BigRecordBuffer)
 	b = append(b, c.rec.raw.Bytes()...)
 	*c.rec.raw = *bytes.NewBuffer(b)
@@ -83,5 +116,36 @@ func (c *Conn) growRecords() {
 func (c *Conn) dropBig() {
 	if c.big.Swap(false) {
 		c.grow.used.Add(-BigRecordBuffer)
+	}
+}
+
+// fitRecords runs before a read through the engine, while the budget of
+// large buffers is spent and the engine holds no plaintext (which points
+// into the record buffer). It replaces a buffer that bytes.Buffer doubled
+// past one record's room (more than fitRecordCap), or one too small for the
+// record whose header it holds, by one of fitRecordBuffer; and it moves a
+// partial record to the front when the room behind it is less than a
+// record. crypto/tls then reads each record into the room it has and does
+// not grow the buffer. (A buffer of small records stays small: dynamic
+// record sizing starts each connection at about one segment per record.)
+func (c *Conn) fitRecords() {
+	r := c.rec.raw
+	p := r.Bytes()
+	n := len(p)
+	need := 0 // the record ahead, with crypto/tls's bytes.MinRead; 0 unknown
+	if n >= 5 {
+		need = 5 + int(binary.BigEndian.Uint16(p[3:5])) + bytes.MinRead
+	}
+	switch {
+	case r.Cap() > fitRecordCap || need > r.Cap():
+		b := make([]byte, 0, max(fitRecordBuffer, n, need))
+		b = append(b, p...)
+		*r = *bytes.NewBuffer(b)
+		*c.rec.in = bytes.Reader{}
+		c.fitted = true
+	case n > 0 && r.Available() < max(need, fitRecordBuffer)-n:
+		r.Reset()
+		r.Write(p) // to the front: copy handles the overlap
+		c.fitted = true
 	}
 }

@@ -71,3 +71,67 @@ func testRecordBufferGrows(t *testing.T, fp ...string) {
 		t.Fatalf("closed connection still counts %d bytes of large buffers", g.InUse())
 	}
 }
+
+// TestRecordBufferFitted checks that while the budget of large buffers is
+// spent, a busy connection's record buffer stays at one record's room
+// across reads of every size, by Read and TryRead, with the data intact;
+// and that it asks for a large buffer once the budget has room.
+func TestRecordBufferFitted(t *testing.T) {
+	t.Run("crypto-tls", func(t *testing.T) { testRecordBufferFitted(t) })
+	t.Run("utls", func(t *testing.T) { testRecordBufferFitted(t, "chrome") })
+}
+
+func testRecordBufferFitted(t *testing.T, fp ...string) {
+	g := NewGrown(BigRecordBuffer)
+	g.take(BigRecordBuffer) // another connection holds it
+	c, send := idlePair(t, fp...)
+	c.grow = g
+	bulk := make([]byte, 4<<20)
+	for i := range bulk {
+		bulk[i] = byte(i * 7 / 5)
+	}
+	go func() {
+		for p := bulk; len(p) > 0; p = p[min(len(p), 100<<10):] {
+			send <- p[:min(len(p), 100<<10)]
+		}
+	}()
+	got := make([]byte, 0, len(bulk))
+	sizes := []int{60 << 10, 4 << 10, 16 << 10, 1, 100, 60 << 10}
+	maxCap := 0
+	for i := 0; len(got) < len(bulk); i++ {
+		p := make([]byte, min(sizes[i%len(sizes)], len(bulk)-len(got)))
+		var n int
+		var err error
+		if i%3 == 2 {
+			n, err = c.TryRead(p)
+		} else {
+			n, err = c.Read(p)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, p[:n]...)
+		if i > 4 { // past the first record.s growth
+			maxCap = max(maxCap, c.rec.raw.Cap())
+		}
+	}
+	if !bytes.Equal(got, bulk) {
+		t.Fatal("data changed in a fitted record buffer")
+	}
+	if !c.fitted || maxCap > 20<<10 {
+		t.Fatalf("record buffer grew to %d bytes with the budget spent (fitted %v), want at most 20 KiB", maxCap, c.fitted)
+	}
+	if c.big.Load() {
+		t.Fatal("a large buffer past the budget")
+	}
+	// The budget has room again: a backlog makes the buffer large.
+	g.used.Add(-BigRecordBuffer)
+	go func() { send <- bulk }()
+	time.Sleep(200 * time.Millisecond) // the kernel holds more than a record
+	if _, err := io.ReadFull(c, make([]byte, len(bulk))); err != nil {
+		t.Fatal(err)
+	}
+	if !c.big.Load() {
+		t.Fatal("fitted connection with a backlog got no large buffer once the budget had room")
+	}
+}
