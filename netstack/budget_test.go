@@ -1,7 +1,6 @@
 package netstack
 
 import (
-	"slices"
 	"testing"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -27,86 +26,6 @@ func TestRecvBufLimit(t *testing.T) {
 		if got := recvBufLimit(c.total, c.open); got != c.want {
 			t.Errorf("recvBufLimit(%d, %d) = %d, want %d", c.total, c.open, got, c.want)
 		}
-	}
-}
-
-func TestSendBufShare(t *testing.T) {
-	for _, c := range []struct {
-		total, open, want int
-	}{
-		{DefaultTCPBufferBudget, 0, 0}, // auto-tuned
-		{DefaultTCPBufferBudget, 1, 0},
-		{DefaultTCPBufferBudget, 16, 0},
-		{DefaultTCPBufferBudget, 32, 0}, // 256 KiB: the maximum
-		{DefaultTCPBufferBudget, 33, 128 << 10},
-		{DefaultTCPBufferBudget, 128, 64 << 10},
-		{DefaultTCPBufferBudget, 500, tcpSendBufFloor},
-		{DefaultTCPBufferBudget, 2000, tcpSendBufFloor},
-		{1 << 30, 1000, 0},
-		{1, 1, tcpSendBufFloor},
-	} {
-		if got := sendBufShare(c.total, c.open); got != c.want {
-			t.Errorf("sendBufShare(%d, %d) = %d, want %d", c.total, c.open, got, c.want)
-		}
-	}
-}
-
-// sizes records the send buffer sizes the budget sets on one endpoint.
-type sizes struct{ set []int64 }
-
-func (s *sizes) SetSendBufferSize(size int64, notify bool) {
-	if !notify {
-		panic("set without waking the writers")
-	}
-	s.set = append(s.set, size)
-}
-
-// TestBufferBudgetSetsSendBuffers checks the send side: joined endpoints
-// are left to auto-tuning while few connections are open, set to the share
-// once many are, set again as the share changes, and not after they left.
-func TestBufferBudgetSetsSendBuffers(t *testing.T) {
-	s := stack.New(stack.Options{TransportProtocols: []stack.TransportProtocolFactory{tcp.NewProtocol}})
-	defer s.Destroy()
-	b := newBufferBudget(s, 0)
-	open := func(n int) {
-		t.Helper()
-		for range n {
-			if err := b.add(1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	closeN := func(n int) {
-		t.Helper()
-		for range n {
-			if err := b.add(-1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var early, late, gone sizes
-	open(1)
-	b.join(&early)
-	open(15)
-	if len(early.set) != 0 {
-		t.Fatalf("16 open: set %v, want auto-tuning", early.set)
-	}
-	open(484) // 500
-	b.join(&late)
-	b.join(&gone)
-	b.leave(&gone)
-	if want := []int64{128 << 10, 64 << 10, 32 << 10, 16 << 10}; !slices.Equal(early.set, want) {
-		t.Errorf("joined at 1, 500 open: set %v, want %v", early.set, want)
-	}
-	if want := []int64{16 << 10}; !slices.Equal(late.set, want) {
-		t.Errorf("joined at 500: set %v, want %v", late.set, want)
-	}
-	closeN(400) // 100: 80 KiB, rounded down
-	if want := []int64{16 << 10, 32 << 10, 64 << 10}; !slices.Equal(late.set, want) {
-		t.Errorf("joined at 500, down to 100 open: set %v, want %v", late.set, want)
-	}
-	if want := []int64{16 << 10}; !slices.Equal(gone.set, want) {
-		t.Errorf("left at 500: set %v, want only %v, at its join", gone.set, want)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 
-	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/waiter"
 
@@ -33,8 +32,7 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	var (
 		mu        sync.Mutex
 		completed bool
-		counted   bool                 // by the buffer budget
-		joined    *tcpip.SocketOptions // the budget's send side; nil none
+		counted   bool // by the buffer budget
 	)
 	accept := func() (net.Conn, error) {
 		mu.Lock()
@@ -60,8 +58,6 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 		so.SetReceiveBufferSize(int64(n.budget.initial()), false)
 		so.SetKeepAlive(true)
 		so.SetDelayOption(false)
-		n.budget.join(so)
-		joined = so
 		return newTCPConn(&wq, ep), nil
 	}
 	err := guard.Do(n.ctx, "tun tcp flow", func() error { return n.handler.HandleStream(n.ctx, m, accept) })
@@ -69,9 +65,6 @@ func (n *Stack) handleTCP(r *tcp.ForwarderRequest) {
 	if !completed {
 		completed = true
 		r.Complete(true) // RST: the upstream could not be had
-	}
-	if joined != nil {
-		n.budget.leave(joined)
 	}
 	if counted {
 		if err := n.budget.add(-1); err != nil {
