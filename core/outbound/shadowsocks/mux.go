@@ -37,34 +37,18 @@ type muxConn struct {
 	started bool
 	ended   bool
 
-	rmu     sync.Mutex
-	rem     int // data bytes of the current frame not read yet
-	done    bool
-	waiters // c's
+	framed      // the current frame's data, on c
+	done   bool // under rmu
 }
 
 func newMuxConn(c net.Conn, target flow.Addr) *muxConn {
-	return &muxConn{Conn: c, target: target, waiters: waitersOf(c)}
+	return &muxConn{Conn: c, target: target, framed: framedOn(c)}
 }
 
 // ReadWaiters offers WaitRead and TryRead where the transport has them
 // (readwait.Wrapper).
 func (m *muxConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 	return m.waiters.offer(m, m)
-}
-
-// WaitRead waits for the transport's next bytes, a frame's header or its
-// data (readwait.Waiter).
-func (m *muxConn) WaitRead() bool { return m.waiters.wait() }
-
-// TryRead reads what has arrived of the current frame's data, without
-// waiting (readwait.TryReader); the next frame's header is left to Read.
-func (m *muxConn) TryRead(p []byte) (int, error) {
-	m.rmu.Lock()
-	defer m.rmu.Unlock()
-	n, err := m.waiters.try(p[:min(len(p), m.rem)])
-	m.rem -= n
-	return n, err
 }
 
 // appendMuxMeta appends a frame's metadata length and metadata.
@@ -139,12 +123,7 @@ func (m *muxConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	n, err := m.Conn.Read(p[:min(len(p), m.rem)])
-	m.rem -= n
-	if err == io.EOF && m.rem > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
+	return m.readPayload(m.Conn, p)
 }
 
 // readFrameHeader reads the next frame's metadata and data length,

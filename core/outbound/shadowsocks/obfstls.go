@@ -26,10 +26,8 @@ type obfsTLSConn struct {
 	wmu   sync.Mutex
 	hello bool // the ClientHello went out
 
-	rmu     sync.Mutex
-	rem     int  // payload bytes of the current record left
-	ccs     bool // the server's ChangeCipherSpec came: handshake records carry data
-	waiters      // c's
+	framed      // the current record's payload, on c
+	ccs    bool // under rmu: the server's ChangeCipherSpec came, handshake records carry data
 }
 
 // Records of the disguise.
@@ -41,7 +39,7 @@ const (
 )
 
 func newObfsTLSConn(c net.Conn, host string) *obfsTLSConn {
-	return &obfsTLSConn{Conn: c, host: host, waiters: waitersOf(c)}
+	return &obfsTLSConn{Conn: c, host: host, framed: framedOn(c)}
 }
 
 // clientHello builds the ClientHello record carrying payload.
@@ -153,32 +151,13 @@ func (o *obfsTLSConn) Read(p []byte) (int, error) {
 			return 0, fmt.Errorf("obfs-local: tls: record type %#x", h[0])
 		}
 	}
-	n, err := o.Conn.Read(p[:min(len(p), o.rem)])
-	o.rem -= n
-	if err == io.EOF && o.rem > 0 {
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err
+	return o.readPayload(o.Conn, p)
 }
 
 // ReadWaiters offers WaitRead and TryRead where the connection underneath
 // has them (readwait.Wrapper).
 func (o *obfsTLSConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 	return o.waiters.offer(o, o)
-}
-
-// WaitRead waits for the server's next bytes, a record's header or its
-// payload (readwait.Waiter).
-func (o *obfsTLSConn) WaitRead() bool { return o.waiters.wait() }
-
-// TryRead reads what has arrived of the current record's payload, without
-// waiting (readwait.TryReader); the next record's header is left to Read.
-func (o *obfsTLSConn) TryRead(p []byte) (int, error) {
-	o.rmu.Lock()
-	defer o.rmu.Unlock()
-	n, err := o.waiters.try(p[:min(len(p), o.rem)])
-	o.rem -= n
-	return n, err
 }
 
 // CloseWrite ends the sending half of the TCP connection underneath.

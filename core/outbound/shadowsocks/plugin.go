@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -286,6 +287,43 @@ func (ws waiters) offer(w readwait.Waiter, t readwait.TryReader) (readwait.Waite
 
 // wait waits on the conn below; false when it cannot wait.
 func (ws waiters) wait() bool { return ws.w != nil && ws.w.WaitRead() }
+
+// framed is the read side of a plugin layer that frames its payload
+// (obfs-local's TLS records, v2ray-plugin's Mux.Cool frames): rem bytes of
+// the current frame's payload are still to come from the conn below. The
+// layer's Read reads the headers under rmu; framed reads the payload.
+type framed struct {
+	rmu sync.Mutex
+	rem int
+	waiters
+}
+
+func framedOn(c net.Conn) framed { return framed{waiters: waitersOf(c)} }
+
+// WaitRead waits for the conn below's next bytes, a frame's header or its
+// payload (readwait.Waiter).
+func (f *framed) WaitRead() bool { return f.waiters.wait() }
+
+// TryRead reads what has arrived of the current frame's payload, without
+// waiting (readwait.TryReader); the next frame's header is left to Read.
+func (f *framed) TryRead(p []byte) (int, error) {
+	f.rmu.Lock()
+	defer f.rmu.Unlock()
+	n, err := f.waiters.try(p[:min(len(p), f.rem)])
+	f.rem -= n
+	return n, err
+}
+
+// readPayload reads from c what fits in p of the current frame's payload
+// (rmu held, rem > 0); an EOF inside it is io.ErrUnexpectedEOF.
+func (f *framed) readPayload(c io.Reader, p []byte) (int, error) {
+	n, err := c.Read(p[:min(len(p), f.rem)])
+	f.rem -= n
+	if err == io.EOF && f.rem > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
 
 // try reads what the conn below has at once; (0, nil) when it cannot.
 func (ws waiters) try(p []byte) (int, error) {
