@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/internal/nettest"
+	"golang.org/x/net/http2"
 )
 
 // server is an HTTP/2 server that echoes a request's body in its response
@@ -108,5 +109,44 @@ func TestDeadlineAndErrors(t *testing.T) {
 	}
 	if _, err := New(Config{}, dial); err == nil {
 		t.Fatal("no host accepted")
+	}
+}
+
+// TestStreamWindow checks what the client lets a server send on a stream
+// before it is read: the settings it opens each connection with.
+func TestStreamWindow(t *testing.T) {
+	cc, sc := net.Pipe()
+	defer sc.Close()
+	c, err := New(Config{Host: "h2.test"}, func(context.Context) (net.Conn, error) { return cc, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dialed := make(chan error, 1)
+	go func() {
+		_, err := c.Dial(ctx)
+		dialed <- err
+	}()
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(sc, preface); err != nil || string(preface) != http2.ClientPreface {
+		t.Fatalf("preface %q: %v", preface, err)
+	}
+	f, err := http2.NewFramer(io.Discard, sc).ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, ok := f.(*http2.SettingsFrame)
+	if !ok {
+		t.Fatalf("first frame %v, want SETTINGS", f)
+	}
+	if v, ok := settings.Value(http2.SettingInitialWindowSize); !ok || v != streamWindow {
+		t.Errorf("stream window %d (sent: %v), want %d", v, ok, streamWindow)
+	}
+	cancel()
+	sc.Close()
+	if err := <-dialed; err == nil {
+		t.Error("dial without a server succeeded")
 	}
 }
