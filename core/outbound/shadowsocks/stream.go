@@ -70,6 +70,7 @@ type streamConn struct {
 	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
 	rwDone    bool               // rw and rtry are set
 	nextLen   int                // the opened length of the next chunk; 0: not read yet
+	dry       bool               // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
 	small     [64]byte
 	respDone  bool
 
@@ -299,6 +300,7 @@ func (s *streamConn) sealInPlace(b []byte, n int) {
 func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	s.dry = false
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -370,6 +372,10 @@ func (s *streamConn) tryFill() bool {
 	if s.rtry == nil || s.rerr != nil {
 		return false
 	}
+	if s.dry {
+		s.dry = false
+		return false
+	}
 	if s.rbuf == nil {
 		s.rbuf, s.r, s.w = getBuf(), 0, 0
 	}
@@ -421,6 +427,7 @@ func (s *streamConn) TryRead(p []byte) (int, error) {
 func (s *streamConn) Lend(min int) []byte {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	s.dry = false
 	if !s.respDone {
 		return nil
 	}
@@ -433,15 +440,19 @@ func (s *streamConn) Lend(min int) []byte {
 		return nil
 	}
 	if !s.buffered() {
-		if s.rerrLater != nil {
-			return nil
+		if s.rerrLater != nil || (s.nextLen > 0 && s.nextLen <= min) {
+			return nil // not one to lend: reading more is left to Read
 		}
 		if s.rbuf != nil && s.r > 0 && bufSize-s.r < s.nextLen+tagLen {
 			// Room for the whole chunk behind what is there of it.
 			s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
 			s.r = 0
 		}
-		if !s.tryFill() || !s.buffered() {
+		if !s.tryFill() {
+			s.dry = true // the relay's TryRead that follows need not look again
+			return nil
+		}
+		if !s.buffered() {
 			return nil
 		}
 	}
@@ -493,6 +504,7 @@ func (s *streamConn) WaitRead() bool {
 		s.rmu.Unlock()
 		return false
 	}
+	s.dry = false
 	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
 	if !ready {
 		s.release()

@@ -242,7 +242,8 @@ func TestReadWaiters(t *testing.T) {
 // TestLend checks that Lend hands out a chunk larger than min, opened in
 // place in the stream's buffer, only when it is whole; leaves smaller
 // chunks to Read; lends the opened rest of a chunk a Read began; and keeps
-// a failing chunk for the next Read.
+// a failing chunk for the next Read. A TryRead right after a Lend that
+// found nothing does not ask the transport again.
 func TestLend(t *testing.T) {
 	const min = 60 << 10
 	sc, ac, chunk := tryStream(t)
@@ -258,7 +259,11 @@ func TestLend(t *testing.T) {
 	if got := sc.Lend(min); got != nil {
 		t.Fatalf("Lend of a chunk in part: %d bytes", len(got))
 	}
+	// The relay's TryRead right after that Lend does not look again.
 	ac.Avail = append(sb[1000:], chunk(c)...)
+	if n, err := sc.TryRead(make([]byte, min)); n != 0 || err != nil {
+		t.Fatalf("TryRead after a Lend that found nothing: %d, %v", n, err)
+	}
 	if got := sc.Lend(min); !bytes.Equal(got, b) {
 		t.Fatalf("Lend after the rest came: %d bytes", len(got))
 	}
