@@ -476,3 +476,70 @@ func TestStreamFrameWriter(t *testing.T) {
 		})
 	}
 }
+
+// lendConn is a source whose data is a series of chunks it holds: Lend
+// hands out a whole held chunk larger than min, Read copies from the
+// chunk in front.
+type lendConn struct {
+	net.Conn
+	chunks [][]byte
+	begun  bool // the front chunk was read in part
+	lent   int
+}
+
+func (c *lendConn) Lend(min int) []byte {
+	if len(c.chunks) == 0 || c.begun || len(c.chunks[0]) <= min {
+		return nil
+	}
+	b := c.chunks[0]
+	c.chunks = c.chunks[1:]
+	c.lent++
+	return b
+}
+
+func (c *lendConn) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; len(c.chunks[0]) == 0 {
+		c.chunks, c.begun = c.chunks[1:], false
+	} else {
+		c.begun = true
+	}
+	return n, nil
+}
+
+// TestStreamLender checks that a direction writes what its source lends
+// (Lender) as it is, in order with what it reads, and counts it.
+func TestStreamLender(t *testing.T) {
+	var chunks [][]byte
+	var want []byte
+	for i, n := range []int{100, 0xffff, 0xffff, 20 << 10, 0xffff, 10, 0xffff} {
+		b := bytes.Repeat([]byte{byte('a' + i)}, n)
+		chunks = append(chunks, b)
+		want = append(want, b...)
+	}
+	src := &lendConn{chunks: chunks}
+	dstApp, dstPeer := net.Pipe()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(dstPeer)
+		got <- b
+	}()
+	var c counter
+	var lu, ld atomic.Bool
+	if err := copyHalf(NewBuffers(0), dstApp, src, &c, &lu, &ld); err != nil {
+		t.Fatal(err)
+	}
+	dstApp.Close()
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("relayed %d bytes, want %d (or they differ)", len(b), len(want))
+	}
+	if src.lent != 4 {
+		t.Fatalf("%d chunks lent, want the 4 larger than the buffer", src.lent)
+	}
+	if n := c.n.Load(); n != int64(len(want)) {
+		t.Fatalf("counted %d bytes, want %d", n, len(want))
+	}
+}

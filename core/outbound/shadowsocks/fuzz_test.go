@@ -70,7 +70,8 @@ func FuzzParseUDPResponseBody(f *testing.F) {
 
 // FuzzChunkReader feeds the client a response stream built from the input
 // (chunk sizes from its bytes), with one byte flipped where the input says,
-// or a raw stream, arriving in steps, read by Read and TryRead in turns:
+// or a raw stream, arriving in steps, read by Read, TryRead and Lend in
+// turns:
 // the reader returns the sent data or an error, never more, and never
 // panics.
 func FuzzChunkReader(f *testing.F) {
@@ -129,7 +130,12 @@ func FuzzChunkReader(f *testing.F) {
 			if i > 1<<20 {
 				t.Fatal("reads neither ended nor failed")
 			}
-			if i%2 == 1 {
+			if i%3 == 2 {
+				// A relay's Lend, asking for more than its buffer.
+				got = append(got, sc.Lend(len(buf))...)
+				continue
+			}
+			if i%3 == 1 {
 				if len(ac.Later) > 0 {
 					ac.Arrive()
 				}

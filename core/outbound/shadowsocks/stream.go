@@ -70,6 +70,7 @@ type streamConn struct {
 	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
 	rwDone    bool               // rw and rtry are set
 	nextLen   int                // the opened length of the next chunk; 0: not read yet
+	dry       bool               // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
 	small     [64]byte
 	respDone  bool
 
@@ -299,6 +300,7 @@ func (s *streamConn) sealInPlace(b []byte, n int) {
 func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
+	s.dry = false
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -336,8 +338,9 @@ func (s *streamConn) Read(p []byte) (int, error) {
 // once (TryRead), while p has room. A relay then makes one write to the
 // app per buffer instead of one per chunk (a 2022 server's chunks are up
 // to 64 KiB, a classic one's 16 KiB, and a socket read brings what
-// arrived, often a chunk and a part). It returns the new n; a chunk that
-// fails is kept in rerrLater for the next Read, after the bytes before it.
+// arrived, often a chunk and a part). It stops before a chunk larger than
+// p (see Lend). It returns the new n; a chunk that fails is kept in
+// rerrLater for the next Read, after the bytes before it.
 func (s *streamConn) more(p []byte, n int) int {
 	for n < len(p) && len(s.pend) == 0 && s.rerrLater == nil {
 		if !s.buffered() {
@@ -345,6 +348,11 @@ func (s *streamConn) more(p []byte, n int) int {
 				break
 			}
 			continue
+		}
+		if n > 0 && s.nextLen > len(p) {
+			// It is larger than p: whole, a relay borrows it from rbuf
+			// (Lend) instead of taking a copy.
+			break
 		}
 		m, err := s.readChunk(p[n:])
 		if err != nil {
@@ -362,6 +370,10 @@ func (s *streamConn) more(p []byte, n int) int {
 func (s *streamConn) tryFill() bool {
 	s.readers()
 	if s.rtry == nil || s.rerr != nil {
+		return false
+	}
+	if s.dry {
+		s.dry = false
 		return false
 	}
 	if s.rbuf == nil {
@@ -405,6 +417,58 @@ func (s *streamConn) TryRead(p []byte) (int, error) {
 	return n, nil
 }
 
+// Lend opens the next chunk in place in rbuf and returns its plaintext,
+// when it is longer than min and there whole without waiting for the
+// network, or returns the opened rest of one when that is longer than min
+// (relay.Lender): a 2022 server's chunks are up to 64 KiB, more than a
+// relay's buffer takes, and a Read opened them in rbuf and copied them out
+// whole. A smaller chunk is left to Read, which gathers several in the
+// caller's buffer. A chunk that fails is kept for the next Read.
+func (s *streamConn) Lend(min int) []byte {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.dry = false
+	if !s.respDone {
+		return nil
+	}
+	if len(s.pend) > min {
+		p := s.pend
+		s.pend = nil
+		return p
+	}
+	if len(s.pend) > 0 {
+		return nil
+	}
+	if !s.buffered() {
+		if s.rerrLater != nil || (s.nextLen > 0 && s.nextLen <= min) {
+			return nil // not one to lend: reading more is left to Read
+		}
+		if s.rbuf != nil && s.r > 0 && bufSize-s.r < s.nextLen+tagLen {
+			// Room for the whole chunk behind what is there of it.
+			s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
+			s.r = 0
+		}
+		if !s.tryFill() {
+			s.dry = true // the relay's TryRead that follows need not look again
+			return nil
+		}
+		if !s.buffered() {
+			return nil
+		}
+	}
+	if s.nextLen <= min {
+		return nil
+	}
+	n := s.nextLen
+	s.nextLen = 0
+	pl, err := s.open(n)
+	if err != nil {
+		s.rerrLater = s.readErr("read", err)
+		return nil
+	}
+	return pl
+}
+
 // ReadWaiters offers the stream's TryRead only when its transport has one
 // (readwait.Wrapper): otherwise it could return only what is already
 // opened, and a relay would hand its buffer back and take it again before
@@ -440,6 +504,7 @@ func (s *streamConn) WaitRead() bool {
 		s.rmu.Unlock()
 		return false
 	}
+	s.dry = false
 	ready := len(s.pend) > 0 || s.w > s.r || s.rerr != nil || s.rerrLater != nil
 	if !ready {
 		s.release()

@@ -63,7 +63,9 @@ func TestReadOpensAvailableChunks(t *testing.T) {
 		{name: "three whole chunks, one Read", chunks: []int{k, k, k}, buf: 60 << 10, want: []int{3 * k}},
 		{name: "as many as fit the buffer", chunks: []int{k, k, k, k}, buf: 3*k + 100, want: []int{3*k + 100, k - 100}},
 		{name: "a chunk larger than the buffer", chunks: []int{0xffff, k}, buf: 60 << 10, want: []int{60 << 10, 0xffff - 60<<10 + k}},
-		{name: "a short buffer", chunks: []int{100, 100}, buf: 30, want: []int{30, 30, 30, 30, 30}, wantTry: 30},
+		// A chunk larger than the buffer is not begun behind another's
+		// rest: it is left whole, for a relay to borrow (Lend).
+		{name: "a short buffer", chunks: []int{100, 100}, buf: 30, want: []int{30, 30, 30, 10, 30}, wantTry: 30},
 		{name: "a part of the last chunk", chunks: []int{k, k, k}, arrive: []int{2*k + 2*(2+2*tagLen) + 100}, buf: 60 << 10, want: []int{2 * k, k}},
 		{name: "the first chunk in parts", chunks: []int{k, 1000}, arrive: []int{10, 2 + tagLen + 5}, buf: 60 << 10, want: []int{k + 1000}},
 	} {
@@ -234,5 +236,62 @@ func TestReadWaiters(t *testing.T) {
 	sc2 := newStreamConn(&memConn{w: io.Discard, r: bytes.NewReader(nil)}, sc.c, testDst)
 	if w, tr := readwait.For(sc2); w == nil || tr != nil {
 		t.Fatalf("For(a stream over a conn without TryRead) = %v, %v; want a Waiter only", w, tr)
+	}
+}
+
+// TestLend checks that Lend hands out a chunk larger than min, opened in
+// place in the stream's buffer, only when it is whole; leaves smaller
+// chunks to Read; lends the opened rest of a chunk a Read began; and keeps
+// a failing chunk for the next Read. A TryRead right after a Lend that
+// found nothing does not ask the transport again.
+func TestLend(t *testing.T) {
+	const min = 60 << 10
+	sc, ac, chunk := tryStream(t)
+	a, b, c, d := fill(0xffff, 'a'), fill(0xffff, 'b'), fill(100, 'c'), fill(0xffff, 'd')
+	sa, sb := chunk(a), chunk(b)
+	ac.Steps(append(sa, sb[:1000]...), len(sa)+1000)
+	ac.Arrive()
+	if got := sc.Lend(min); !bytes.Equal(got, a) {
+		t.Fatalf("Lend of a whole chunk: %d bytes", len(got))
+	} else if &got[0] != &(*sc.rbuf)[sc.r-tagLen-len(a)] {
+		t.Fatal("Lend copied the chunk out of the stream's buffer")
+	}
+	if got := sc.Lend(min); got != nil {
+		t.Fatalf("Lend of a chunk in part: %d bytes", len(got))
+	}
+	// The relay's TryRead right after that Lend does not look again.
+	ac.Avail = append(sb[1000:], chunk(c)...)
+	if n, err := sc.TryRead(make([]byte, min)); n != 0 || err != nil {
+		t.Fatalf("TryRead after a Lend that found nothing: %d, %v", n, err)
+	}
+	if got := sc.Lend(min); !bytes.Equal(got, b) {
+		t.Fatalf("Lend after the rest came: %d bytes", len(got))
+	}
+	if got := sc.Lend(min); got != nil {
+		t.Fatalf("Lend of a small chunk: %d bytes", len(got))
+	}
+	p := make([]byte, min)
+	if n, err := sc.Read(p); n != len(c) || err != nil || !bytes.Equal(p[:n], c) {
+		t.Fatalf("Read of the small chunk: %d, %v", n, err)
+	}
+	// A Read into a small buffer begins a large chunk; Lend hands out
+	// the rest when it is more than min.
+	ac.Avail = chunk(d)
+	small := make([]byte, 100)
+	if n, err := sc.Read(small); n != 100 || err != nil {
+		t.Fatalf("Read of a large chunk's start: %d, %v", n, err)
+	}
+	if got := sc.Lend(1000); !bytes.Equal(got, d[100:]) {
+		t.Fatalf("Lend of the rest: %d bytes", len(got))
+	}
+	// A chunk that fails: nothing lent, the next Read says why.
+	bad := chunk(a)
+	bad[len(bad)-1] ^= 1
+	ac.Avail = bad
+	if got := sc.Lend(min); got != nil {
+		t.Fatalf("Lend of a bad chunk: %d bytes", len(got))
+	}
+	if n, err := sc.Read(p); n != 0 || err == nil {
+		t.Fatalf("Read after a bad chunk: %d, %v", n, err)
 	}
 }
