@@ -102,30 +102,30 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	return &conn{w: pw, body: resp.Body, cancel: cancel, open: &c.open}, nil
 }
 
-// Past manyStreams open streams, each read of a request body is cut to
-// manyStreamsRead bytes. x/net's writer reads the body into a scratch
-// buffer it keeps for the request's life, as large as the server's frame
-// size allows (512 KiB from Go's HTTP/2 servers: V2Ray's, Xray's,
-// sing-box's), and every page a read filled stays resident while the
-// stream is idle: the relay's 60 KiB writes left 500 held VMess-H2
-// streams 30 MiB of them. A few streams keep x/net's large reads (fewer
-// DATA frames and TLS writes for a bulk upload); many share the CPU
-// anyway, and 16 KiB is HTTP/2's default frame.
+// Request-body reads share a budget of bodyReadBudget bytes among the
+// open streams, and each read is cut to its stream's share, never below
+// minBodyRead. x/net's writer reads the body into a scratch buffer it
+// keeps for the request's life, as large as the server's frame size
+// allows (512 KiB from Go's HTTP/2 servers: V2Ray's, Xray's, sing-box's),
+// and every page a read filled stays resident while the stream is idle:
+// the relay's 60 KiB writes left 500 held VMess-H2 streams 30 MiB of them.
+// Up to 64 streams the share is above those writes, so reads are as
+// before; 500 streams read up to 8 KiB at a time, sharing the CPU anyway.
 const (
-	manyStreams     = 32
-	manyStreamsRead = 16 << 10
+	bodyReadBudget = 4 << 20
+	minBodyRead    = 4 << 10
 )
 
-// reqBody is a request body: the pipe Write feeds, its reads cut while
-// many streams are open (see manyStreams).
+// reqBody is a request body: the pipe Write feeds, its reads cut to the
+// stream's share of bodyReadBudget.
 type reqBody struct {
 	pr   *io.PipeReader
 	open *atomic.Int64
 }
 
 func (b *reqBody) Read(p []byte) (int, error) {
-	if len(p) > manyStreamsRead && b.open.Load() > manyStreams {
-		p = p[:manyStreamsRead]
+	if n := max(bodyReadBudget/max(int(b.open.Load()), 1), minBodyRead); len(p) > n {
+		p = p[:n]
 	}
 	return b.pr.Read(p)
 }

@@ -164,14 +164,14 @@ func TestWaitRead(t *testing.T) {
 	}
 }
 
-// TestRequestBodyReadsCut: past manyStreams open streams, x/net's reads of
-// a request body are cut to manyStreamsRead, so that its scratch buffer is
-// touched no further; up to that, they are as large as it asks.
+// TestRequestBodyReadsCut: x/net's reads of a request body are cut to the
+// stream's share of bodyReadBudget, never below minBodyRead, so that its
+// scratch buffer is touched no further.
 func TestRequestBodyReadsCut(t *testing.T) {
 	for _, tc := range []struct {
 		open int64
 		want int
-	}{{1, 512 << 10}, {manyStreams, 512 << 10}, {manyStreams + 1, manyStreamsRead}, {2000, manyStreamsRead}} {
+	}{{0, 512 << 10}, {1, 512 << 10}, {8, 512 << 10}, {64, 64 << 10}, {500, 8388}, {1024, minBodyRead}, {5000, minBodyRead}} {
 		pr, pw := io.Pipe()
 		var open atomic.Int64
 		open.Store(tc.open)
