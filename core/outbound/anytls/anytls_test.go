@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -264,6 +265,55 @@ func TestSessionReuse(t *testing.T) {
 	echo(t, c, "three")
 	if n := fs.sessions.Load(); n != 4 {
 		t.Errorf("%d sessions, want 4 (a new one after the cleanup)", n)
+	}
+}
+
+// TestIdlePoolCap: after more flows at once than maxIdle, the newest
+// maxIdle sessions stay idle and the older ones are closed at once, not at
+// the idle timeout; the kept ones still carry flows.
+func TestIdlePoolCap(t *testing.T) {
+	fs := newFakeServer(t, "pw", false)
+	c := testClient(t, fs, "pw", node.AnyTLSOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var conns []net.Conn
+	for range maxIdle + 5 { // each dialled while the others are open: a session each
+		conn, err := c.DialContext(ctx, "tcp", flow.NameAddr("example.com", 80))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	c.mu.Lock()
+	var all []*session
+	for s := range c.all {
+		all = append(all, s)
+	}
+	c.mu.Unlock()
+	for _, conn := range conns {
+		conn.Close()
+	}
+	var idle []*session
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c.mu.Lock()
+		idle = slices.Clone(c.idle)
+		n := len(c.all)
+		c.mu.Unlock()
+		if n == maxIdle && len(idle) == maxIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions, %d of them idle, after %d flows closed; want %d idle and no others", n, len(idle), len(conns), maxIdle)
+		}
+	}
+	for _, s := range all {
+		if kept := slices.Contains(idle, s); kept != (s.seq > uint64(len(all)-maxIdle)) || kept != s.alive() {
+			t.Errorf("session %d: idle %v, alive %v; want the newest %d kept", s.seq, kept, s.alive(), maxIdle)
+		}
+	}
+	echo(t, c, "again")
+	if n := fs.sessions.Load(); n != int64(len(conns)) {
+		t.Errorf("%d sessions, want %d (the next flow on a kept one)", n, len(conns))
 	}
 }
 

@@ -241,12 +241,12 @@ func (c *visionConn) Read(p []byte) (int, error) {
 		case c.raw != nil:
 			return c.raw.Read(p)
 		case c.dec.plain() && c.rpos == c.rend:
-			c.rbuf, c.obuf = nil, nil // the blocks are over: hold no buffer of ours
+			c.release() // the blocks are over: hold no buffer of ours
 			return c.tr.Read(p)
 		}
 		if c.rpos == c.rend {
 			if c.rbuf == nil {
-				c.rbuf = make([]byte, 2*visionMaxBlock)
+				c.rbuf = getVisionBuf()
 			}
 			n, err := c.tr.Read(c.rbuf)
 			if n == 0 {
@@ -261,6 +261,9 @@ func (c *visionConn) Read(p []byte) (int, error) {
 			c.rpos, c.rend = 0, n
 		}
 		in := c.rbuf[c.rpos:c.rend]
+		if c.obuf == nil {
+			c.obuf = getVisionBuf()[:0]
+		}
 		used, out, err := c.dec.decode(in, c.obuf[:0])
 		c.obuf = out[:0]
 		c.rpos += used
@@ -299,7 +302,29 @@ func (c *visionConn) WaitRead() bool {
 	case c.raw != nil:
 		return c.rawWait != nil && c.rawWait.WaitRead()
 	}
+	c.release()
 	return c.tr.WaitRead()
+}
+
+// visionBufs holds the read and decode buffers of flows between their
+// reads: a flow waiting for the server holds neither (500 held flows held
+// 10 MiB of them).
+var visionBufs = sync.Pool{New: func() any { return new([2 * visionMaxBlock]byte) }}
+
+func getVisionBuf() []byte { return visionBufs.Get().(*[2 * visionMaxBlock]byte)[:] }
+
+// release gives the read and decode buffers back while they hold nothing.
+func (c *visionConn) release() {
+	if c.rbuf != nil && c.rpos == c.rend {
+		visionBufs.Put((*[2 * visionMaxBlock]byte)(c.rbuf))
+		c.rbuf, c.rpos, c.rend = nil, 0, 0
+	}
+	if c.obuf != nil && len(c.out) == 0 {
+		if cap(c.obuf) >= 2*visionMaxBlock {
+			visionBufs.Put((*[2 * visionMaxBlock]byte)(c.obuf[:2*visionMaxBlock]))
+		}
+		c.obuf = nil
+	}
 }
 
 // TryRead returns what can be read without waiting (see

@@ -398,6 +398,9 @@ func TestVisionConnWaitRead(t *testing.T) {
 	w.Blocked("before the next block")
 	next <- nil
 	w.Ends("command 2")
+	if c.rbuf != nil || c.obuf != nil { // set aside before the wait began
+		t.Error("a wait between blocks held the read or decode buffer")
+	}
 	read("two ")
 	w = nettest.StartWait(t, c.WaitRead)
 	w.Blocked("raw, before any bytes")

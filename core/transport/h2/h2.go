@@ -36,6 +36,7 @@ type Client struct {
 	url    *url.URL
 	target string // host+path, for errors
 	tr     *http2.Transport
+	open   atomic.Int64 // streams dialled and not closed, for reqBody
 }
 
 // New returns a client whose connections come from dial, which must
@@ -96,11 +97,12 @@ const streamWindow = 1 << 20
 func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	sctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
+	body := &reqBody{pr: pr, open: &c.open}
 	h := http.Header{}
 	for k, v := range c.cfg.Headers {
 		h.Set(k, v)
 	}
-	req := (&http.Request{Method: c.cfg.Method, URL: c.url, Host: c.cfg.Host, Header: h, Body: pr, ContentLength: -1,
+	req := (&http.Request{Method: c.cfg.Method, URL: c.url, Host: c.cfg.Host, Header: h, Body: body, ContentLength: -1,
 		Proto: "HTTP/2.0", ProtoMajor: 2}).WithContext(sctx)
 	stop := context.AfterFunc(ctx, cancel)
 	resp, err := c.tr.RoundTrip(req)
@@ -119,8 +121,39 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 		pw.Close()
 		return nil, fmt.Errorf("h2: request to %s: server answered %d", c.target, resp.StatusCode)
 	}
-	return &conn{w: pw, body: resp.Body, cancel: cancel}, nil
+	c.open.Add(1)
+	return &conn{w: pw, body: resp.Body, cancel: cancel, open: &c.open}, nil
 }
+
+// Request-body reads share a budget of bodyReadBudget bytes among the
+// open streams, and each read is cut to its stream's share, never below
+// minBodyRead. x/net's writer reads the body into a scratch buffer it
+// keeps for the request's life, as large as the server's frame size
+// allows (512 KiB from Go's HTTP/2 servers: V2Ray's, Xray's, sing-box's),
+// and every page a read filled stays resident while the stream is idle:
+// the relay's 60 KiB writes left 500 held VMess-H2 streams 30 MiB of them.
+// Up to 64 streams the share is above those writes, so reads are as
+// before; 500 streams read up to 8 KiB at a time, sharing the CPU anyway.
+const (
+	bodyReadBudget = 4 << 20
+	minBodyRead    = 4 << 10
+)
+
+// reqBody is a request body: the pipe Write feeds, its reads cut to the
+// stream's share of bodyReadBudget.
+type reqBody struct {
+	pr   *io.PipeReader
+	open *atomic.Int64
+}
+
+func (b *reqBody) Read(p []byte) (int, error) {
+	if n := max(bodyReadBudget/max(int(b.open.Load()), 1), minBodyRead); len(p) > n {
+		p = p[:n]
+	}
+	return b.pr.Read(p)
+}
+
+func (b *reqBody) Close() error { return b.pr.Close() }
 
 // Host is the :authority the requests carry.
 func (c *Client) Host() string { return c.cfg.Host }
@@ -133,6 +166,13 @@ type conn struct {
 	w      *io.PipeWriter // the request body
 	body   io.ReadCloser  // the response body
 	cancel context.CancelFunc
+	open   *atomic.Int64 // the client's count of open streams
+
+	// A byte WaitRead read ahead, and what its read returned: Read and
+	// WaitRead never run at once, so they need no lock.
+	peek    [1]byte
+	peeked  bool
+	peekErr error
 
 	closeOnce sync.Once
 	mu        sync.Mutex
@@ -141,11 +181,42 @@ type conn struct {
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	n, err := c.body.Read(p)
+	var (
+		n   int
+		err error
+	)
+	switch {
+	case len(p) == 0:
+		return 0, nil
+	case c.peeked || c.peekErr != nil:
+		// Only the byte: the rest may not be there yet, and this Read
+		// must not wait for it with a byte in hand.
+		if c.peeked {
+			p[0], c.peeked, n = c.peek[0], false, 1
+		}
+		err, c.peekErr = c.peekErr, nil
+	default:
+		n, err = c.body.Read(p)
+	}
 	if err != nil && c.expired.Load() {
 		err = os.ErrDeadlineExceeded
 	}
 	return n, err
+}
+
+// WaitRead waits for the response's next bytes (readwait.Waiter) by
+// reading one ahead into the conn, so that the layer above holds no read
+// buffer while the stream is idle: x/net's body offers no other wait, and
+// a Read blocked in it holds the caller's buffer (VMess's 64 KiB chunk
+// buffer: 32 MiB for 500 held streams). The next Read returns that byte
+// alone, and the one after it what x/net has buffered since.
+func (c *conn) WaitRead() bool {
+	if !c.peeked && c.peekErr == nil {
+		var n int
+		n, c.peekErr = c.body.Read(c.peek[:])
+		c.peeked = n > 0
+	}
+	return true
 }
 
 func (c *conn) Write(p []byte) (int, error) {
@@ -162,6 +233,7 @@ func (c *conn) CloseWrite() error { return c.w.Close() }
 
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
+		c.open.Add(-1)
 		c.w.Close()
 		c.body.Close()
 		c.cancel()

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,5 +149,78 @@ func TestStreamWindow(t *testing.T) {
 	sc.Close()
 	if err := <-dialed; err == nil {
 		t.Error("dial without a server succeeded")
+	}
+}
+
+// TestWaitRead reads a stream's echo waiting before every read, as a relay
+// does for an idle stream: the bytes, the half-close and a deadline passing
+// during a wait all come through as plain reads would give them.
+func TestWaitRead(t *testing.T) {
+	_, dial := server(t)
+	c, _ := New(Config{Host: "h2.test", Path: "/h2", Headers: map[string]string{"X-Test": "1"}}, dial)
+	defer c.Close()
+	conn, err := c.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	go func() {
+		for b := data; len(b) > 0; b = b[min(len(b), 60<<10):] {
+			conn.Write(b[:min(len(b), 60<<10)])
+		}
+		conn.(interface{ CloseWrite() error }).CloseWrite()
+	}()
+	w := conn.(interface{ WaitRead() bool })
+	var got []byte
+	buf := make([]byte, 64<<10)
+	for {
+		if !w.WaitRead() {
+			t.Fatal("WaitRead reported that it cannot wait")
+		}
+		n, err := conn.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(got, append(data, "<eof>"...)) {
+		t.Fatalf("echo: %d bytes, want %d and the half-close", len(got), len(data)+5)
+	}
+
+	idle, err := c.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	idle.(interface{ WaitRead() bool }).WaitRead()
+	if _, err := idle.Read(buf); err != os.ErrDeadlineExceeded {
+		t.Fatalf("read after a wait past the deadline: %v", err)
+	}
+}
+
+// TestRequestBodyReadsCut: x/net's reads of a request body are cut to the
+// stream's share of bodyReadBudget, never below minBodyRead, so that its
+// scratch buffer is touched no further.
+func TestRequestBodyReadsCut(t *testing.T) {
+	for _, tc := range []struct {
+		open int64
+		want int
+	}{{0, 512 << 10}, {1, 512 << 10}, {8, 512 << 10}, {64, 64 << 10}, {500, 8388}, {1024, minBodyRead}, {5000, minBodyRead}} {
+		pr, pw := io.Pipe()
+		var open atomic.Int64
+		open.Store(tc.open)
+		b := &reqBody{pr: pr, open: &open}
+		go pw.Write(make([]byte, 1<<20))
+		n, err := b.Read(make([]byte, 512<<10))
+		if err != nil || n != tc.want {
+			t.Errorf("%d streams open: read %d bytes (%v), want %d", tc.open, n, err, tc.want)
+		}
+		b.Close()
 	}
 }
