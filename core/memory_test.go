@@ -121,40 +121,50 @@ func TestLimitAfterGC(t *testing.T) {
 
 // TestTrimmer checks when memory is handed back: after most of a burst of
 // connections closed, after traffic went quiet following a busy tick, each
-// with its follow-up, and not while traffic flows or stays small.
+// with its follow-up, and not while traffic flows or stays small; and when
+// the executable's pages alone are released: at the first tick and after
+// trimPagesEvery quiet ticks in a row.
 func TestTrimmer(t *testing.T) {
 	const busy, quiet = trimBusyBytes, trimQuietBytes / 2
+	const n = trimPagesEvery
 	type step struct {
 		conns int
 		moved int64 // bytes relayed in the tick
 	}
+	steps := func(s step, k int) []step { return slices.Repeat([]step{s}, k) }
 	tests := []struct {
 		name  string
 		steps []step
-		want  []int // ticks (0-based) that trim
+		trims []int // ticks (0-based) that hand memory back
+		pages []int // ticks that release the executable's pages alone
 	}{
-		{"nothing happens", []step{{0, 0}, {2, 100}, {2, 0}, {0, 0}}, nil},
-		{"small burst of connections", []step{{10, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, nil},
-		{"burst of connections closes", []step{{500, 0}, {400, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}},
-			[]int{2, 5}},
-		{"traffic goes quiet, connections stay", []step{{500, busy}, {500, busy}, {500, quiet}, {500, quiet}, {500, quiet}, {500, quiet}, {500, quiet}},
-			[]int{2, 5}},
-		{"steady traffic", []step{{16, busy}, {16, busy}, {16, busy}, {16, busy}}, nil},
-		{"slow traffic never trims", []step{{1, busy / 4}, {1, 0}, {1, busy / 4}, {1, 0}}, nil},
+		{"nothing happens", []step{{0, 0}, {2, 100}, {2, 0}, {0, 0}}, nil, []int{0}},
+		{"idle run", steps(step{0, 0}, 3*n+1), nil, []int{0, n, 2 * n, 3 * n}},
+		{"small burst of connections", []step{{10, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}}, nil, []int{0}},
+		{"burst of connections closes", []step{{500, 0}, {400, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}},
+			[]int{2, 2 + trimFollowUp}, []int{0, 2 + trimFollowUp + n}},
+		{"traffic goes quiet, connections stay", slices.Concat(steps(step{500, busy}, 2), steps(step{500, quiet}, 9)),
+			[]int{2, 2 + trimFollowUp}, []int{0, 2 + trimFollowUp + n}},
+		{"steady traffic", steps(step{16, busy}, 2*n), nil, []int{0}},
+		{"slow traffic", slices.Concat([]step{{1, 0}}, steps(step{1, busy / 4}, 2*n), steps(step{1, quiet}, n)),
+			nil, []int{0, 3 * n}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var tr trimmer
 			var total int64
-			var got []int
+			var trims, pages []int
 			for i, s := range tt.steps {
 				total += s.moved
-				if tr.tick(s.conns, total) {
-					got = append(got, i)
+				switch tr.tick(s.conns, total) {
+				case trimAll:
+					trims = append(trims, i)
+				case trimPages:
+					pages = append(pages, i)
 				}
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Fatalf("trims at ticks %v, want %v", got, tt.want)
+			if !slices.Equal(trims, tt.trims) || !slices.Equal(pages, tt.pages) {
+				t.Fatalf("trims at ticks %v and pages released at %v, want %v and %v", trims, pages, tt.trims, tt.pages)
 			}
 		})
 	}
