@@ -260,6 +260,14 @@ func TestFingerprintTraffic(t *testing.T) {
 			if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
 				t.Errorf("ALPN %q, want http/1.1", p)
 			}
+			if uc, ok := c.engine.(*uconn); ok {
+				if hs := uc.HandshakeState; hs.Hello != nil || hs.ServerHello != nil || hs.State13.KeyShareKeys != nil ||
+					hs.State13.TrafficSecret != nil || hs.MasterSecret != nil || uc.Extensions != nil {
+					t.Error("the finished handshake's state is still held")
+				}
+			} else if fp != "" {
+				t.Fatalf("fp=%s: engine %T, want uTLS", fp, c.engine)
+			}
 			msg := bytes.Repeat([]byte("fingerprint "), 20000) // several records, batched writes
 			go c.Write(msg)
 			back := make([]byte, len(msg))
