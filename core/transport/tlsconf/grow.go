@@ -128,6 +128,10 @@ func (c *Conn) dropBig() {
 // record. crypto/tls then reads each record into the room it has and does
 // not grow the buffer. (A buffer of small records stays small: dynamic
 // record sizing starts each connection at about one segment per record.)
+// Before a record's header is in, its size is unknown: a buffer of more
+// than half fitRecordCap but less than a whole record's room (the
+// handshake's leaves one) is replaced as well, since bytes.Buffer would
+// double it past fitRecordCap for the first large record.
 func (c *Conn) fitRecords() {
 	r := c.rec.raw
 	p := r.Bytes()
@@ -136,8 +140,9 @@ func (c *Conn) fitRecords() {
 	if n >= 5 {
 		need = 5 + int(binary.BigEndian.Uint16(p[3:5])) + bytes.MinRead
 	}
+	doubles := need == 0 && r.Cap() < fitRecordBuffer && 2*r.Cap() > fitRecordCap
 	switch {
-	case r.Cap() > fitRecordCap || need > r.Cap():
+	case r.Cap() > fitRecordCap || need > r.Cap() || doubles:
 		b := make([]byte, 0, max(fitRecordBuffer, n, need))
 		b = append(b, p...)
 		*r = *bytes.NewBuffer(b)

@@ -135,3 +135,52 @@ func testRecordBufferFitted(t *testing.T, fp ...string) {
 		t.Fatal("fitted connection with a backlog got no large buffer once the budget had room")
 	}
 }
+
+// TestFitRecords checks fitRecords on the buffers it meets: whatever the
+// buffer holds, the record ahead then fits in its room, so crypto/tls
+// never grows it, and the buffer stays within fitRecordCap.
+func TestFitRecords(t *testing.T) {
+	header := func(size int) []byte { return []byte{23, 3, 3, byte(size >> 8), byte(size)} }
+	full := maxRecord - 5
+	tests := []struct {
+		name    string
+		cap     int
+		skip    int    // consumed bytes at the front
+		held    []byte // what the buffer holds of the record ahead
+		next    int    // that record's size on the wire, header included
+		wantCap int    // 0: unchanged
+	}{
+		{"empty small", 4 << 10, 0, nil, maxRecord, 0},
+		{"empty from the handshake", 16 << 10, 0, nil, maxRecord, fitRecordBuffer},
+		{"partial header from the handshake", 16 << 10, 100, []byte{23, 3}, maxRecord, fitRecordBuffer},
+		{"header of a small record", 16 << 10, 0, header(100), 105, 0},
+		{"header of a full record", 16 << 10, 0, header(full), maxRecord, fitRecordBuffer},
+		{"doubled", 32 << 10, 0, header(full), maxRecord, fitRecordBuffer},
+		{"fitted, record at the back", fitRecordBuffer, 15 << 10, header(full), maxRecord, 0},
+		{"fitted, empty", fitRecordBuffer, 0, nil, maxRecord, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := bytes.NewBuffer(make([]byte, 0, tt.cap))
+			b.Write(make([]byte, tt.skip))
+			b.Next(tt.skip)
+			b.Write(tt.held)
+			c := &Conn{rec: records{raw: b, in: &bytes.Reader{}}}
+			before := b.Cap()
+			c.fitRecords()
+			if !bytes.Equal(b.Bytes(), tt.held) {
+				t.Fatalf("buffer holds %x, want %x", b.Bytes(), tt.held)
+			}
+			if tt.wantCap != 0 && b.Cap() < tt.wantCap || tt.wantCap == 0 && b.Cap() != before {
+				t.Fatalf("capacity %d -> %d, want %d (0: unchanged)", before, b.Cap(), tt.wantCap)
+			}
+			// What crypto/tls does for the record ahead: room for it and
+			// bytes.MinRead.
+			c0 := b.Cap()
+			b.Grow(tt.next - b.Len() + bytes.MinRead)
+			if b.Cap() > fitRecordCap {
+				t.Fatalf("the record ahead grew the buffer from %d to %d", c0, b.Cap())
+			}
+		})
+	}
+}
