@@ -132,15 +132,20 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 // allows (512 KiB from Go's HTTP/2 servers: V2Ray's, Xray's, sing-box's),
 // and every page a read filled stays resident while the stream is idle:
 // the relay's 60 KiB writes left 500 held VMess-H2 streams 30 MiB of them.
-// Up to 16 streams (the throughput benchmark's) the share is above those
-// writes, so reads are as before; past 256 streams they read minBodyRead
-// at a time, sharing the CPU anyway. A stream's scratch buffer keeps every
-// page its largest read touched, and in a burst the first streams read
-// while few are open: a 4 MiB budget (60 KiB reads up to 64 streams) left
-// 500 held streams ~4 MiB more than this one (SOCKS, skiff service: held
-// RSS 35.5-35.8 MiB against 31.7).
+// Up to 64 streams the share is above those writes, so reads are as
+// before; 500 streams read up to 8 KiB at a time, sharing the CPU anyway.
+// A 1 MiB budget (60 KiB reads only up to 16 streams, 4 KiB at 500) was
+// tried: 500 held streams 31.7-34.3 MiB against 35.5-35.8, but the burst
+// took 3.4 CPU-seconds against 2.1-2.8 (a DATA frame and a flush per 4
+// KiB), so it was not kept.
+//
+// What else each held stream keeps in x/net (500 streams, 2 connections):
+// the last 16 KiB chunk of its response buffer, which x/net frees only
+// once it is filled and read to its end (~8 MiB); the writer goroutine
+// parked in reqBody.Read; its clientStream, Response and channels. Only a
+// client of our own on x/net's Framer would drop them.
 const (
-	bodyReadBudget = 1 << 20
+	bodyReadBudget = 4 << 20
 	minBodyRead    = 4 << 10
 )
 
