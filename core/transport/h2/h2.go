@@ -134,6 +134,16 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 // the relay's 60 KiB writes left 500 held VMess-H2 streams 30 MiB of them.
 // Up to 64 streams the share is above those writes, so reads are as
 // before; 500 streams read up to 8 KiB at a time, sharing the CPU anyway.
+// A 1 MiB budget (60 KiB reads only up to 16 streams, 4 KiB at 500) was
+// tried: 500 held streams 31.7-34.3 MiB against 35.5-35.8, but the burst
+// took 3.4 CPU-seconds against 2.1-2.8 (a DATA frame and a flush per 4
+// KiB), so it was not kept.
+//
+// What else each held stream keeps in x/net (500 streams, 2 connections):
+// the last 16 KiB chunk of its response buffer, which x/net frees only
+// once it is filled and read to its end (~8 MiB); the writer goroutine
+// parked in reqBody.Read; its clientStream, Response and channels. Only a
+// client of our own on x/net's Framer would drop them.
 const (
 	bodyReadBudget = 4 << 20
 	minBodyRead    = 4 << 10
