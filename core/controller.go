@@ -274,15 +274,12 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		defer guard.Fatal(r.restore)
 		r.stats.Run(runCtx)
 	}()
-	headroom := int64(proxyHeadroom)
-	if cfg.TUN != nil {
-		headroom = tunHeadroom
-	}
+	lim := limitsFor(cfg.TUN != nil)
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer guard.Fatal(r.restore)
-		trimMemory(runCtx, r.stats, 2*time.Second, headroom, c.log)
+		trimMemory(runCtx, r.stats, 2*time.Second, lim, c.log)
 	}()
 	if rt.sets != nil {
 		r.wg.Add(1)

@@ -31,8 +31,8 @@ import (
 //
 // For as long as it runs it also holds the soft memory limit (softLimit),
 // headroom above what the process holds at its start.
-func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, headroom int64, log *slog.Logger) {
-	defer softLimit(headroom)()
+func trimMemory(ctx context.Context, st *stats.Stats, every time.Duration, lim memLimits, log *slog.Logger) {
+	defer softLimit(lim)()
 	// The start's pages go at once too, not only at the first tick: the
 	// first flows may be a burst of traffic, whose buffers would otherwise
 	// come on top of all of them. The 16-stream bench (skiff service, then
@@ -204,6 +204,37 @@ const (
 	tunHeadroom   = 64 << 20
 )
 
+// memLimits is how the soft memory limit follows a run's memory (see
+// softLimit and limitAfterGC).
+type memLimits struct {
+	headroom int64 // above the memory held at the start, until a collection finds more live
+	// After each collection the limit is live memory plus a margin: live
+	// divided by share, held between minMargin and maxMargin.
+	share                int64
+	minMargin, maxMargin int64
+}
+
+// limitsFor returns the soft limit's figures for a run with or without
+// the TUN.
+//
+// Through the TUN a burst of busy flows holds far more live memory than
+// through the proxy (the netstack's send and receive chunks come on top),
+// and the margin above it is what GOGC's goal then stops at: 500
+// VLESS+WS+TLS flows each moving 1 MiB each way (tunbench -conns-only,
+// skiff run --pprof, at the RSS peak) had 69 MiB live (52 of it heap, 11
+// stacks), a soft limit of 89.5 and a heap goal of 65, below GOGC's. A
+// TUN run's margin is an eighth of live, at least 8 MiB, not a quarter:
+// the collector runs about twice as often while that much is live
+// (5.8 % -> 13 % of the CPU at the peak, 31 -> 51 collections by then),
+// and no more often while little is (16 streams, ~10 MiB live: GOGC's
+// 50 % sets the heap's goal below either margin).
+func limitsFor(tun bool) memLimits {
+	if tun {
+		return memLimits{headroom: tunHeadroom, share: 8, minMargin: 8 << 20, maxMargin: tunHeadroom / 2}
+	}
+	return memLimits{headroom: proxyHeadroom, share: 4, minMargin: proxyHeadroom / 4, maxMargin: proxyHeadroom / 2}
+}
+
 // softLimit sets the Go runtime's soft memory limit to headroom above the
 // memory the process holds now, unless the user set GOMEMLIMIT, and
 // returns the function that puts the previous limit back.
@@ -215,11 +246,11 @@ const (
 // freeing nothing: 2,000 TUN connections each moving 1 MiB each way held
 // about 150 MiB live against a limit of 86, the client took 104
 // CPU-seconds (sing-box 23) and 1,897 of the connections timed out.
-func softLimit(headroom int64) (restore func()) {
+func softLimit(lim memLimits) (restore func()) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	base := int64(goMemory()) + headroom
+	base := int64(goMemory()) + lim.headroom
 	prev := debug.SetMemoryLimit(base)
 	var mu sync.Mutex
 	stopped := false
@@ -227,7 +258,7 @@ func softLimit(headroom int64) (restore func()) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !stopped {
-			debug.SetMemoryLimit(limitAfterGC(base, int64(liveMemory()), headroom))
+			debug.SetMemoryLimit(limitAfterGC(base, int64(liveMemory()), lim))
 		}
 	})
 	return func() {
@@ -240,12 +271,12 @@ func softLimit(headroom int64) (restore func()) {
 }
 
 // limitAfterGC is the soft limit after a collection that left live bytes
-// (heap, stacks, metadata): base, or live plus a margin of a quarter of
-// live, at least headroom/4, at most headroom/2, whichever is more. The
-// margin is what the flows may allocate before the next collection; as a
-// share of what is live it keeps the collector's work per byte allocated
-// bounded (GOGC=25, where each collection marks what is live), and its
-// floor keeps a small heap from collecting without pause.
+// (heap, stacks, metadata): base, or live plus a margin (live/lim.share,
+// between lim.minMargin and lim.maxMargin), whichever is more. The margin
+// is what the flows may allocate before the next collection; as a share
+// of what is live it keeps the collector's work per byte allocated
+// bounded (GOGC=25 for a share of 4, where each collection marks what is
+// live), and its floor keeps a small heap from collecting without pause.
 //
 // 500 connections each moving 1 MiB each way at once: with the margin
 // fixed at headroom/2, the peak was live plus 16 MiB through the proxy
@@ -253,8 +284,8 @@ func softLimit(headroom int64) (restore func()) {
 // executable's pages) and plus 32 MiB through the TUN (91 live, 123). Past
 // about 2,000 connections (150 MiB live and more) the margin is
 // headroom/2 again, as before.
-func limitAfterGC(base, live, headroom int64) int64 {
-	margin := min(max(live/4, headroom/4), headroom/2)
+func limitAfterGC(base, live int64, lim memLimits) int64 {
+	margin := min(max(live/lim.share, lim.minMargin), lim.maxMargin)
 	return max(base, live+margin)
 }
 

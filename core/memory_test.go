@@ -22,7 +22,7 @@ func TestSoftLimit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		trimMemory(ctx, stats.New(), time.Hour, tunHeadroom, slog.New(slog.DiscardHandler))
+		trimMemory(ctx, stats.New(), time.Hour, limitsFor(true), slog.New(slog.DiscardHandler))
 		close(done)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -44,7 +44,7 @@ func TestSoftLimit(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	done = make(chan struct{})
 	go func() {
-		trimMemory(ctx, stats.New(), time.Hour, tunHeadroom, slog.New(slog.DiscardHandler))
+		trimMemory(ctx, stats.New(), time.Hour, limitsFor(true), slog.New(slog.DiscardHandler))
 		close(done)
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -61,7 +61,7 @@ func TestSoftLimit(t *testing.T) {
 func TestSoftLimitFollowsLiveMemory(t *testing.T) {
 	prev := debug.SetMemoryLimit(math.MaxInt64)
 	defer debug.SetMemoryLimit(prev)
-	restore := softLimit(proxyHeadroom)
+	restore := softLimit(limitsFor(false))
 	defer restore()
 	base := debug.SetMemoryLimit(-1)
 	waitLimit := func(what string, ok func(int64) bool) int64 {
@@ -95,26 +95,31 @@ func TestSoftLimitFollowsLiveMemory(t *testing.T) {
 }
 
 // TestLimitAfterGC checks the soft limit's policy after a collection: the
-// start's limit while little is live, then live plus a quarter of it,
-// between a quarter and half the headroom.
+// start's limit while little is live, then live plus a margin: a quarter
+// of live through the proxy, an eighth through the TUN, each between its
+// floor and half the headroom.
 func TestLimitAfterGC(t *testing.T) {
 	const mib = 1 << 20
+	proxy, tun := limitsFor(false), limitsFor(true)
 	for _, c := range []struct {
-		name                 string
-		base, live, headroom int64
-		want                 int64
+		name       string
+		base, live int64
+		lim        memLimits
+		want       int64
 	}{
-		{"little live: the start's limit", 40 * mib, 10 * mib, 32 * mib, 40 * mib},
-		{"proxy, 500 flows: the floor's margin", 40 * mib, 30 * mib, 32 * mib, 40 * mib},
-		{"proxy, 500 TLS flows", 40 * mib, 37 * mib, 32 * mib, 37*mib + 37*mib/4},
-		{"proxy, many more: half the headroom", 40 * mib, 200 * mib, 32 * mib, 216 * mib},
-		{"TUN, 500 flows", 74 * mib, 92 * mib, 64 * mib, 115 * mib},
-		{"TUN, small heap: a quarter of the headroom", 10 * mib, 20 * mib, 64 * mib, 36 * mib},
-		{"TUN, 2,000 flows: half the headroom", 74 * mib, 190 * mib, 64 * mib, 222 * mib},
+		{"little live: the start's limit", 40 * mib, 10 * mib, proxy, 40 * mib},
+		{"proxy, 500 flows: the floor's margin", 40 * mib, 30 * mib, proxy, 40 * mib},
+		{"proxy, 500 TLS flows", 40 * mib, 37 * mib, proxy, 37*mib + 37*mib/4},
+		{"proxy, many more: half the headroom", 40 * mib, 200 * mib, proxy, 216 * mib},
+		{"TUN, little live: the start's limit", 74 * mib, 20 * mib, tun, 74 * mib},
+		{"TUN, 500 flows: an eighth of live", 74 * mib, 80 * mib, tun, 90 * mib},
+		{"TUN, 500 flows: the floor's margin", 10 * mib, 60 * mib, tun, 68 * mib},
+		{"TUN, 2,000 flows: an eighth of live", 74 * mib, 190 * mib, tun, 190*mib + 190*mib/8},
+		{"TUN, 5,000 flows: half the headroom", 74 * mib, 400 * mib, tun, 432 * mib},
 	} {
-		if got := limitAfterGC(c.base, c.live, c.headroom); got != c.want {
-			t.Errorf("%s: limitAfterGC(%d, %d, %d MiB) = %.2f MiB, want %.2f", c.name,
-				c.base/mib, c.live/mib, c.headroom/mib, float64(got)/mib, float64(c.want)/mib)
+		if got := limitAfterGC(c.base, c.live, c.lim); got != c.want {
+			t.Errorf("%s: limitAfterGC(%d, %d MiB, %+v) = %.2f MiB, want %.2f", c.name,
+				c.base/mib, c.live/mib, c.lim, float64(got)/mib, float64(c.want)/mib)
 		}
 	}
 }
