@@ -120,15 +120,12 @@ type visionConn struct {
 	wFirst   bool // the next block carries the UUID
 	wPadding bool // blocks still go out
 	wDirect  bool // writes go on the socket
-	wbuf     []byte
 
-	// Read side: one reader at a time.
+	// Read side: one reader at a time. The blocks are read into the
+	// caller's buffer and decoded in place (decodeInPlace): the flow holds
+	// no buffer of its own.
 	dec     visionDecoder
-	rbuf    []byte          // read from tr, not yet decoded: rbuf[rpos:rend]
-	rpos    int             //
-	rend    int             //
-	out     []byte          // decoded content not yet returned
-	obuf    []byte          // out's buffer
+	out     []byte          // decoded content that did not fit the caller's buffer
 	pending []byte          // raw bytes to return before reading raw (after command 2)
 	raw     io.Reader       // non-nil after command 2: the socket
 	rawWait readwait.Waiter // raw's, set with it; nil: it cannot wait
@@ -157,7 +154,9 @@ func (c *visionConn) Write(p []byte) (int, error) {
 	hdr := min(c.hdrLeft, len(p))
 	c.hdrLeft -= hdr
 	body := p[hdr:]
-	out := append(c.wbuf[:0], p[:hdr]...)
+	buf := visionBufs.Get().(*[2 * visionMaxBlock]byte) // only for this Write: a flow holds none between them
+	defer visionBufs.Put(buf)
+	out := append(buf[:0], p[:hdr]...)
 	cmd := byte(0)
 	var err error
 	if len(body) == 0 {
@@ -189,16 +188,12 @@ func (c *visionConn) Write(p []byte) (int, error) {
 			out = out[:0]
 		}
 	}
-	if cap(out) <= 4*visionMaxBlock {
-		c.wbuf = out[:0]
-	}
 	if err != nil {
 		return 0, err
 	}
 	if cmd != visionContinue {
 		c.wPadding = false
 		c.wDirect = cmd == visionDirect
-		c.wbuf = nil
 	}
 	return len(p), nil
 }
@@ -232,100 +227,139 @@ func (c *visionConn) Read(p []byte) (int, error) {
 		switch {
 		case len(c.out) > 0:
 			n := copy(p, c.out)
-			c.out = c.out[n:]
+			if c.out = c.out[n:]; len(c.out) == 0 {
+				c.out = nil
+			}
 			return n, nil
 		case len(c.pending) > 0:
 			n := copy(p, c.pending)
-			c.pending = c.pending[n:]
+			if c.pending = c.pending[n:]; len(c.pending) == 0 {
+				c.pending = nil
+			}
 			return n, nil
 		case c.raw != nil:
 			return c.raw.Read(p)
-		case c.dec.plain() && c.rpos == c.rend:
-			c.release() // the blocks are over: hold no buffer of ours
+		case c.dec.plain():
 			return c.tr.Read(p)
+		case len(p) == 0:
+			return 0, nil
 		}
-		if c.rpos == c.rend {
-			if c.rbuf == nil {
-				c.rbuf = getVisionBuf()
+		n, err := c.tr.Read(p)
+		if n == 0 {
+			if err == nil {
+				err = io.ErrNoProgress
 			}
-			n, err := c.tr.Read(c.rbuf)
-			if n == 0 {
-				if err == nil {
-					err = io.ErrNoProgress
-				}
-				if err == io.EOF && !c.dec.idle() {
-					err = io.ErrUnexpectedEOF
-				}
-				return 0, err
+			if err == io.EOF && !c.dec.idle() {
+				err = io.ErrUnexpectedEOF
 			}
-			c.rpos, c.rend = 0, n
+			return 0, err
 		}
-		in := c.rbuf[c.rpos:c.rend]
-		if c.obuf == nil {
-			c.obuf = getVisionBuf()[:0]
-		}
-		used, out, err := c.dec.decode(in, c.obuf[:0])
-		c.obuf = out[:0]
-		c.rpos += used
+		m, rest, err := c.decodeInPlace(p[:n])
 		if err != nil {
 			return 0, fmt.Errorf("vless: vision: %w", err)
 		}
-		if len(out) > c.dec.passed {
-			c.st.inspect(out[c.dec.passed:])
-		}
-		c.out = out
 		if c.dec.state == vsDirect {
-			if !c.direct {
-				return 0, errors.New("vless: vision: the server switched to direct copy over a transport that cannot")
+			if err := c.detach(rest); err != nil {
+				return 0, err
 			}
-			rest := append([]byte(nil), c.rbuf[c.rpos:c.rend]...)
-			buffered, sock := c.tr.DetachRead()
-			c.pending = append(rest, buffered...)
-			c.raw = sock
-			if sc, ok := sock.(net.Conn); ok {
-				c.rawWait = readwait.Of(sc)
-			}
-			c.rpos, c.rend = 0, 0
-			c.rbuf = nil
+		}
+		if m > 0 {
+			return m, nil
 		}
 	}
+}
+
+// detach goes on from the socket after the server's command 2; rest is
+// what the last read brought after the blocks.
+func (c *visionConn) detach(rest []byte) error {
+	if !c.direct {
+		return errors.New("vless: vision: the server switched to direct copy over a transport that cannot")
+	}
+	buffered, sock := c.tr.DetachRead()
+	c.pending = append(append(c.pending, rest...), buffered...)
+	c.raw = sock
+	if sc, ok := sock.(net.Conn); ok {
+		c.rawWait = readwait.Of(sc)
+	}
+	return nil
+}
+
+// decodeInPlace decodes the n bytes of in (just read into the caller's
+// buffer) into in itself: the content of a block moves forward over its
+// header and the padding before it, never past what was decoded, so it
+// returns the decoded length m (the bytes are in[:m]). Once the blocks
+// have ended with command 2, rest is what in holds after them (raw bytes);
+// in holds no rest otherwise.
+//
+// The one case where more comes out than goes in is a UUID cut across
+// reads that then turns out to be data: its first bytes come out again,
+// in front of what this read brought. That read is decoded aside, and
+// what does not fit in goes to c.out.
+func (c *visionConn) decodeInPlace(in []byte) (m int, rest []byte, err error) {
+	dst := in[:0]
+	if c.dec.state == vsUUID && c.dec.hn > 0 {
+		dst = make([]byte, 0, len(in)+len(c.dec.uuid))
+	}
+	used, out, err := c.dec.decode(in, dst)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(out) > c.dec.passed {
+		c.st.inspect(out[c.dec.passed:])
+	}
+	if len(out) > 0 && &out[0] != &in[0] {
+		// Decoded aside: rest, if any, is still where it was in in, and
+		// must be set aside before in is overwritten.
+		rest = append([]byte(nil), in[used:]...)
+		m = copy(in, out)
+		if m < len(out) {
+			c.out = append(c.out, out[m:]...)
+		}
+		return m, rest, nil
+	}
+	return len(out), in[used:], nil
 }
 
 // WaitRead waits until a Read would find bytes, without reading them
 // (readwait.Waiter): on the outer TLS, or on the socket after command 2.
-// It returns at once while it holds bytes of its own, decoded or not (a
-// part of a block may then leave the Read waiting for the rest).
+// It returns at once while it holds bytes of its own (a part of a block
+// may then leave the Read waiting for the rest). The padding of a block
+// whose content a Read took (a Read into a buffer that ended with the
+// content) is dropped first, as far as it is already there, so that it
+// does not count as bytes to read.
 func (c *visionConn) WaitRead() bool {
+	if c.skipPadding() != nil {
+		return true // the Read reports it
+	}
 	switch {
-	case len(c.out) > 0 || len(c.pending) > 0 || c.rpos < c.rend:
+	case len(c.out) > 0 || len(c.pending) > 0:
 		return true
 	case c.raw != nil:
 		return c.rawWait != nil && c.rawWait.WaitRead()
 	}
-	c.release()
 	return c.tr.WaitRead()
 }
 
-// visionBufs holds the read and decode buffers of flows between their
-// reads: a flow waiting for the server holds neither (500 held flows held
-// 10 MiB of them).
-var visionBufs = sync.Pool{New: func() any { return new([2 * visionMaxBlock]byte) }}
-
-func getVisionBuf() []byte { return visionBufs.Get().(*[2 * visionMaxBlock]byte)[:] }
-
-// release gives the read and decode buffers back while they hold nothing.
-func (c *visionConn) release() {
-	if c.rbuf != nil && c.rpos == c.rend {
-		visionBufs.Put((*[2 * visionMaxBlock]byte)(c.rbuf))
-		c.rbuf, c.rpos, c.rend = nil, 0, 0
-	}
-	if c.obuf != nil && len(c.out) == 0 {
-		if cap(c.obuf) >= 2*visionMaxBlock {
-			visionBufs.Put((*[2 * visionMaxBlock]byte)(c.obuf[:2*visionMaxBlock]))
+// skipPadding reads and drops the padding of the current block that the
+// outer TLS has at hand, without waiting.
+func (c *visionConn) skipPadding() error {
+	var scratch [256]byte
+	for c.raw == nil && c.dec.state == vsPadding {
+		n, err := c.tr.TryRead(scratch[:min(c.dec.left, len(scratch))])
+		if n == 0 || err != nil {
+			return nil // an error shows again on the next Read
 		}
-		c.obuf = nil
+		c.dec.decode(scratch[:n], nil) // padding alone: nothing comes out
+		if c.dec.state == vsDirect {
+			return c.detach(nil)
+		}
 	}
+	return nil
 }
+
+// visionBufs holds the buffers in which a Write's blocks are built, only
+// for that Write: a flow holds none between its Writes.
+var visionBufs = sync.Pool{New: func() any { return new([2 * visionMaxBlock]byte) }}
 
 // TryRead returns what can be read without waiting (see
 // tlsconf.Conn.TryRead), so that the stream above hands on large chunks
@@ -334,7 +368,7 @@ func (c *visionConn) TryRead(p []byte) (int, error) {
 	switch {
 	case len(c.out) > 0 || len(c.pending) > 0:
 		return c.Read(p) // buffered: does not wait
-	case c.raw == nil && c.dec.plain() && c.rpos == c.rend:
+	case c.raw == nil && c.dec.plain():
 		return c.tr.TryRead(p)
 	}
 	return 0, nil
