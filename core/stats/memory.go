@@ -4,8 +4,9 @@ import "runtime/metrics"
 
 // Memory is the process's memory use.
 type Memory struct {
-	RSS  uint64 // resident set size in bytes: what the OS has given the whole process
-	Heap uint64 // bytes of live and not yet swept Go heap objects
+	RSS        uint64 // resident set size in bytes: what the OS has given the whole process
+	Heap       uint64 // bytes of live and not yet swept Go heap objects (HeapAlloc)
+	Goroutines uint64 // goroutines now: a flow costs a few, so a count that stays up after its flows close is a leak
 }
 
 // memoryMetrics are the runtime metrics ReadMemory reads.
@@ -13,6 +14,7 @@ var memoryMetrics = [...]string{
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/released:bytes",
+	"/sched/goroutines:goroutines",
 }
 
 // ReadMemory returns the process's memory use. RSS comes from the OS where
@@ -31,7 +33,7 @@ func ReadMemory() Memory {
 		}
 		return samples[i].Value.Uint64()
 	}
-	m := Memory{Heap: value(0)}
+	m := Memory{Heap: value(0), Goroutines: value(3)}
 	if rss, ok := osRSS(); ok {
 		m.RSS = rss
 	} else {

@@ -108,10 +108,19 @@ func TestReadMemory(t *testing.T) {
 	for i := range keep {
 		keep[i] = 1
 	}
+	stop := make(chan struct{})
+	const parked = 10
+	for range parked {
+		go func() { <-stop }()
+	}
 	m := ReadMemory()
+	close(stop)
 	runtime.KeepAlive(keep)
 	if m.Heap < 8<<20 || m.RSS < 8<<20 {
 		t.Errorf("ReadMemory = %+v, want at least the 8 MiB held", m)
+	}
+	if m.Goroutines < parked+1 {
+		t.Errorf("ReadMemory().Goroutines = %d, want at least the %d parked and this one", m.Goroutines, parked)
 	}
 	if runtime.GOOS == "linux" {
 		if _, ok := osRSS(); !ok {

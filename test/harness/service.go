@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/api"
 )
 
 // SkiffService is a `skiff service` started for a benchmark or a test, as
@@ -78,6 +81,26 @@ func (s *SkiffService) Status(ctx context.Context) (ServiceStatus, error) {
 		return st, fmt.Errorf("skiff status --json: %w: %s", err, out)
 	}
 	return st, nil
+}
+
+// Runtime reads the service's Go heap (HeapAlloc) and goroutine count
+// through its API, as the window reads its memory: a measure.Runtime.
+func (s *SkiffService) Runtime() (uint64, int, error) { return ServiceRuntime(s.Socket) }
+
+// ServiceRuntime is SkiffService.Runtime for the service at socket.
+func ServiceRuntime(socket string) (uint64, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := api.NewClient(func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	})
+	defer c.Close()
+	snap, err := c.Stats(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("service stats: %w", err)
+	}
+	return snap.Memory.Heap, int(snap.Memory.Goroutines), nil
 }
 
 // Connect imports link (`skiff import`), connects (`skiff connect

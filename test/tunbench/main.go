@@ -542,14 +542,16 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		return r, err
 	}
 	r.BaseMiB, _ = measure.MemMiB(pid, "VmRSS")
-	var base string
-	var get func(string) (string, error)
-	if c.pprofURL != "" {
-		base = strings.TrimSuffix(c.pprofURL, "profile")
-		get = func(u string) (string, error) {
+	var rt measure.Runtime
+	switch {
+	case c.pprofURL != "":
+		rt = measure.PprofRuntime(strings.TrimSuffix(c.pprofURL, "profile"), func(u string) (string, error) {
 			out, err := exec.Command("ip", b.topo.inClient(b.self, "role", "get", "-url", u)...).Output()
 			return string(out), err
-		}
+		})
+	case c.socket != "":
+		socket := c.socket
+		rt = func() (uint64, int, error) { return harness.ServiceRuntime(socket) }
 	}
 	fmt.Fprintf(os.Stderr, "%s via %s: %d connections through TUN %s\n", proto, name, b.o.Conns, c.tunDev)
 	p, err := harness.StartProcess("conns", "ip", b.topo.inClient(b.self, "role", "conns",
@@ -564,7 +566,7 @@ func (b *bench) connsClient(ctx context.Context, proto, name string, s *harness.
 		if _, err := waitOutput(ctx, p, regexp.MustCompile(`PHASE `+phase+`\b`), 5*time.Minute); err != nil {
 			return r, err
 		}
-		f := measure.ReadPhase(pid, base, get)
+		f := measure.ReadPhase(pid, rt)
 		r.Phases[phase] = f
 		if phase == measure.PhaseHeld {
 			r.PeakMiB, _ = measure.MemMiB(pid, "VmHWM")

@@ -9,7 +9,7 @@
 // connections to a loopback echo, each moving -conn-size bytes each way at
 // once, held open and idle for -hold, closed and left idle for -idle-wait
 // (measure.Conns): the client's RSS, and skiff's Go heap and goroutines
-// (from its --pprof endpoint), at each phase; -conns-only skips the
+// (from the service's API, or skiff run's --pprof endpoint), at each phase; -conns-only skips the
 // 16-stream runs, -heapprofile saves skiff's heap profile at each phase.
 // -perf adds profiled runs of each client, taken the same way for both
 // with Linux perf (CPU samples with the kernel's share, and system-call
@@ -142,33 +142,37 @@ func run(o measure.Settings) error {
 
 // startClient starts client for s with its SOCKS5 proxy; with pprof, skiff
 // also serves its pprof endpoint, whose base URL is returned.
-func startClient(ctx context.Context, proto, client string, s *harness.Server, pprof bool, skiffBin, sbBin, dir string) (p *harness.Process, proxy, pprofBase string, err error) {
+func startClient(ctx context.Context, proto, client string, s *harness.Server, pprof bool, skiffBin, sbBin, dir string) (p *harness.Process, proxy, pprofBase string, rt measure.Runtime, err error) {
 	switch client {
 	case "skiff":
 		if skiffVia == "service" {
-			p, proxy, err = startService(ctx, proto, s, skiffBin, dir)
-			return p, proxy, "", err
+			svc, proxy, err := startService(ctx, proto, s, skiffBin, dir)
+			if err != nil {
+				return nil, "", "", nil, err
+			}
+			return svc.Process, proxy, "", svc.Runtime, nil
 		}
 		var extra []string
 		if pprof {
 			pp, err := harness.FreePort()
 			if err != nil {
-				return nil, "", "", err
+				return nil, "", "", nil, err
 			}
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pp))
 			extra = []string{"--pprof", addr}
 			pprofBase = "http://" + addr + "/debug/pprof/"
+			rt = measure.PprofRuntime(pprofBase, measure.HTTPGet)
 		}
 		p, proxy, err = harness.StartSkiffRun(ctx, skiffBin, []string{s.Link(s.Trusting())}, extra...)
-		return p, proxy, pprofBase, err
+		return p, proxy, pprofBase, rt, err
 	case "sing-box":
 		port, err := harness.FreePort()
 		if err != nil {
-			return nil, "", "", err
+			return nil, "", "", nil, err
 		}
 		cfg, err := harness.ClientConfig(port, s.ClientOutbound())
 		if err != nil {
-			return nil, "", "", err
+			return nil, "", "", nil, err
 		}
 		p, err = harness.StartSingBox(ctx, sbBin, dir, "client-"+proto, cfg)
 		proxy = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -177,9 +181,9 @@ func startClient(ctx context.Context, proto, client string, s *harness.Server, p
 				p.Stop()
 			}
 		}
-		return p, proxy, "", err
+		return p, proxy, "", nil, err
 	}
-	return nil, "", "", fmt.Errorf("unknown client %q", client)
+	return nil, "", "", nil, fmt.Errorf("unknown client %q", client)
 }
 
 // startService starts `skiff service` as root in a mount namespace with a
@@ -187,7 +191,7 @@ func startClient(ctx context.Context, proto, client string, s *harness.Server, p
 // none, but the service cleans up what it finds there at start), imports
 // s's link and connects its local proxy on a free loopback port, through
 // the service's socket.
-func startService(ctx context.Context, proto string, s *harness.Server, skiffBin, dir string) (*harness.Process, string, error) {
+func startService(ctx context.Context, proto string, s *harness.Server, skiffBin, dir string) (*harness.SkiffService, string, error) {
 	services++
 	svc, err := harness.StartSkiffService(ctx, "skiff-service-"+proto, skiffBin, filepath.Join(dir, fmt.Sprintf("service-%d", services)),
 		"unshare", "--mount", "--propagation", "private", "sh", "-c",
@@ -209,7 +213,7 @@ func startService(ctx context.Context, proto string, s *harness.Server, skiffBin
 		svc.Stop()
 		return nil, "", err
 	}
-	return svc.Process, proxy, nil
+	return svc, proxy, nil
 }
 
 // connsClient runs the many-connection load through a fresh client and
@@ -217,7 +221,7 @@ func startService(ctx context.Context, proto string, s *harness.Server, skiffBin
 func connsClient(o measure.Settings, proto, client string, s *harness.Server, echo, skiffBin, sbBin, dir string) (measure.ConnsResult, error) {
 	r := measure.ConnsResult{Protocol: proto, Client: client, N: o.Conns, Phases: map[string]measure.PhaseFigures{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	p, proxy, pprofBase, err := startClient(ctx, proto, client, s, true, skiffBin, sbBin, dir)
+	p, proxy, pprofBase, rt, err := startClient(ctx, proto, client, s, true, skiffBin, sbBin, dir)
 	cancel()
 	if err != nil {
 		return r, err
@@ -225,10 +229,6 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 	defer p.Stop()
 	time.Sleep(time.Second)
 	r.BaseMiB, _ = measure.MemMiB(p.Pid(), "VmRSS")
-	var get func(string) (string, error)
-	if pprofBase != "" {
-		get = measure.HTTPGet
-	}
 	load := measure.Conns{
 		Dial: func(ctx context.Context) (net.Conn, error) { return harness.DialSOCKS(ctx, proxy, echo) },
 		N:    o.Conns, Size: o.ConnSize, Hold: o.Hold, Idle: o.IdleWait,
@@ -238,7 +238,7 @@ func connsClient(o measure.Settings, proto, client string, s *harness.Server, ec
 	defer cancel()
 	cpu0 := measure.CPUSeconds(p.Pid())
 	r.Outcome, err = load.Run(ctx, func(phase string) {
-		f := measure.ReadPhase(p.Pid(), pprofBase, get)
+		f := measure.ReadPhase(p.Pid(), rt)
 		r.Phases[phase] = f
 		if heapProfile != "" && pprofBase != "" {
 			path := heapProfile + "-" + proto + "-" + phase + ".pprof"
@@ -282,7 +282,7 @@ func benchClients(o measure.Settings, proto string, s *harness.Server, serverPid
 		c := &live{r: measure.Result{Protocol: proto, Client: client}}
 		cs = append(cs, c)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		p, proxy, pprofBase, err := startClient(ctx, proto, client, s, o.CPUProfile != "", skiffBin, sbBin, dir)
+		p, proxy, pprofBase, _, err := startClient(ctx, proto, client, s, o.CPUProfile != "", skiffBin, sbBin, dir)
 		cancel()
 		if err != nil {
 			c.r.Err = err

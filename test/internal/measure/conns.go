@@ -218,7 +218,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // PhaseFigures are a client's figures at one phase.
 type PhaseFigures struct {
 	RSSMiB     float64
-	HeapMiB    float64 // Go heap in use (HeapInuse); -1 unknown (sing-box)
+	HeapMiB    float64 // Go heap objects (HeapAlloc); -1 unknown (sing-box)
 	Goroutines int     // -1 unknown
 }
 
@@ -234,32 +234,52 @@ type ConnsResult struct {
 	Err              error
 }
 
-// ReadPhase reads the RSS of pid and, when get is not nil, the Go heap and
-// goroutine count from the pprof endpoint base (".../debug/pprof/") through
-// get, which returns the body of a GET. It does not force a collection, so
-// the figures are the ones the process runs with.
-func ReadPhase(pid int, base string, get func(url string) (string, error)) PhaseFigures {
+// Runtime reads a Go client's heap (HeapAlloc: live and not yet swept
+// objects, in bytes) and its goroutine count, without forcing a
+// collection, so that the figures are the ones the process runs with.
+type Runtime func() (heap uint64, goroutines int, err error)
+
+// PprofRuntime reads them from the pprof endpoint base
+// (".../debug/pprof/") through get, which returns the body of a GET: what
+// `skiff run --pprof` serves.
+func PprofRuntime(base string, get func(url string) (string, error)) Runtime {
+	return func() (uint64, int, error) {
+		s, err := get(base + "heap?debug=1")
+		if err != nil {
+			return 0, 0, err
+		}
+		m := heapAllocRE.FindStringSubmatch(s)
+		if m == nil {
+			return 0, 0, fmt.Errorf("%sheap?debug=1: no HeapAlloc", base)
+		}
+		heap, _ := strconv.ParseUint(m[1], 10, 64)
+		if s, err = get(base + "goroutine?debug=1"); err != nil {
+			return 0, 0, err
+		}
+		if m = goroutinesRE.FindStringSubmatch(s); m == nil {
+			return 0, 0, fmt.Errorf("%sgoroutine?debug=1: no total", base)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return heap, n, nil
+	}
+}
+
+// ReadPhase reads the RSS of pid and, when rt is not nil, the Go heap and
+// the goroutine count through it (left unknown when it fails).
+func ReadPhase(pid int, rt Runtime) PhaseFigures {
 	f := PhaseFigures{HeapMiB: -1, Goroutines: -1}
 	f.RSSMiB, _ = MemMiB(pid, "VmRSS")
-	if get == nil {
+	if rt == nil {
 		return f
 	}
-	if s, err := get(base + "heap?debug=1"); err == nil {
-		if m := heapInuseRE.FindStringSubmatch(s); m != nil {
-			v, _ := strconv.ParseFloat(m[1], 64)
-			f.HeapMiB = v / (1 << 20)
-		}
-	}
-	if s, err := get(base + "goroutine?debug=1"); err == nil {
-		if m := goroutinesRE.FindStringSubmatch(s); m != nil {
-			f.Goroutines, _ = strconv.Atoi(m[1])
-		}
+	if heap, n, err := rt(); err == nil {
+		f.HeapMiB, f.Goroutines = float64(heap)/(1<<20), n
 	}
 	return f
 }
 
 var (
-	heapInuseRE  = regexp.MustCompile(`(?m)^# HeapInuse = (\d+)`)
+	heapAllocRE  = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)`)
 	goroutinesRE = regexp.MustCompile(`^goroutine profile: total (\d+)`)
 )
 
@@ -323,6 +343,6 @@ func PrintConns(out io.Writer, title string, cs []ConnsResult) {
 			fmt.Fprintf(out, "%s via %s: %d of %d connections failed, first: %s\n", c.Protocol, c.Client, c.Outcome.Failed, c.N, c.Outcome.FirstErr)
 		}
 	}
-	fmt.Fprintln(out, "(MiB; heap is the Go heap in use, HeapInuse, read without forcing a GC; gor = goroutines; sing-box: RSS only)")
+	fmt.Fprintln(out, "(MiB; heap is the Go heap's live and unswept objects, HeapAlloc, read without forcing a GC, from skiff run's pprof or the service's API; gor = goroutines; sing-box: RSS only)")
 	fmt.Fprintln(out)
 }

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -89,5 +90,42 @@ func TestEfficiency(t *testing.T) {
 	// The run with no client CPU counted is left out: median of 200 and 300.
 	if got := f.Efficiency(); got != 250 {
 		t.Errorf("Efficiency = %v, want 250", got)
+	}
+}
+
+func TestReadPhase(t *testing.T) {
+	pprof := map[string]string{
+		"b/heap?debug=1":      "heap profile: 1: 2 [3: 4] @ heap/1048576\n\n# runtime.MemStats\n# Alloc = 3145728\n# HeapAlloc = 3145728\n# HeapInuse = 4194304\n",
+		"b/goroutine?debug=1": "goroutine profile: total 17\n5 @ 0x1\n",
+	}
+	get := func(m map[string]string) func(string) (string, error) {
+		return func(u string) (string, error) {
+			if s, ok := m[u]; ok {
+				return s, nil
+			}
+			return "", errors.New("404")
+		}
+	}
+	tests := []struct {
+		name     string
+		rt       Runtime
+		wantHeap float64
+		wantGor  int
+	}{
+		{"no runtime (sing-box)", nil, -1, -1},
+		{"pprof", PprofRuntime("b/", get(pprof)), 3, 17},
+		{"pprof down", PprofRuntime("b/", get(nil)), -1, -1},
+		{"pprof without HeapAlloc", PprofRuntime("b/", get(map[string]string{"b/heap?debug=1": "# HeapInuse = 1\n", "b/goroutine?debug=1": "goroutine profile: total 3\n"})), -1, -1},
+		{"service API", func() (uint64, int, error) { return 5 << 20, 40, nil }, 5, 40},
+		{"service API fails", func() (uint64, int, error) { return 0, 0, errors.New("refused") }, -1, -1},
+	}
+	for _, tt := range tests {
+		f := ReadPhase(os.Getpid(), tt.rt)
+		if f.HeapMiB != tt.wantHeap || f.Goroutines != tt.wantGor {
+			t.Errorf("%s: heap %v MiB, %d goroutines; want %v, %d", tt.name, f.HeapMiB, f.Goroutines, tt.wantHeap, tt.wantGor)
+		}
+		if f.RSSMiB <= 0 {
+			t.Errorf("%s: RSS %v MiB, want this process's", tt.name, f.RSSMiB)
+		}
 	}
 }
