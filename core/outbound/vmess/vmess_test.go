@@ -491,11 +491,14 @@ func testConn(tr net.Conn, sec byte) *conn {
 }
 
 func TestHotPathAllocs(t *testing.T) {
-	p := make([]byte, 60<<10)
 	w := testConn(discard{}, secAES128GCM)
-	if a := testing.AllocsPerRun(50, func() { w.Write(p) }); a != 0 {
-		t.Errorf("Write of 60 KiB: %.1f allocations", a)
+	for _, n := range []int{1, 4 << 10, maxChunkPayload, maxChunkPayload + 1, 60 << 10} {
+		p := make([]byte, n)
+		if a := testing.AllocsPerRun(50, func() { w.Write(p) }); a != 0 {
+			t.Errorf("Write of %d bytes: %.1f allocations", n, a)
+		}
 	}
+	p := make([]byte, 60<<10)
 	// A stream of 60 KiB batches, as the server's direction would carry.
 	r := testConn(nil, secAES128GCM)
 	rk, riv := respKeys(&r.rq)
@@ -538,4 +541,52 @@ func chachaWithKey(k []byte) (interface {
 	Open(dst, nonce, ciphertext, ad []byte) ([]byte, error)
 }, error) {
 	return chacha20poly1305New(k)
+}
+
+// capCapture records the capacity of each buffer written to it.
+type capCapture struct {
+	discard
+	caps []int
+}
+
+func (c *capCapture) Write(p []byte) (int, error) {
+	c.caps = append(c.caps, cap(p))
+	return len(p), nil
+}
+
+// TestBatchBuffers checks which batch buffer a write seals into: one chunk
+// takes a small one (what a write waiting on its transport holds), more a
+// large one, and neither grows.
+func TestBatchBuffers(t *testing.T) {
+	tests := []struct {
+		name  string
+		n     int
+		first bool // the request header goes with it
+		want  int
+	}{
+		{"header alone", 0, true, smallBatchCap},
+		{"small read", 4 << 10, false, smallBatchCap},
+		{"medium read", maxChunkPayload, false, smallBatchCap},
+		{"medium read with the header", maxChunkPayload, true, smallBatchCap},
+		{"two chunks", maxChunkPayload + 1, false, largeBatchCap},
+		{"large read", 60 << 10, false, largeBatchCap},
+		{"large read with the header", 60 << 10, true, largeBatchCap},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := &capCapture{}
+			c := testConn(tr, secAES128GCM)
+			if tt.first {
+				c.req = make([]byte, 300)
+				c.reqSent.Store(false)
+				c.sent = make(chan struct{})
+			}
+			if _, err := c.Write(make([]byte, tt.n)); err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.caps) != 1 || tr.caps[0] != tt.want {
+				t.Errorf("Write(%d bytes) wrote buffers of capacity %v, want one of %d", tt.n, tr.caps, tt.want)
+			}
+		})
+	}
 }
