@@ -58,6 +58,9 @@ func startConn(cl *Client, nc net.Conn) (*hconn, error) {
 	br := bufio.NewReaderSize(nc, 16<<10)
 	hc.fr = http2.NewFramer(hc.bw, br)
 	hc.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	// SETTINGS_MAX_FRAME_SIZE stays at its default: a larger frame is the
+	// server's error, not 16 MiB of read buffer (the Framer's own limit).
+	hc.fr.SetMaxReadFrameSize(16384)
 	hc.fr.MaxHeaderListSize = 1 << 20
 	hc.henc = hpack.NewEncoder(&hc.hbuf)
 	// The server may assume 100 concurrent streams until its SETTINGS
@@ -169,7 +172,13 @@ func (hc *hconn) handle(f http2.Frame) error {
 	case *http2.RSTStreamFrame:
 		if s := hc.stream(f.StreamID); s != nil {
 			hc.remove(s)
-			s.fail(fmt.Errorf("h2: stream reset by the server: %v", f.ErrCode), false)
+			err := fmt.Errorf("h2: stream reset by the server: %v", f.ErrCode)
+			if f.ErrCode == http2.ErrCodeRefusedStream {
+				err = fmt.Errorf("%w (%v)", errRefused, f.ErrCode)
+			}
+			// A reset after the whole response (NO_ERROR: "stop sending",
+			// RFC 9113 8.1) leaves the response readable.
+			s.fail(err, true)
 		} else if hc.unopened(f.StreamID) {
 			return fmt.Errorf("h2: RST_STREAM on unopened stream %d", f.StreamID)
 		}
@@ -319,8 +328,11 @@ func (hc *hconn) onGoAway(f *http2.GoAwayFrame) {
 	idle := len(hc.streams) == 0
 	hc.mu.Unlock()
 	hc.cl.removeConn(hc)
+	if len(refused) > 0 {
+		hc.cl.addOpen(-len(refused))
+	}
 	for _, s := range refused {
-		s.fail(fmt.Errorf("h2: server going away (%v), stream not processed", f.ErrCode), false)
+		s.fail(fmt.Errorf("%w: server going away (%v)", errRefused, f.ErrCode), false)
 	}
 	if idle {
 		hc.close(errors.New("h2: server went away"))

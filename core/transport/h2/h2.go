@@ -103,13 +103,15 @@ func (c *Client) streamWindow() int {
 // server's response headers arrived (bounded by ctx). The stream lives on
 // after ctx, until Close.
 func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
-	for {
+	for tries := 0; ; tries++ {
 		hc, err := c.getConn(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("h2: request to %s: %w", c.target, err)
 		}
 		s, err := hc.newStream(ctx)
-		if errors.Is(err, errConnFull) {
+		// A stream the server refused (one more than it allows before its
+		// SETTINGS came, or past a GOAWAY) was not processed: try again.
+		if errors.Is(err, errConnFull) || errors.Is(err, errRefused) && tries < maxRefused {
 			continue
 		}
 		if err != nil {
@@ -119,7 +121,13 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	}
 }
 
-var errConnFull = errors.New("h2: connection has no stream to spare")
+var (
+	errConnFull = errors.New("h2: connection has no stream to spare")
+	errRefused  = errors.New("h2: stream refused by the server")
+)
+
+// maxRefused bounds Dial's retries of refused streams.
+const maxRefused = 5
 
 // getConn returns a connection with room for a stream, dialling one if
 // none has; one dial at a time.
@@ -176,8 +184,17 @@ func (c *Client) newConn(ctx context.Context) (*hconn, error) {
 		}
 		return nil, err
 	}
+	// The preface and settings are written before Dial waits for
+	// anything else: a server not reading must not hold it past ctx.
+	stop := context.AfterFunc(ctx, func() { nc.SetWriteDeadline(time.Unix(1, 0)) })
 	hc, err := startConn(c, nc)
+	if !stop() {
+		err = ctx.Err()
+	}
 	if err != nil {
+		if hc != nil {
+			hc.close(err)
+		}
 		nc.Close()
 		return nil, err
 	}

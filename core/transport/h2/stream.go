@@ -97,10 +97,10 @@ func (s *stream) addSendWindow(d int64) bool {
 }
 
 // fail ends the stream with err; bytes it holds are dropped unless the
-// server had ended its side cleanly.
-func (s *stream) fail(err error, connDead bool) {
+// server had ended its side cleanly and keepEnded.
+func (s *stream) fail(err error, keepEnded bool) {
 	s.mu.Lock()
-	if s.err == nil && !(s.eof && connDead) {
+	if s.err == nil && !(s.eof && keepEnded) {
 		s.err = err
 		s.buf.free()
 	}
