@@ -585,7 +585,9 @@ func TestMisbehavingServer(t *testing.T) {
 		{"push promise", func(f *fakeConn, id uint32) error {
 			return f.fr.WritePushPromise(http2.PushPromiseParam{StreamID: id, PromiseID: 2, BlockFragment: []byte{0x88}, EndHeaders: true})
 		}, true, "PUSH_PROMISE"},
-		{"bad settings length", func(f *fakeConn, id uint32) error { return f.fr.WriteRawFrame(http2.FrameSettings, 0, 0, []byte{1, 2, 3}) }, true, "reading"},
+		{"bad settings length", func(f *fakeConn, id uint32) error {
+			return f.fr.WriteRawFrame(http2.FrameSettings, 0, 0, []byte{1, 2, 3})
+		}, true, "reading"},
 		{"bad window size setting", func(f *fakeConn, id uint32) error {
 			return f.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 31})
 		}, true, "reading"},
