@@ -715,3 +715,88 @@ func TestDialCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepaliveBlockedWrite: a server that stops reading and sending while
+// a Write is stuck in its full buffer is still found out by the keepalive,
+// whose ping cannot be written.
+func TestKeepaliveBlockedWrite(t *testing.T) {
+	noLeak(t)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	dial := func(context.Context) (net.Conn, error) {
+		cc, sc := net.Pipe()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer sc.Close()
+			if _, err := io.ReadFull(sc, make([]byte, len(http2.ClientPreface))); err != nil {
+				return
+			}
+			fr := http2.NewFramer(sc, sc)
+			fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+			var id uint32
+			var wmu sync.Mutex
+			// Our writes go in goroutines: on a pipe, the client's reader
+			// may be writing to us while we write to it.
+			send := func(f func() error) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					wmu.Lock()
+					defer wmu.Unlock()
+					f()
+				}()
+			}
+			var acked, updated bool
+			for !acked || !updated { // read up to the stream's WINDOW_UPDATE and our SETTINGS' ACK, answer, then stall
+				f, err := fr.ReadFrame()
+				if err != nil {
+					return
+				}
+				switch f := f.(type) {
+				case *http2.SettingsFrame:
+					if !f.IsAck() {
+						send(func() error { return fr.WriteSettings() })
+					}
+					acked = acked || f.IsAck()
+				case *http2.PingFrame:
+					if !f.IsAck() {
+						data := f.Data
+						send(func() error { return fr.WritePing(true, data) })
+					}
+				case *http2.MetaHeadersFrame:
+					id = f.StreamID
+				}
+				updated = updated || f.Header().Type == http2.FrameWindowUpdate && id != 0 && f.Header().StreamID == id
+			}
+			var hb bytes.Buffer
+			hpack.NewEncoder(&hb).WriteField(hpack.HeaderField{Name: ":status", Value: "200"})
+			send(func() error {
+				return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true})
+			})
+			<-stop
+		}()
+		return cc, nil
+	}
+	c, _ := New(Config{Host: "h2.test"}, dial)
+	c.idle, c.ping = 50*time.Millisecond, 50*time.Millisecond
+	defer c.Close()
+	conn, err := c.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := conn.Write(make([]byte, 1<<20))
+		wrote <- err
+	}()
+	conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "keepalive") {
+		t.Errorf("read: %v, want the keepalive's error", err)
+	}
+	if err := <-wrote; err == nil {
+		t.Error("write to a dead server succeeded")
+	}
+}

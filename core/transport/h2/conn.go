@@ -100,21 +100,33 @@ func (hc *hconn) reserve() bool {
 	return true
 }
 
-// checkAlive pings a silent connection and closes one that did not answer.
+// checkAlive pings a silent connection and closes one that read nothing
+// in the ping's time. The ping is not queued behind a write that blocks
+// (a dead peer's full send buffer): then the write itself is the probe.
 func (hc *hconn) checkAlive() {
-	if hc.pingSent.Load() {
-		hc.close(errors.New("h2: keepalive ping timed out"))
-		return
-	}
 	silent := time.Since(time.Unix(0, hc.lastRead.Load()))
+	if hc.pingSent.Load() {
+		if silent >= hc.cl.ping {
+			hc.close(errors.New("h2: keepalive ping timed out"))
+			return
+		}
+		hc.pingSent.Store(false)
+	}
 	if silent < hc.cl.idle {
 		hc.keepalive.Reset(hc.cl.idle - silent)
 		return
 	}
 	hc.pingSent.Store(true)
-	if err := hc.write(func() error { return hc.fr.WritePing(false, [8]byte{'s', 'k', 'i', 'f', 'f'}) }); err != nil {
-		hc.close(err)
-		return
+	if hc.wmu.TryLock() {
+		err := hc.fr.WritePing(false, [8]byte{'s', 'k', 'i', 'f', 'f'})
+		if err == nil {
+			err = hc.bw.Flush()
+		}
+		hc.wmu.Unlock()
+		if err != nil {
+			hc.close(err)
+			return
+		}
 	}
 	hc.keepalive.Reset(hc.cl.ping)
 }
