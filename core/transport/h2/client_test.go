@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/internal/nettest"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 )
@@ -48,36 +49,9 @@ func realServer(t testing.TB, srv *http2.Server, h http.Handler) (dial func(cont
 		t.Fatal(err)
 	}
 	accepted = new(atomic.Int32)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				srv.ServeConn(c, &http2.ServeConnOpts{Handler: h})
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	nettest.Serve(t, ln, func(c net.Conn) {
+		accepted.Add(1)
+		srv.ServeConn(c, &http2.ServeConnOpts{Handler: h})
 	})
 	addr := ln.Addr().String()
 	return func(ctx context.Context) (net.Conn, error) {
