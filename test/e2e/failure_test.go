@@ -103,6 +103,7 @@ var (
 	trojW  = setup{name: "trojan-ws-tls", kind: harness.TrojanWS, earlyData: 2048}
 	vmessT = setup{name: "vmess-tls", kind: harness.VMessTLS}
 	vmessW = setup{name: "vmess-ws-tls", kind: harness.VMessWS}
+	vmessH = setup{name: "vmess-h2-tls", kind: harness.VMessH2}
 	tuicN  = setup{name: "tuic", kind: harness.TUIC}
 	anyT   = setup{name: "anytls", kind: harness.AnyTLS}
 )
@@ -161,7 +162,7 @@ func TestWrongCredentials(t *testing.T) {
 
 func TestServerDown(t *testing.T) {
 	skipIfSingBoxClient(t)
-	for _, su := range []setup{hy2, vlessW, vlessT, trojT, vmessW, tuicN, anyT} {
+	for _, su := range []setup{hy2, vlessW, vlessT, trojT, vmessW, vmessH, tuicN, anyT} {
 		t.Run(su.name, func(t *testing.T) {
 			s := newServer(t, su) // not started: nothing listens on its port
 			p, proxy := startSkiff(t, s, s.Link(s.Trusting()))
@@ -217,6 +218,7 @@ func TestServerKilledMidStream(t *testing.T) {
 		{trojW, 20 * time.Second},
 		{vmessT, 20 * time.Second},
 		{vmessW, 20 * time.Second},
+		{vmessH, 20 * time.Second},
 	} {
 		t.Run(tc.su.name, func(t *testing.T) {
 			s := newServer(t, tc.su)

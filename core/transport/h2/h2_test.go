@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,8 +141,8 @@ func TestStreamWindow(t *testing.T) {
 	if !ok {
 		t.Fatalf("first frame %v, want SETTINGS", f)
 	}
-	if v, ok := settings.Value(http2.SettingInitialWindowSize); !ok || v != streamWindow {
-		t.Errorf("stream window %d (sent: %v), want %d", v, ok, streamWindow)
+	if v, ok := settings.Value(http2.SettingInitialWindowSize); !ok || v != minStreamWindow {
+		t.Errorf("stream window %d (sent: %v), want %d", v, ok, minStreamWindow)
 	}
 	cancel()
 	sc.Close()
@@ -204,23 +203,15 @@ func TestWaitRead(t *testing.T) {
 	}
 }
 
-// TestRequestBodyReadsCut: x/net's reads of a request body are cut to the
-// stream's share of bodyReadBudget, never below minBodyRead, so that its
-// scratch buffer is touched no further.
-func TestRequestBodyReadsCut(t *testing.T) {
-	for _, tc := range []struct {
-		open int64
-		want int
-	}{{0, 512 << 10}, {1, 512 << 10}, {8, 512 << 10}, {64, 64 << 10}, {500, 8388}, {1024, minBodyRead}, {5000, minBodyRead}} {
-		pr, pw := io.Pipe()
-		var open atomic.Int64
-		open.Store(tc.open)
-		b := &reqBody{pr: pr, open: &open}
-		go pw.Write(make([]byte, 1<<20))
-		n, err := b.Read(make([]byte, 512<<10))
-		if err != nil || n != tc.want {
-			t.Errorf("%d streams open: read %d bytes (%v), want %d", tc.open, n, err, tc.want)
+// TestStreamWindowShare: the streams of a client share rxBudget of
+// receive window, each between minStreamWindow and maxStreamWindow.
+func TestStreamWindowShare(t *testing.T) {
+	for _, tc := range []struct{ open, want int }{
+		{0, maxStreamWindow}, {1, maxStreamWindow}, {32, maxStreamWindow}, {64, 512 << 10}, {500, 67108}, {1000, minStreamWindow},
+	} {
+		c := &Client{open: tc.open}
+		if got := c.streamWindow(); got != tc.want {
+			t.Errorf("%d streams open: window %d, want %d", tc.open, got, tc.want)
 		}
-		b.Close()
 	}
 }
