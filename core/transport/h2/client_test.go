@@ -150,6 +150,8 @@ func TestRequestFields(t *testing.T) {
 		{Config{Host: "c.test:8443", Path: "/x/y", Method: "POST"}, seen{"POST", "c.test:8443", "/x/y", ""}},
 		{Config{Host: "d.test", Method: "GET", Headers: map[string]string{"X-Skiff": "yes"}}, seen{"GET", "d.test", "/", "yes"}},
 		{Config{Host: "e.test", Headers: map[string]string{"x-skiff": "lower"}}, seen{"PUT", "e.test", "/", "lower"}},
+		// x/net's server refuses a request with connection-specific fields.
+		{Config{Host: "f.test", Headers: map[string]string{"Host": "other.test", "Connection": "keep-alive", "Upgrade": "h2c", "X-Skiff": "1"}}, seen{"PUT", "f.test", "/", "1"}},
 	} {
 		c, _ := New(tc.cfg, dial)
 		conn, err := c.Dial(context.Background())

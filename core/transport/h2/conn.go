@@ -3,11 +3,13 @@ package h2
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -353,11 +355,7 @@ func (hc *hconn) onGoAway(f *http2.GoAwayFrame) {
 
 // goAway tells the server the connection ends with code.
 func (hc *hconn) goAway(code http2.ErrCode) {
-	hc.mu.Lock()
-	last := hc.nextID
-	hc.mu.Unlock()
 	_ = hc.write(func() error { return hc.fr.WriteGoAway(0, code, nil) })
-	_ = last
 }
 
 // resetStream sends RST_STREAM and fails the stream with err.
@@ -443,7 +441,13 @@ func (hc *hconn) openStream(s *stream, cfg *Config, path string) error {
 	enc(":authority", cfg.Host)
 	enc(":path", path)
 	for k, v := range cfg.Headers {
-		enc(http2LowerHeader(k), v)
+		// Host is :authority, and HTTP/2 forbids the connection-specific
+		// fields (RFC 9113 8.2.2): a server would reset the stream.
+		switch k = strings.ToLower(k); k {
+		case "host", "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
+			continue
+		}
+		enc(k, v)
 	}
 	if hc.hbuf.Len() > int(hc.peerFrameSize()) {
 		return errors.New("h2: request headers too large")
@@ -461,22 +465,9 @@ func (hc *hconn) peerFrameSize() uint32 {
 	return hc.peerFrame
 }
 
-func http2LowerHeader(k string) string {
-	b := []byte(k)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
-}
-
 // newStream opens a stream (the connection was reserved) and waits for
 // its response headers.
-func (hc *hconn) newStream(ctx interface {
-	Done() <-chan struct{}
-	Err() error
-}) (*stream, error) {
+func (hc *hconn) newStream(ctx context.Context) (*stream, error) {
 	cl := hc.cl
 	s := newStream(hc)
 	if err := hc.openStream(s, &cl.cfg, cl.path); err != nil {

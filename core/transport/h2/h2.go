@@ -111,7 +111,7 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 		s, err := hc.newStream(ctx)
 		// A stream the server refused (one more than it allows before its
 		// SETTINGS came, or past a GOAWAY) was not processed: try again.
-		if errors.Is(err, errConnFull) || errors.Is(err, errRefused) && tries < maxRefused {
+		if errors.Is(err, errRefused) && tries < maxRefused {
 			continue
 		}
 		if err != nil {
@@ -121,10 +121,7 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	}
 }
 
-var (
-	errConnFull = errors.New("h2: connection has no stream to spare")
-	errRefused  = errors.New("h2: stream refused by the server")
-)
+var errRefused = errors.New("h2: stream refused by the server")
 
 // maxRefused bounds Dial's retries of refused streams.
 const maxRefused = 5
