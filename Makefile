@@ -16,20 +16,21 @@ GO ?= go
 # end-to-end tests put in front of sing-box. dbus, dconf-cli, libglib2.0-bin
 # and gsettings-desktop-schemas: the system proxy tests set GNOME's proxy
 # in a D-Bus session of their own; libkf5config-bin (kwriteconfig5) KDE's.
+
+# What `make package` and its tests need: the mingw-w64 C compiler (the
+# Windows build links Fyne through cgo) and its windres, NSIS for the
+# installer, rpm/lintian/AppStream/desktop-file-utils to check the
+# packages, Wine to run the Windows build, debootstrap for the fresh-root
+# install test. Defined before DEB_PACKAGES, whose := expands it at once
+# (defined after, it was empty there and `make deps` skipped them all).
+PACKAGE_DEB_PACKAGES := gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis rpm lintian \
+	appstream desktop-file-utils xz-utils wine64 debootstrap
 BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
 	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin \
 	$(PACKAGE_DEB_PACKAGES)
-
-# What `make package` and its tests need: the mingw-w64 C compiler (the
-# Windows build links Fyne through cgo) and its windres, NSIS for the
-# installer, rpm/lintian/AppStream/desktop-file-utils to check the
-# packages, Wine to run the Windows build, debootstrap for the fresh-root
-# install test.
-PACKAGE_DEB_PACKAGES := gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis rpm lintian \
-	appstream desktop-file-utils xz-utils wine64 debootstrap
 
 # The release's version (FyneApp.toml holds it, for fyne package too) and
 # the commit, stamped into the binaries (internal/version).
