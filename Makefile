@@ -48,7 +48,7 @@ WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
 # Packages built for the other desktop systems by `make cross` (CGO off):
 # all of skiff (the CLI and the service) but the window.
-CROSS_PKGS ?= . ./core/... ./tun/... ./netstack/... ./netmon/... ./sysproxy/... ./internal/...
+CROSS_PKGS ?= . ./core/... ./tun/... ./netstack/... ./app/cli/... ./app/service/... ./app/sysproxy/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.
@@ -89,7 +89,7 @@ deps deps-build:
 # next to it.
 build: deps-build
 	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff .
-	CGO_ENABLED=1 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff-window ./cmd/skiff-window
+	CGO_ENABLED=1 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff-window ./app/skiff-window
 
 test: deps
 	$(GO) vet ./...
@@ -108,7 +108,7 @@ package: package-linux package-windows
 package-linux: deps
 	@mkdir -p dist/linux
 	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
-	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-window ./cmd/skiff-window
+	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-window ./app/skiff-window
 	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
 		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --window ../dist/linux/skiff-window \
@@ -136,15 +136,15 @@ package-windows: deps
 	cd packaging && $(GO) run ./cmd/skiffpkg windows-res --repo .. --version $(VERSION) --release $(RELEASE) \
 		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../rsrc_windows_amd64.syso --ico ../dist/windows/skiff.ico && \
 		$(GO) run ./cmd/skiffpkg windows-res --program skiff-window --repo .. --version $(VERSION) --release $(RELEASE) \
-		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../cmd/skiff-window/rsrc_windows_amd64.syso
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../app/skiff-window/rsrc_windows_amd64.syso
 	@# skiff.exe: the command line and the service, cgo-free, a console
 	@# program; skiff-window.exe: the window, cgo through mingw-w64, GUI
 	@# subsystem (no console window)
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 \
 		$(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff.exe . && \
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc \
-		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-window.exe ./cmd/skiff-window; \
-		status=$$?; rm -f rsrc_windows_amd64.syso cmd/skiff-window/rsrc_windows_amd64.syso; exit $$status
+		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-window.exe ./app/skiff-window; \
+		status=$$?; rm -f rsrc_windows_amd64.syso app/skiff-window/rsrc_windows_amd64.syso; exit $$status
 	sed 's/$$/\r/' LICENSE > dist/windows/LICENSE.txt
 	@rm -f dist/windows/wintun.dll; \
 	if [ -f $(WINTUN_DLL) ]; then \
@@ -186,11 +186,11 @@ bench: build
 measure-window:
 	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasureWindow$$' -count=1 -v -timeout 30m
 
-# The window's bundled CJK subset (app/font), made again from Noto Sans CJK
+# The window's bundled CJK subset (app/window/font), made again from Noto Sans CJK
 # (the same bytes from the same fonts-noto-cjk). Not part of CI.
 cjk-font:
 	$(SUDO) apt-get install -y -q python3-fonttools fonts-noto-cjk
-	/usr/bin/python3 app/font/subset.py app/font/cjk-subset.otf
+	/usr/bin/python3 app/window/font/subset.py app/window/font/cjk-subset.otf
 
 # TUN mode: skiff --tun against sing-box's tun (gvisor stack) in network
 # namespaces, plus 500 connections (root).

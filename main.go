@@ -7,7 +7,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/skiffvpn/skiff/internal/cli"
+	"github.com/skiffvpn/skiff/app/cli"
 )
 
 // The heap profiler is off unless `skiff run --pprof` serves its profile

@@ -23,9 +23,9 @@ import (
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
+	"github.com/skiffvpn/skiff/core/netmon"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/stats"
-	"github.com/skiffvpn/skiff/netmon"
 )
 
 // State is where the core is in its life.

@@ -3,7 +3,7 @@ package core
 import (
 	"log/slog"
 
-	"github.com/skiffvpn/skiff/netmon"
+	"github.com/skiffvpn/skiff/core/netmon"
 )
 
 // networkChanger is an outbound that holds connections bound to the

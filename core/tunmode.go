@@ -15,9 +15,9 @@ import (
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/internal/crashwatch"
 	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
+	"github.com/skiffvpn/skiff/tun/crashwatch"
 )
 
 // TUNConfig turns on TUN mode: a TUN device with routes captures all of

@@ -123,7 +123,7 @@ func TestFyneTags(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Fyne translations found: %v", err)
 	}
-	src, err := os.ReadFile("../../app/i18n.go")
+	src, err := os.ReadFile("../../app/window/i18n.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,10 +179,10 @@ func TestKeysUsedAndDefined(t *testing.T) {
 		prefixes[k[:strings.IndexByte(k, '.')]] = true
 	}
 	var files []string
-	for _, dir := range []string{"../../app", "../cli", "."} {
+	for _, dir := range []string{"../../app/window", "../../app/cli", "."} {
 		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("no Go files in %s (moved?): %v", dir, err)
 		}
 		for _, f := range fs {
 			if !strings.HasSuffix(f, "_test.go") {

@@ -71,7 +71,7 @@ var DebDepends = []string{
 
 // DebRecommends: a Mesa driver for the window's OpenGL, and a full CJK
 // font for the rare characters beyond the subset the window embeds
-// (app/font: the common Hanzi, kana and Hangul draw without it).
+// (app/window/font: the common Hanzi, kana and Hangul draw without it).
 var DebRecommends = []string{"libgl1-mesa-dri", "fonts-noto-cjk"}
 
 // RPMRequires names the same libraries by soname, which Fedora, openSUSE
@@ -267,7 +267,7 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	if err != nil {
 		return nil, err
 	}
-	fontLicense, err := os.ReadFile(filepath.Join(s.Repo, "app", "font", "LICENSE"))
+	fontLicense, err := os.ReadFile(filepath.Join(s.Repo, "app", "window", "font", "LICENSE"))
 	if err != nil {
 		return nil, err
 	}
@@ -278,7 +278,7 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	cp.Packager = "deb"
 	lic := file(filepath.Join(s.Repo, "LICENSE"), "/usr/share/licenses/skiff/LICENSE", 0o644)
 	lic.Packager, lic.Type = "rpm", files.TypeRPMLicense
-	fontLic := file(filepath.Join(s.Repo, "app", "font", "LICENSE"), "/usr/share/licenses/skiff/LICENSE.cjk-font", 0o644)
+	fontLic := file(filepath.Join(s.Repo, "app", "window", "font", "LICENSE"), "/usr/share/licenses/skiff/LICENSE.cjk-font", 0o644)
 	fontLic.Packager, fontLic.Type = "rpm", files.TypeRPMLicense
 	if err := writeGzip(filepath.Join(stage, "changelog.Debian.gz"), s.changelog()); err != nil {
 		return nil, err
@@ -289,7 +289,7 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 }
 
 // copyright is the deb's machine-readable copyright file around LICENSE,
-// and fontLicense for the CJK font subset the window embeds (app/font).
+// and fontLicense for the CJK font subset the window embeds (app/window/font).
 func copyright(license, fontLicense []byte) []byte {
 	var b bytes.Buffer
 	b.WriteString("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n")
@@ -297,7 +297,7 @@ func copyright(license, fontLicense []byte) []byte {
 	b.WriteString("Files: *\nCopyright: 2026 The Skiff Authors\nLicense: Expat\n")
 	b.WriteString("Comment: the binary also contains Go modules under their own BSD-, MIT- and\n")
 	b.WriteString(" Apache-2.0-style licences (Fyne, gVisor, quic-go, wireguard-go, golang.org/x).\n\n")
-	b.WriteString("Files: app/font/cjk-subset.otf\nCopyright: 2014-2021 Adobe (http://www.adobe.com/)\nLicense: OFL-1.1\n")
+	b.WriteString("Files: app/window/font/cjk-subset.otf\nCopyright: 2014-2021 Adobe (http://www.adobe.com/)\nLicense: OFL-1.1\n")
 	b.WriteString("Comment: a subset of Noto Sans CJK SC, embedded in skiff-window as its CJK fallback.\n\n")
 	// the licence bodies after their title and copyright lines, as the format wants
 	licenseBody(&b, "Expat", license, "Permission is hereby granted")

@@ -63,7 +63,7 @@ func buildFixture() (*fixture, error) {
 		path       *string
 		name, main string
 		cgo        string
-	}{{&f.bin, "skiff", ".", "0"}, {&f.window, "skiff-window", "./cmd/skiff-window", "1"}} {
+	}{{&f.bin, "skiff", ".", "0"}, {&f.window, "skiff-window", "./app/skiff-window", "1"}} {
 		*b.path = filepath.Join(repo, "dist", "linux", b.name)
 		if _, err := os.Stat(*b.path); err == nil {
 			continue
@@ -266,10 +266,10 @@ func TestDebContents(t *testing.T) {
 			t.Errorf("%s: %s, want %s", p, got, want)
 		}
 	}
-	// The window embeds an OFL font (app/font): the copyright says so.
+	// The window embeds an OFL font (app/window/font): the copyright says so.
 	if b, err := os.ReadFile(filepath.Join(f.extracted, "usr/share/doc/skiff/copyright")); err != nil {
 		t.Error(err)
-	} else if c := string(b); !strings.Contains(c, "Files: app/font/cjk-subset.otf") || !strings.Contains(c, "License: OFL-1.1\n SIL OPEN FONT LICENSE") && !strings.Contains(c, "License: OFL-1.1\n -----") {
+	} else if c := string(b); !strings.Contains(c, "Files: app/window/font/cjk-subset.otf") || !strings.Contains(c, "License: OFL-1.1\n SIL OPEN FONT LICENSE") && !strings.Contains(c, "License: OFL-1.1\n -----") {
 		t.Errorf("the copyright file does not carry the CJK font's licence:\n%s", c)
 	}
 	for p := range files {

@@ -15,7 +15,7 @@
 # 4. makes the component package with the app in /Applications and the
 #    preinstall/postinstall scripts (group skiff; `skiff service install`
 #    writes and starts the service's launchd daemon, whose plist text lives
-#    in internal/service/install_darwin.go alone) (pkgbuild), and the
+#    in app/service/install_darwin.go alone) (pkgbuild), and the
 #    signed product archive (productbuild, identity in
 #    SKIFF_SIGN_INSTALLER, "Developer ID Installer: …");
 # 5. notarises it (xcrun notarytool, credentials stored beforehand with
@@ -45,7 +45,7 @@ for arch in arm64 amd64; do
 	(cd "$repo" && CGO_ENABLED=0 GOOS=darwin GOARCH=$arch \
 		go build -trimpath -ldflags "$ldflags" -o "$out/build/skiff-$arch" .)
 	(cd "$repo" && CGO_ENABLED=1 GOOS=darwin GOARCH=$arch MACOSX_DEPLOYMENT_TARGET=11.0 \
-		go build -trimpath -ldflags "$ldflags" -o "$out/build/skiff-window-$arch" ./cmd/skiff-window)
+		go build -trimpath -ldflags "$ldflags" -o "$out/build/skiff-window-$arch" ./app/skiff-window)
 done
 lipo -create -output "$out/build/skiff" "$out/build/skiff-arm64" "$out/build/skiff-amd64"
 lipo -create -output "$out/build/skiff-window" "$out/build/skiff-window-arm64" "$out/build/skiff-window-amd64"

@@ -17,7 +17,7 @@ import (
 
 // TestWindowWithoutSystemCJKFont: on a system with no CJK font (a fresh
 // Debian installed without Recommends), the real window still draws CJK
-// node names as glyphs, from the subset it embeds (app/font). The window
+// node names as glyphs, from the subset it embeds (app/window/font). The window
 // runs in a mount namespace where every folder holding a font that
 // fontconfig says covers Chinese is an empty tmpfs, with a fresh font
 // cache.

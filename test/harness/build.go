@@ -65,7 +65,7 @@ func OutDir() (string, error) {
 
 var (
 	skiffOnce   = sync.OnceValues(func() (string, error) { return buildSkiff("skiff", ".", false) })
-	windowOnce  = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-window", "./cmd/skiff-window", true) })
+	windowOnce  = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-window", "./app/skiff-window", true) })
 	singBoxOnce = sync.OnceValues(buildSingBox)
 )
 

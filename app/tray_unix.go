@@ -1,6 +1,0 @@
-//go:build linux || freebsd || openbsd || netbsd
-
-package app
-
-// trayViaDBus: the tray is a StatusNotifierItem on the session bus.
-const trayViaDBus = true

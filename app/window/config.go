@@ -1,0 +1,122 @@
+package window
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/api"
+	"github.com/skiffvpn/skiff/core/node"
+)
+
+// protocolLabel is how a node's protocol and layers are shown:
+// "Hysteria2", "VLESS+WS+TLS".
+func protocolLabel(n *node.Node) string {
+	var s string
+	switch n.Protocol {
+	case node.Hysteria2:
+		s = "Hysteria2"
+	case node.VLESS:
+		s = "VLESS"
+	case node.VMess:
+		s = "VMess"
+	case node.Shadowsocks:
+		s = "Shadowsocks"
+	case node.Trojan:
+		s = "Trojan"
+	case node.TUIC:
+		s = "TUIC"
+	case node.AnyTLS:
+		s = "AnyTLS"
+	default:
+		s = n.Protocol
+	}
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC {
+		return s
+	}
+	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {
+		s += "+" + strings.ToUpper(t.Type)
+	}
+	if n.TLS != nil {
+		if n.TLS.Reality != nil {
+			s += "+REALITY"
+		} else {
+			s += "+TLS"
+		}
+	}
+	return s
+}
+
+// tunAvailable reports whether TUN mode can be offered, and if not, why in
+// words the user can act on. The core runs TUN mode on Linux, macOS and
+// Windows; whether this process has the rights is privilegeHint's part.
+func tunAvailable() (bool, string) {
+	switch runtime.GOOS {
+	case "linux", "darwin", "windows":
+		return true, ""
+	}
+	return false, tr("tun.unavailable", M{"OS": runtime.GOOS})
+}
+
+// privilegeHint says what TUN mode needs, or "" when this window can turn
+// it on: the service does it; without one, only a core running as root.
+func privilegeHint(service bool) string {
+	if service || (runtime.GOOS != "windows" && os.Geteuid() == 0) {
+		return ""
+	}
+	return tr("tun.needsService", M{"Command": serviceInstallCommand()})
+}
+
+// serviceInstallCommand is the exact command that installs the service.
+func serviceInstallCommand() string {
+	if runtime.GOOS == "windows" {
+		return tr("tun.installWindows")
+	}
+	// The service is the skiff program, installed next to this window
+	// program (skiff-window).
+	exe, err := os.Executable()
+	if err != nil {
+		return "sudo skiff service install"
+	}
+	return "sudo " + filepath.Join(filepath.Dir(exe), "skiff") + " service install"
+}
+
+// explain turns an error from the core into plain words with what the user
+// can do about it, by its code. The core's own words (a Go error chain)
+// are not among them: details gives them, for a details view.
+func explain(e *api.Error, service bool) string {
+	if e == nil {
+		return ""
+	}
+	switch e.Code {
+	case api.CodePortInUse:
+		return tr("explain.portInUse")
+	case api.CodeNoServer:
+		return tr("explain.noServer")
+	case api.CodeTUNPermission:
+		if h := privilegeHint(service); h != "" {
+			return h
+		}
+		return tr("explain.serviceLacksRights")
+	case api.CodeServerAuth:
+		return tr("explain.serverAuth")
+	case api.CodeSubscriptionFetch:
+		return tr("explain.subscriptionFetch")
+	case api.CodeForbidden:
+		return tr("explain.forbidden")
+	case api.CodeUnavailable:
+		return tr("explain.unavailable")
+	case api.CodeRunning:
+		return ""
+	}
+	return tr("explain.unknown")
+}
+
+// details returns the core's own words for e, or "".
+func details(e *api.Error) string {
+	if e == nil {
+		return ""
+	}
+	return e.Message
+}

@@ -1,0 +1,298 @@
+package window
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/i18n"
+	"github.com/skiffvpn/skiff/internal/version"
+)
+
+// refreshChoices are the subscription refresh intervals offered.
+var refreshChoices = []time.Duration{time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 72 * time.Hour}
+
+func refreshLabels() []string {
+	out := make([]string, len(refreshChoices))
+	for i, d := range refreshChoices {
+		out[i] = trN("settings.everyHours", int(d.Hours()))
+	}
+	return out
+}
+
+// settingsView edits the preferences and the profile's settings.
+type settingsView struct {
+	u   *UI
+	obj fyne.CanvasObject
+
+	startLogin, startConn *widget.Check
+	resume                *widget.Check // the profile's ConnectAtStart
+	listen                *widget.Entry
+	strict, ipv6          *widget.Check
+	killSwitch            *widget.Check
+	mtu                   *widget.Entry
+	dns                   *widget.Select
+	probe                 *widget.Entry
+	refresh, themeSel     *widget.Select
+	langSel               *widget.Select
+	status                *widget.Label
+}
+
+// themes are the Theme choices in the order shown.
+var themes = []string{ThemeSystem, ThemeLight, ThemeDark}
+
+func themeLabels() []string {
+	return []string{tr("settings.themeSystem"), tr("settings.themeLight"), tr("settings.themeDark")}
+}
+
+// languageLabels are the Language choices: the system's, then each
+// bundle under its own name (i18n.Languages' order).
+func languageLabels() []string {
+	out := []string{tr("settings.languageSystem", M{"Name": i18n.Match(systemLocales()...).Name})}
+	for _, l := range i18n.Languages {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// indexOf returns where s is in list, or 0.
+func indexOf(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return 0
+}
+
+func newSettingsView(u *UI) *settingsView {
+	v := &settingsView{u: u}
+	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
+	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
+	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
+	v.listen = widget.NewEntry()
+	v.listen.SetPlaceHolder("127.0.0.1:1080")
+	v.strict = widget.NewCheck(tr("settings.strictRoute"), nil)
+	v.ipv6 = widget.NewCheck(tr("settings.ipv6"), nil)
+	v.killSwitch = widget.NewCheck(tr("settings.killSwitch"), nil)
+	v.mtu = widget.NewEntry()
+	v.mtu.SetPlaceHolder(tr("settings.mtuDefault", M{"MTU": 9000}))
+	v.dns = widget.NewSelect([]string{"fake-ip", "real-ip"}, nil)
+	v.probe = widget.NewEntry()
+	v.probe.SetPlaceHolder(defaultProbeURL)
+	v.refresh = widget.NewSelect(refreshLabels(), nil)
+	v.themeSel = widget.NewSelect(themeLabels(), nil)
+	v.langSel = widget.NewSelect(languageLabels(), nil)
+	v.status = widget.NewLabel("")
+	v.status.Wrapping = fyne.TextWrapWord
+	save := widget.NewButtonWithIcon(tr("settings.save"), theme.DocumentSaveIcon(), v.save)
+	save.Importance = widget.HighImportance
+
+	tunNote := widget.NewLabel("")
+	tunNote.Wrapping = fyne.TextWrapWord
+	tunNote.TextStyle.Italic = true
+	if ok, why := tunAvailable(); !ok {
+		tunNote.SetText(why)
+	} else {
+		tunNote.Hide()
+	}
+	form := widget.NewForm(
+		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
+		widget.NewFormItem(tr("settings.listen"), v.listen),
+		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
+		widget.NewFormItem(tr("settings.mtu"), v.mtu),
+		widget.NewFormItem(tr("settings.dns"), v.dns),
+		widget.NewFormItem(tr("settings.probeURL"), v.probe),
+		widget.NewFormItem(tr("settings.refreshEvery"), v.refresh),
+		widget.NewFormItem(tr("settings.language"), v.langSel),
+		widget.NewFormItem(tr("settings.theme"), v.themeSel),
+		widget.NewFormItem(tr("settings.version"), widget.NewLabel(tr("settings.versionText", M{"Version": version.Get().String()}))),
+	)
+	v.obj = container.NewPadded(container.NewVScroll(container.NewVBox(form, container.NewHBox(save), v.status)))
+	v.showPrefs(u.Prefs())
+	return v
+}
+
+func (v *settingsView) showPrefs(p Prefs) {
+	v.startLogin.SetChecked(p.StartOnLogin)
+	v.startConn.SetChecked(p.StartConnected)
+	v.listen.SetText(p.Listen)
+	v.ipv6.SetChecked(p.IPv6)
+	if p.DNSMode == "" {
+		v.dns.SetSelected("fake-ip")
+	} else {
+		v.dns.SetSelected(p.DNSMode)
+	}
+	v.themeSel.SetSelectedIndex(indexOf(themes, p.Theme))
+	v.langSel.SetSelectedIndex(0)
+	for i, l := range i18n.Languages {
+		if l.Code == p.Language {
+			v.langSel.SetSelectedIndex(i + 1)
+		}
+	}
+}
+
+// setProfile shows the profile's settings.
+func (v *settingsView) setProfile(p *profile.Profile) {
+	s := p.Settings
+	v.strict.SetChecked(s.TUN.Strict())
+	v.killSwitch.SetChecked(s.TUN.KillSwitch)
+	v.resume.SetChecked(s.ConnectAtStart)
+	if s.TUN.MTU > 0 {
+		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
+	} else {
+		v.mtu.SetText("")
+	}
+	v.probe.SetText(s.ProbeURL)
+	iv := time.Duration(s.RefreshInterval)
+	if iv <= 0 {
+		iv = 24 * time.Hour
+	}
+	v.refresh.SetSelectedIndex(len(refreshChoices) - 2) // 24 h
+	for i, c := range refreshChoices {
+		if c == iv {
+			v.refresh.SetSelectedIndex(i)
+		}
+	}
+}
+
+// save checks and stores the settings.
+func (v *settingsView) save() {
+	old := v.u.Prefs()
+	p := old
+	p.StartOnLogin = v.startLogin.Checked
+	p.StartConnected = v.startConn.Checked
+	p.IPv6 = v.ipv6.Checked
+	p.DNSMode = v.dns.Selected
+	if i := v.themeSel.SelectedIndex(); i >= 0 {
+		p.Theme = themes[i]
+	}
+	p.Language = ""
+	if i := v.langSel.SelectedIndex(); i > 0 {
+		p.Language = i18n.Languages[i-1].Code
+	}
+	listen := strings.TrimSpace(v.listen.Text)
+	if listen != "" {
+		host, port, err := net.SplitHostPort(listen)
+		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+			v.say(tr("settings.listenInvalid"), true)
+			return
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			v.say(tr("settings.portInvalid"), true)
+			return
+		}
+	}
+	p.Listen = listen
+	mtu := 0
+	if s := strings.TrimSpace(v.mtu.Text); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1280 || n > 65535 {
+			v.say(tr("settings.mtuInvalid"), true)
+			return
+		}
+		mtu = n
+	}
+	probe := strings.TrimSpace(v.probe.Text)
+	if probe != "" && !strings.HasPrefix(probe, "http://") && !strings.HasPrefix(probe, "https://") {
+		v.say(tr("settings.probeInvalid"), true)
+		return
+	}
+	iv := 24 * time.Hour
+	if i := v.refresh.SelectedIndex(); i >= 0 {
+		iv = refreshChoices[i]
+	}
+	if err := v.u.setPrefs(p); err != nil {
+		v.say(err.Error(), true)
+		return
+	}
+	if p.StartOnLogin == old.StartOnLogin {
+		// nothing to change in the desktop's autostart
+	} else if err := setAutostart(p.StartOnLogin); err != nil {
+		v.say(tr("settings.autostartFailed", M{"Err": err.Error()}), true)
+		return
+	}
+	if err := v.u.update(func(pr *profile.Profile) error {
+		strict := v.strict.Checked
+		pr.Settings.TUN.StrictRoute = &strict
+		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
+		pr.Settings.ConnectAtStart = v.resume.Checked
+		pr.Settings.TUN.MTU = mtu
+		pr.Settings.ProbeURL = probe
+		pr.Settings.RefreshInterval = profile.Duration(iv)
+		return nil
+	}); err != nil {
+		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
+		return
+	}
+	// The kill switch takes effect at once, either way: the service applies
+	// the saved setting itself (as root); the core in this process needs
+	// it done here.
+	if !v.u.service {
+		tc := core.TUNConfig{KillSwitch: v.killSwitch.Checked}
+		if err := core.ApplyKillSwitch(&tc, "", nil, v.u.log); err != nil {
+			v.say(tr("settings.killSwitchFailed", M{"Err": err.Error()}), true)
+			return
+		}
+	}
+	if p.Language != old.Language {
+		v.u.relabel() // the views are built again in the new language
+		v.u.settings.say(tr("settings.saved"), false)
+		return
+	}
+	v.say(tr("settings.saved"), false)
+}
+
+func (v *settingsView) say(msg string, bad bool) {
+	v.status.SetText(msg)
+	if bad {
+		v.status.Importance = widget.DangerImportance
+	} else {
+		v.status.Importance = widget.SuccessImportance
+	}
+	v.status.Refresh()
+}
+
+// setAutostart adds or removes Skiff from the desktop's autostart (XDG on
+// Linux and the BSDs).
+func setAutostart(on bool) error {
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
+		if on {
+			return fmt.Errorf("not available on %s yet", runtime.GOOS)
+		}
+		return nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "autostart", "skiff.desktop")
+	if !on {
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		return nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	entry := "[Desktop Entry]\nType=Application\nName=Skiff\nComment=Skiff VPN\nExec=" + exe + "\nIcon=" + ID +
+		"\nX-GNOME-Autostart-enabled=true\n"
+	return os.WriteFile(path, []byte(entry), 0o644)
+}

@@ -1,0 +1,110 @@
+package window
+
+import (
+	"os"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/driver/desktop"
+	"github.com/godbus/dbus/v5"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
+)
+
+// tray is the system tray icon and menu.
+type tray struct {
+	u       *UI
+	da      desktop.App
+	toggle  *fyne.MenuItem
+	current *fyne.MenuItem
+	open    *fyne.MenuItem
+	quit    *fyne.MenuItem
+	menu    *fyne.Menu
+	state   core.State
+	via     string // the member shown
+}
+
+// setupTray installs the tray icon when the desktop has a tray host, and
+// returns nil otherwise (then closing the window quits).
+func setupTray(u *UI) *tray {
+	da, ok := u.fa.(desktop.App)
+	if !ok || !hasTrayHost() {
+		return nil
+	}
+	t := &tray{u: u, da: da, state: -1}
+	t.toggle = fyne.NewMenuItem(tr("home.connect"), func() {
+		if u.status().State == core.Running {
+			u.Disconnect()
+		} else {
+			u.Connect()
+		}
+	})
+	t.current = fyne.NewMenuItem(tr("tray.notConnected"), nil)
+	t.current.Disabled = true
+	t.open = fyne.NewMenuItem(tr("tray.open"), u.showWindow)
+	t.quit = fyne.NewMenuItem(tr("tray.quit"), u.Quit)
+	t.quit.IsQuit = true
+	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.open, t.quit)
+	da.SetSystemTrayMenu(t.menu)
+	da.SetSystemTrayIcon(iconTrayOff)
+	return t
+}
+
+// update shows st; it runs on the UI thread and touches the tray only on a
+// change.
+func (t *tray) update(st api.Status) {
+	via := st.Member
+	if via == "" {
+		via = st.Outbound
+	}
+	if st.State == t.state && via == t.via {
+		return
+	}
+	t.state, t.via = st.State, via
+	if st.State == core.Running {
+		t.toggle.Label = tr("home.disconnect")
+		t.current.Label = tr("tray.via", M{"Name": via})
+		t.da.SetSystemTrayIcon(iconTrayOn)
+	} else {
+		t.toggle.Label = tr("home.connect")
+		t.current.Label = tr("tray.notConnected")
+		t.da.SetSystemTrayIcon(iconTrayOff)
+	}
+	t.menu.Refresh()
+}
+
+// relabel redraws the menu in the window's language.
+func (t *tray) relabel() {
+	t.open.Label, t.quit.Label = tr("tray.open"), tr("tray.quit")
+	t.state = -1 // update sets the rest
+	t.update(t.u.status())
+}
+
+// hasTrayHost reports whether the session has a StatusNotifier host (the
+// D-Bus tray protocol Fyne uses on Linux and the BSDs). Elsewhere the OS
+// always has a tray.
+func hasTrayHost() bool {
+	if os.Getenv("SKIFF_NO_TRAY") != "" {
+		return false
+	}
+	if !trayViaDBus {
+		return true
+	}
+	if os.Getenv("DBUS_SESSION_BUS_ADDRESS") == "" {
+		return false
+	}
+	conn, err := dbus.SessionBusPrivate()
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	if err := conn.Auth(nil); err != nil {
+		return false
+	}
+	if err := conn.Hello(); err != nil {
+		return false
+	}
+	var owned bool
+	err = conn.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, "org.kde.StatusNotifierWatcher").Store(&owned)
+	return err == nil && owned
+}
