@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skiffvpn/skiff/internal/safetext"
 	"github.com/skiffvpn/skiff/internal/version"
 	"github.com/skiffvpn/skiff/tun/crashwatch"
 )
@@ -32,8 +33,12 @@ var commands = map[string]command{
 }
 
 // Main runs the subcommand named by args[0] and returns the exit code.
+// Everything written to stdout and stderr passes safetext.Writer: a name
+// from a profile, a log line or an error that quotes one never puts a
+// control byte on the terminal.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	crashwatch.MaybeMonitor() // a copy of skiff that restores routes after a crash
+	stdout, stderr = safetext.NewWriter(stdout), safetext.NewWriter(stderr)
 	if len(args) == 0 {
 		return runWindow(nil, stdin, stdout, stderr)
 	}

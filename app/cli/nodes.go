@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/skiffvpn/skiff/app/service"
@@ -14,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/protocol"
+	"github.com/skiffvpn/skiff/internal/safetext"
 )
 
 // nodeJSON is one line of `skiff nodes --json`: what a script needs to pick
@@ -140,14 +140,10 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func tabSafe(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
-			return ' '
-		}
-		return r
-	}, s)
-}
+// tabSafe is s as one table cell: tabs and line breaks become spaces,
+// control and bidi runes go (safetext.Line); a name saved by hand or by an
+// older version may hold them.
+func tabSafe(s string) string { return safetext.Line(s) }
 
 func transportText(t *transportJSON) string {
 	if t == nil {

@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/skiffvpn/skiff/internal/safetext"
 )
 
 // checkRoundTrip fails t unless s is rejected by Parse, or accepted and
@@ -14,6 +17,9 @@ func checkRoundTrip(t *testing.T, s string) {
 	n, err := Parse(s)
 	if err != nil {
 		return
+	}
+	if strings.ContainsFunc(n.Name, safetext.Forbidden) || !utf8.ValidString(n.Name) {
+		t.Fatalf("Parse(%q): name %q holds a control rune or invalid UTF-8", s, n.Name)
 	}
 	out, err := Format(n)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/internal/safetext"
 )
 
 // Scheme names as they appear in errors. hy2:// reports as hysteria2.
@@ -71,8 +72,9 @@ func refuse(scheme, field, reason, v string) error {
 
 // Parse reads one share link into a validated node. Leading and trailing
 // white space and a byte-order mark are ignored. The name is the link's
-// fragment, percent-decoded (invalid UTF-8 replaced by U+FFFD); an empty
-// name becomes "host:port".
+// fragment, percent-decoded, through safetext.Clean (invalid UTF-8 becomes
+// U+FFFD, control and bidi runes are removed); an empty name becomes
+// "host:port".
 func Parse(s string) (*node.Node, error) {
 	s = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "\uFEFF"))
 	i := strings.Index(s, "://")
@@ -108,8 +110,8 @@ func Parse(s string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A name is for display: keep it valid UTF-8.
-	n.Name = strings.ToValidUTF8(n.Name, "\uFFFD")
+	// A name is for display: valid UTF-8, nothing a terminal acts on.
+	n.Name = safetext.Clean(n.Name)
 	if n.Name == "" {
 		n.Name = n.Address()
 	}

@@ -405,3 +405,16 @@ func TestFormatNotParsed(t *testing.T) {
 		}
 	}
 }
+
+func TestParseRemovesControls(t *testing.T) {
+	n, err := Parse("trojan://secret@jp.example.com:443?sni=jp.example.com#%1B%5B2J%07%1B%5D0%3Bowned%07%C2%9B31m%E2%80%AEJP%2001%0A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != "[2J]0;owned31mJP 01" {
+		t.Errorf("name %q", n.Name)
+	}
+	if n, err := Parse("trojan://secret@jp.example.com:443#%1B%07"); err != nil || n.Name != "jp.example.com:443" {
+		t.Errorf("a name of controls only: %v, %q", err, n.Name)
+	}
+}

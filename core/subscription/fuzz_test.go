@@ -2,11 +2,14 @@ package subscription
 
 import (
 	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/protocol"
+	"github.com/skiffvpn/skiff/internal/safetext"
 )
 
 // checkResult holds for every parser: nodes are valid, warnings have
@@ -33,6 +36,32 @@ func checkResult(t *testing.T, res *Result, err error) {
 	}
 }
 
+// shownClean fails when a name Parse returns holds a forbidden rune.
+func shownClean(t *testing.T, res *Result) {
+	t.Helper()
+	shown := []string{}
+	for _, n := range res.Nodes {
+		shown = append(shown, n.Name)
+	}
+	for _, g := range res.Groups {
+		shown = append(append(shown, g.Name, g.Default), g.Members...)
+	}
+	if r := res.Routes; r != nil {
+		shown = append(shown, r.Final)
+		for _, rs := range r.RuleSets {
+			shown = append(shown, rs.Name)
+		}
+		for _, rl := range r.Rules {
+			shown = append(shown, rl.Target)
+		}
+	}
+	for _, s := range shown {
+		if strings.ContainsFunc(s, safetext.Forbidden) || !utf8.ValidString(s) {
+			t.Fatalf("Parse keeps %q", s)
+		}
+	}
+}
+
 func FuzzDetect(f *testing.F) {
 	for _, s := range []string{uriList, clashYAML, singBoxJSON, sip008JSON, "", "<html>", "{", "[", "proxies:"} {
 		f.Add([]byte(s))
@@ -45,6 +74,9 @@ func FuzzDetect(f *testing.F) {
 			t.Fatalf("Detect %s, Parse %s", format, res.Format)
 		}
 		checkResult(t, res, perr)
+		if res != nil {
+			shownClean(t, res)
+		}
 	})
 }
 

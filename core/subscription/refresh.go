@@ -81,6 +81,7 @@ func FileSubscription(p *profile.Profile, name string) (*profile.Subscription, b
 
 // ApplyInfo records what the response headers said about sub.
 func ApplyInfo(sub *profile.Subscription, info Info) {
+	cleanInfo(&info)
 	if info.Title != "" {
 		sub.Title = info.Title
 	}

@@ -98,6 +98,7 @@ func Parse(body []byte) (*Result, error) {
 			return nil, err
 		}
 	}
+	res.clean()
 	if len(res.Nodes) == 0 {
 		if len(res.Warnings) == 0 {
 			return res, fmt.Errorf("%w: the %s document lists no servers", ErrNoNodes, res.Format)
