@@ -2,6 +2,7 @@ package core
 
 import (
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/rule"
@@ -48,6 +49,9 @@ type Config struct {
 	// AllowLAN allows a Listen address other than loopback. Without it such
 	// an address is refused: anyone who can reach it could use the proxy.
 	AllowLAN bool
+	// ProxyAuth, when set, is asked of every client of the local proxy
+	// (SOCKS5 username/password, HTTP Basic); nil: none.
+	ProxyAuth *mixed.Auth
 	// Dialer opens the outbounds' sockets; nil: the system's (in TUN mode,
 	// the tunnel's bypass sockets).
 	Dialer outbound.Dialer

@@ -251,6 +251,7 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 	r.inbound, err = mixed.Listen(mixed.Config{
 		Listen:           cfg.Listen,
 		AllowNonLoopback: cfg.AllowLAN,
+		Auth:             cfg.ProxyAuth,
 		Logger:           c.log,
 		Panics:           r.panics,
 	}, eng)

@@ -22,8 +22,10 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/internal/procs"
@@ -69,6 +71,7 @@ type runFlags struct {
 	// while the run lasts; configDir is where they are recorded.
 	systemProxy bool
 	configDir   string
+	auth        *mixed.Auth // the profile's settings.proxy credentials; nil: none
 }
 
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
@@ -87,7 +90,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&configDir, "config-dir", "", "where the saved profile is (default $SKIFF_CONFIG_DIR or the OS config dir)")
 	fs.BoolVar(&rf.systemProxy, "system-proxy", false, "point this desktop session's proxy settings (GNOME, KDE, new shells; Windows, macOS) at the local proxy until the run ends")
 	fs.StringVar(&rf.listen, "listen", core.DefaultListen, "address of the local SOCKS5 and HTTP proxy")
-	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy has no authentication)")
+	fs.BoolVar(&rf.allowLAN, "allow-lan", false, "allow a --listen address other than loopback (the proxy asks no credentials unless the profile's settings turn them on: docs/service-access.md)")
 	fs.StringVar(&rf.pprof, "pprof", "", "serve net/http/pprof on this loopback address")
 	fs.StringVar(&level, "log-level", "info", "debug, info, warn or error (per-flow lines at debug)")
 	fs.StringVar(&rf.probeURL, "probe-url", group.DefaultPolicy().ProbeURL, "URL fetched through a server to check its health (with several --link)")
@@ -171,7 +174,38 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if rf.pprof != "" && !isLoopback(rf.pprof) {
 		return nil, fmt.Errorf("--pprof: %q is not a loopback address", rf.pprof)
 	}
+	if err := rf.readProxyAuth(); err != nil {
+		return nil, err
+	}
 	return &rf, nil
+}
+
+// readProxyAuth takes the local proxy's credentials from the profile's
+// settings (the single --node's plan has them already). System-proxy
+// mode refuses them: plan.ErrSystemProxyAuth says why.
+func (rf *runFlags) readProxyAuth() error {
+	if rf.base == nil {
+		store, err := profile.Open(rf.configDir)
+		if err != nil {
+			if rf.configDir == "" {
+				return nil // no config dir (no $HOME): no profile, no settings
+			}
+			return err
+		}
+		p, err := store.Load()
+		if p == nil {
+			return err
+		}
+		if rf.auth, err = plan.ProxyAuth(p.Settings.Proxy); err != nil {
+			return err
+		}
+	} else {
+		rf.auth = rf.base.ProxyAuth
+	}
+	if rf.auth != nil && rf.systemProxy {
+		return fmt.Errorf("--system-proxy: %w", plan.ErrSystemProxyAuth)
+	}
+	return nil
 }
 
 // isLoopback reports whether hostport names a loopback address.
@@ -240,7 +274,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 	if rf.base != nil {
 		cfg = *rf.base
 	}
-	cfg.Listen, cfg.AllowLAN = rf.listen, rf.allowLAN
+	cfg.Listen, cfg.AllowLAN, cfg.ProxyAuth = rf.listen, rf.allowLAN, rf.auth
 	if rf.base == nil || rf.probeSet {
 		cfg.Policy.ProbeURL = rf.probeURL
 	}

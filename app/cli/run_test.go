@@ -79,19 +79,8 @@ func TestRunUntilSignal(t *testing.T) {
 	go func() {
 		done <- runCmd([]string{"--link", goodLink, "--listen", "127.0.0.1:0", "--pprof", "127.0.0.1:0"}, nil, io.Discard, &stderr)
 	}()
-	ready := regexp.MustCompile(`skiff: listening on (127\.0\.0\.1:\d+)`)
 	pprofRE := regexp.MustCompile(`msg="pprof listening" addr=(\S+)`)
-	deadline := time.Now().Add(10 * time.Second)
-	for !ready.MatchString(stderr.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line; stderr:\n%s", stderr.String())
-		}
-		select {
-		case code := <-done:
-			t.Fatalf("exited %d early; stderr:\n%s", code, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	waitListening(t, &stderr, done)
 	out := stderr.String()
 	if !strings.Contains(out, "outbound=primary") || strings.Contains(out, "topsecret") {
 		t.Errorf("log should name the outbound and no secret:\n%s", out)

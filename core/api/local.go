@@ -469,6 +469,9 @@ func CheckProfile(p *profile.Profile) error {
 	if _, err := plan.Rules(p.Routes.Rules, nil); err != nil {
 		return err
 	}
+	if err := plan.CheckProxy(p.Settings.Proxy); err != nil {
+		return err
+	}
 	return plan.CheckTUN(p.Settings.TUN)
 }
 

@@ -177,6 +177,9 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	pl.Config.Mode = mode
 	pl.Config.Listen = r.Listen
+	if err := proxyAuth(p, r.Mode, pl); err != nil {
+		return pl, err
+	}
 	pl.Config.Policy.ProbeURL = p.Settings.ProbeURL
 	if r.Mode == ModeTUN {
 		tc := TUN(p.Settings.TUN)

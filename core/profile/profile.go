@@ -315,6 +315,7 @@ type Settings struct {
 	RefreshInterval Duration `json:"refreshInterval,omitempty"` // for subscriptions that state none; zero: 24h
 	ProbeURL        string   `json:"probeURL,omitempty"`        // health-check URL; empty: the engine's default
 	TUN             TUN      `json:"tun"`
+	Proxy           Proxy    `json:"proxy,omitzero"`
 	LogLevel        string   `json:"logLevel,omitempty"`
 	// ConnectAtStart: when the service starts (at boot, or restarted after
 	// a crash) it connects again as it was connected when it stopped,
@@ -336,6 +337,20 @@ type TUN struct {
 	// reads it; empty: the default.
 	FakeIPRange string `json:"fakeIPRange,omitempty"`
 }
+
+// Proxy is the local proxy's settings.
+type Proxy struct {
+	// Username and Password, when Username is set, are asked of every
+	// client of the local proxy (SOCKS5 username/password, HTTP Basic);
+	// empty: the proxy asks nothing. The profile file is 0600, as for
+	// the servers' own passwords. System-proxy mode refuses them: the
+	// desktops' proxy settings cannot pass them on (docs/service-access.md).
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"` // a secret: never logged
+}
+
+// AuthOn reports whether the proxy asks for credentials.
+func (p Proxy) AuthOn() bool { return p.Username != "" }
 
 // Strict reports whether strict route is on (it is unless turned off).
 func (t TUN) Strict() bool { return t.StrictRoute == nil || *t.StrictRoute }

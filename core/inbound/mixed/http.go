@@ -31,10 +31,31 @@ func (s *Server) serveHTTP(c net.Conn, br *bufio.Reader, lim *io.LimitedReader, 
 		}
 		return fmt.Errorf("http: request: %w", err)
 	}
+	if err := s.authorize(c, req); err != nil {
+		return err
+	}
 	if req.Method == http.MethodConnect {
 		return s.httpConnect(c, br, src, req)
 	}
 	return s.httpForward(c, br, lim, src, req)
+}
+
+// authorize answers 407 and returns an error unless the proxy needs no
+// credentials or req carries the right ones. Every request on a
+// connection carries them, as HTTP's proxy authentication is per request.
+func (s *Server) authorize(c net.Conn, req *http.Request) error {
+	if s.auth == nil {
+		return nil
+	}
+	user, pass, ok := proxyBasic(req.Header)
+	if ok && s.auth.match(user, pass) {
+		return nil
+	}
+	writeProxyAuthRequired(c)
+	if !ok {
+		return errors.New("http: no proxy credentials")
+	}
+	return errors.New("http: wrong proxy username or password")
 }
 
 // maxRequestHead bounds a request's line and headers, as net/http's server
@@ -142,6 +163,9 @@ func (s *Server) httpForward(c net.Conn, br *bufio.Reader, lim *io.LimitedReader
 		}
 		if err != nil {
 			return nil // the client closed or went idle
+		}
+		if err := s.authorize(c, req); err != nil {
+			return err
 		}
 		if req.Method == http.MethodConnect {
 			return s.httpConnect(c, br, src, req)

@@ -1,11 +1,13 @@
 // Package mixed is the local proxy inbound: one TCP listener that speaks
-// SOCKS5 (CONNECT and UDP ASSOCIATE, no authentication) and HTTP proxy
-// (CONNECT and plain absolute-URI requests), told apart by the first byte.
-// Apps that are pointed at it (system proxy settings, browsers, curl) get
-// their flows handed to a flow.Handler.
+// SOCKS5 (CONNECT and UDP ASSOCIATE) and HTTP proxy (CONNECT and plain
+// absolute-URI requests), told apart by the first byte. Apps that are
+// pointed at it (system proxy settings, browsers, curl) get their flows
+// handed to a flow.Handler.
 //
-// The proxy has no authentication, so it listens on loopback only unless
-// the caller explicitly allows another address.
+// Without Config.Auth the proxy asks no credentials; with it, every client
+// must give them (SOCKS5 username/password, HTTP Basic). Either way it
+// listens on loopback only unless the caller explicitly allows another
+// address.
 package mixed
 
 import (
@@ -38,6 +40,8 @@ type Config struct {
 	// Panics counts and logs the panics recovered while serving a client;
 	// its flows carry it in their context (see package guard). May be nil.
 	Panics *guard.Reporter
+	// Auth, when set, is required of every client; nil: none.
+	Auth *Auth
 }
 
 // handshakeTimeout bounds how long a client may take to send its request.
@@ -47,6 +51,7 @@ const handshakeTimeout = 30 * time.Second
 type Server struct {
 	ln     net.Listener
 	h      flow.Handler
+	auth   *authCheck // nil: no authentication
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -58,6 +63,11 @@ func Listen(cfg Config, h flow.Handler) (*Server, error) {
 	if err := checkListen(cfg.Listen, cfg.AllowNonLoopback); err != nil {
 		return nil, err
 	}
+	if cfg.Auth != nil {
+		if err := cfg.Auth.Validate(); err != nil {
+			return nil, fmt.Errorf("mixed: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("mixed: %w", err)
@@ -67,7 +77,7 @@ func Listen(cfg Config, h flow.Handler) (*Server, error) {
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(guard.WithReporter(context.Background(), cfg.Panics))
-	s := &Server{ln: ln, h: h, log: log, ctx: ctx, cancel: cancel}
+	s := &Server{ln: ln, h: h, auth: newAuthCheck(cfg.Auth), log: log, ctx: ctx, cancel: cancel}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -85,7 +95,7 @@ func checkListen(addr string, allow bool) error {
 	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("mixed: listen address %q is not a loopback address: the proxy has no authentication, so anyone who can reach it could use it; allow it explicitly to listen there", addr)
+	return fmt.Errorf("mixed: listen address %q is not a loopback address: anyone who can reach it could use the proxy; allow it explicitly to listen there", addr)
 }
 
 // Addr returns the address the server listens on.

@@ -105,10 +105,16 @@ func (h *echoHandler) HandlePacket(_ context.Context, _ flow.Metadata, conn net.
 // inbound does not finish within 10 s.
 func serveScript(t testing.TB, script []byte) ([]byte, *echoHandler) {
 	t.Helper()
+	return serveScriptWith(t, script, nil)
+}
+
+// serveScriptWith is serveScript with an inbound that asks for auth.
+func serveScriptWith(t testing.TB, script []byte, auth *Auth) ([]byte, *echoHandler) {
+	t.Helper()
 	h := &echoHandler{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &Server{h: h, log: slog.New(slog.DiscardHandler), ctx: ctx, cancel: cancel}
+	s := &Server{h: h, auth: newAuthCheck(auth), log: slog.New(slog.DiscardHandler), ctx: ctx, cancel: cancel}
 	c := newScriptConn(script)
 	done := make(chan struct{})
 	go func() {

@@ -49,16 +49,36 @@ func (s *Server) serveSOCKS(c net.Conn, br *bufio.Reader, src netip.AddrPort) er
 	if _, err := io.ReadFull(br, methods); err != nil {
 		return fmt.Errorf("socks: greeting: %w", err)
 	}
-	hasNoAuth := false
-	for _, m := range methods {
-		hasNoAuth = hasNoAuth || m == methodNoAuth
+	want := byte(methodNoAuth)
+	if s.auth != nil {
+		want = methodUserPass
 	}
-	if !hasNoAuth {
+	offered := false
+	for _, m := range methods {
+		offered = offered || m == want
+	}
+	if !offered {
 		c.Write([]byte{socksVersion, methodNoAcceptable})
+		if s.auth != nil {
+			return errors.New("socks: client offers no username/password authentication")
+		}
 		return errors.New("socks: client offers no method without authentication")
 	}
-	if _, err := c.Write([]byte{socksVersion, methodNoAuth}); err != nil {
+	if _, err := c.Write([]byte{socksVersion, want}); err != nil {
 		return fmt.Errorf("socks: greeting reply: %w", err)
+	}
+	if s.auth != nil {
+		user, pass, err := readUserPass(br)
+		if err != nil {
+			return fmt.Errorf("socks: authentication: %w", err)
+		}
+		if !s.auth.match(user, pass) {
+			c.Write([]byte{userPassVer, userPassFailed})
+			return errors.New("socks: wrong username or password")
+		}
+		if _, err := c.Write([]byte{userPassVer, userPassOK}); err != nil {
+			return fmt.Errorf("socks: authentication reply: %w", err)
+		}
 	}
 
 	// Request: VER CMD RSV ATYP DST.ADDR DST.PORT
