@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/internal/i18n"
 	"github.com/skiffvpn/skiff/internal/version"
@@ -40,6 +41,7 @@ type settingsView struct {
 	startLogin, startConn *widget.Check
 	resume                *widget.Check // the profile's ConnectAtStart
 	listen                *widget.Entry
+	proxyUser, proxyPass  *widget.Entry // the profile's Settings.Proxy
 	strict, ipv6          *widget.Check
 	killSwitch            *widget.Check
 	mtu                   *widget.Entry
@@ -84,6 +86,13 @@ func newSettingsView(u *UI) *settingsView {
 	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
+	v.proxyUser = widget.NewEntry()
+	v.proxyUser.SetPlaceHolder(tr("settings.proxyUser"))
+	v.proxyPass = widget.NewPasswordEntry()
+	v.proxyPass.SetPlaceHolder(tr("settings.proxyPassword"))
+	authHint := widget.NewLabel(tr("settings.proxyAuthHint"))
+	authHint.Wrapping = fyne.TextWrapWord
+	authHint.TextStyle.Italic = true
 	v.strict = widget.NewCheck(tr("settings.strictRoute"), nil)
 	v.ipv6 = widget.NewCheck(tr("settings.ipv6"), nil)
 	v.killSwitch = widget.NewCheck(tr("settings.killSwitch"), nil)
@@ -111,6 +120,7 @@ func newSettingsView(u *UI) *settingsView {
 	form := widget.NewForm(
 		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
 		widget.NewFormItem(tr("settings.listen"), v.listen),
+		widget.NewFormItem(tr("settings.proxyAuth"), container.NewVBox(v.proxyUser, v.proxyPass, authHint)),
 		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
 		widget.NewFormItem(tr("settings.mtu"), v.mtu),
 		widget.NewFormItem(tr("settings.dns"), v.dns),
@@ -156,6 +166,8 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 		v.mtu.SetText("")
 	}
 	v.probe.SetText(s.ProbeURL)
+	v.proxyUser.SetText(s.Proxy.Username)
+	v.proxyPass.SetText(s.Proxy.Password)
 	iv := time.Duration(s.RefreshInterval)
 	if iv <= 0 {
 		iv = 24 * time.Hour
@@ -210,6 +222,14 @@ func (v *settingsView) save() {
 		v.say(tr("settings.probeInvalid"), true)
 		return
 	}
+	proxy := profile.Proxy{Username: strings.TrimSpace(v.proxyUser.Text), Password: v.proxyPass.Text}
+	if proxy.Username == "" {
+		proxy.Password = "" // no username: authentication off
+	}
+	if err := plan.CheckProxy(proxy); err != nil {
+		v.say(tr("settings.proxyAuthInvalid", M{"Err": err.Error()}), true)
+		return
+	}
 	iv := 24 * time.Hour
 	if i := v.refresh.SelectedIndex(); i >= 0 {
 		iv = refreshChoices[i]
@@ -231,6 +251,7 @@ func (v *settingsView) save() {
 		pr.Settings.ConnectAtStart = v.resume.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
+		pr.Settings.Proxy = proxy
 		pr.Settings.RefreshInterval = profile.Duration(iv)
 		return nil
 	}); err != nil {
