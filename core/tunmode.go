@@ -71,6 +71,14 @@ func DefaultTUNConfig() TUNConfig {
 // rights the process lacks. Its text says what to do.
 var ErrTUNPermission = tun.ErrPermission
 
+// Errors of a TUN setting, returned (wrapped) by Start and ApplyKillSwitch:
+// a name, MTU or address the system cannot be given (ErrTUNConfig), a
+// device name another program's device has (ErrTUNDeviceExists).
+var (
+	ErrTUNConfig       = tun.ErrInvalidConfig
+	ErrTUNDeviceExists = tun.ErrDeviceExists
+)
+
 // tunRun is the TUN half of a run.
 type tunRun struct {
 	tunnel *tun.Tunnel
@@ -123,6 +131,11 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 		}
 	}
 
+	// Before the kill switch changes: a name that is taken fails the run
+	// with nothing changed (tun.Open refuses it too).
+	if err := tun.DeviceFree(cfg.Name); err != nil {
+		return nil, err
+	}
 	if err := ApplyKillSwitch(tc, cfg.Name, cfg.ExcludeServers, log); err != nil {
 		return nil, err
 	}
