@@ -87,6 +87,11 @@ func checkName(goos, name string) error {
 		}
 		return nil
 	}
+	for i := 0; i < len(name); i++ {
+		if !linuxNameByte(name[i]) {
+			return bad("only letters, digits and _ . -")
+		}
+	}
 	switch {
 	case name == "" || len(name) > maxLinuxName:
 		return bad(fmt.Sprintf("1 to %d bytes", maxLinuxName))
@@ -94,11 +99,6 @@ func checkName(goos, name string) error {
 		return bad("not a name")
 	case name[0] == '-':
 		return bad("it must not start with -")
-	}
-	for i := 0; i < len(name); i++ {
-		if !linuxNameByte(name[i]) {
-			return bad("only letters, digits and _ . -")
-		}
 	}
 	return nil
 }
