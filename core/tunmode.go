@@ -57,6 +57,15 @@ func ApplyKillSwitch(tc *TUNConfig, device string, servers []netip.Prefix, log *
 	if device == "" {
 		device = tc.Name
 	}
+	if err := tun.CheckName(device); err != nil {
+		// A name saved before names were checked: the kill switch holds
+		// for the default device rather than not at all (a run with the
+		// name is refused).
+		if log != nil {
+			log.Warn("tun: kill switch for the default device: the configured name is refused", "err", err)
+		}
+		device = tun.DefaultName
+	}
 	return tun.EnableKillSwitch(tun.KillSwitch{Device: device, AllowLAN: tc.KillSwitchAllowLAN,
 		Servers: servers, StateFile: tc.StateFile, Logger: log})
 }
@@ -131,8 +140,11 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 		}
 	}
 
-	// Before the kill switch changes: a name that is taken fails the run
-	// with nothing changed (tun.Open refuses it too).
+	// Before the kill switch changes: a bad name, or one that is taken,
+	// fails the run with nothing changed (tun.Open refuses them too).
+	if err := tun.CheckName(cfg.Name); err != nil {
+		return nil, err
+	}
 	if err := tun.DeviceFree(cfg.Name); err != nil {
 		return nil, err
 	}

@@ -94,9 +94,10 @@ func wantRefused(t *testing.T, what string, code int, body, reason string) {
 // the real service as a member of its group:
 //
 //   - the nft injection as the TUN device name with the kill switch on:
-//     PUT /v1/profile is answered 400 bad_request; a profile that holds it
-//     already (as an older Skiff saved it) loads no kill switch when the
-//     service starts, and POST /v1/connect in TUN mode is answered 400;
+//     PUT /v1/profile is answered 400 bad_request; with a profile that
+//     holds it already (as an older Skiff saved it) the service starts
+//     with the kill switch for its default device, and POST /v1/connect in
+//     TUN mode is answered 400;
 //   - a name equal to another program's device (a persistent tun, a tap)
 //     is answered 400 at connect, and the device is still there.
 //
@@ -151,11 +152,19 @@ func TestServiceRefusesTUNNameAttacks(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	before = l.system(t)
+	links := run(t, "ip", "-n", l.cli, "-o", "link")
 	svc = l.startService(t)
-	if after := l.system(t); after != before {
-		t.Errorf("the service's start applied the saved payload:\nbefore:\n%s\nafter:\n%s", before, after)
+	// The kill switch the profile asks for holds, for the default device,
+	// and the payload is nowhere.
+	ruleset := run(t, "ip", "netns", "exec", l.cli, "nft", "list", "ruleset")
+	if !strings.Contains(ruleset, "table inet s1canary") || strings.Contains(ruleset, "pwn") ||
+		!strings.Contains(ruleset, `oifname "skiff0" accept`) || strings.Count(ruleset, "oifname") != 3 {
+		t.Errorf("the service's start with the payload saved: the ruleset is\n%s", ruleset)
 	}
+	if after := run(t, "ip", "-n", l.cli, "-o", "link"); after != links {
+		t.Errorf("the service's start changed the links:\nbefore:\n%s\nafter:\n%s", links, after)
+	}
+	before = l.system(t)
 	code, body = l.api(t, l.member, "POST", "/connect", `{"mode":"tun"}`)
 	wantRefused(t, "POST /v1/connect with the payload saved", code, body, "device name")
 	if after := l.system(t); after != before {
