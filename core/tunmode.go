@@ -57,6 +57,15 @@ func ApplyKillSwitch(tc *TUNConfig, device string, servers []netip.Prefix, log *
 	if device == "" {
 		device = tc.Name
 	}
+	if err := tun.CheckName(device); err != nil {
+		// A name saved before names were checked: the kill switch holds
+		// for the default device rather than not at all (a run with the
+		// name is refused).
+		if log != nil {
+			log.Warn("tun: kill switch for the default device: the configured name is refused", "err", err)
+		}
+		device = tun.DefaultName
+	}
 	return tun.EnableKillSwitch(tun.KillSwitch{Device: device, AllowLAN: tc.KillSwitchAllowLAN,
 		Servers: servers, StateFile: tc.StateFile, Logger: log})
 }
@@ -70,6 +79,14 @@ func DefaultTUNConfig() TUNConfig {
 // ErrTUNPermission is returned (wrapped) by Start when TUN mode needs
 // rights the process lacks. Its text says what to do.
 var ErrTUNPermission = tun.ErrPermission
+
+// Errors of a TUN setting, returned (wrapped) by Start and ApplyKillSwitch:
+// a name, MTU or address the system cannot be given (ErrTUNConfig), a
+// device name another program's device has (ErrTUNDeviceExists).
+var (
+	ErrTUNConfig       = tun.ErrInvalidConfig
+	ErrTUNDeviceExists = tun.ErrDeviceExists
+)
 
 // tunRun is the TUN half of a run.
 type tunRun struct {
@@ -123,6 +140,14 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 		}
 	}
 
+	// Before the kill switch changes: a bad name, or one that is taken,
+	// fails the run with nothing changed (tun.Open refuses them too).
+	if err := tun.CheckName(cfg.Name); err != nil {
+		return nil, err
+	}
+	if err := tun.DeviceFree(cfg.Name); err != nil {
+		return nil, err
+	}
 	if err := ApplyKillSwitch(tc, cfg.Name, cfg.ExcludeServers, log); err != nil {
 		return nil, err
 	}

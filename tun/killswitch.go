@@ -46,7 +46,8 @@ type KillSwitch struct {
 	Logger    *slog.Logger // nil discards
 }
 
-func (k *KillSwitch) fill() {
+// fill puts in the defaults and checks what reaches the system (check).
+func (k *KillSwitch) fill() error {
 	if k.Device == "" {
 		k.Device = DefaultName
 	}
@@ -62,6 +63,7 @@ func (k *KillSwitch) fill() {
 	if k.Logger == nil {
 		k.Logger = slog.New(slog.DiscardHandler)
 	}
+	return k.check()
 }
 
 // KillSwitchFile returns where the kill switch's record is kept for the
@@ -77,7 +79,9 @@ func KillSwitchFile(stateFile string) string {
 // already (with other settings, or another device's name) in one step, so
 // that nothing leaks in between.
 func EnableKillSwitch(k KillSwitch) error {
-	k.fill()
+	if err := k.fill(); err != nil {
+		return fmt.Errorf("tun: kill switch: %w", err)
+	}
 	path := KillSwitchFile(k.StateFile)
 	st := newStateFile(path)
 	if old, err := loadStateFile(path); err == nil {
@@ -125,8 +129,12 @@ const nftKillSwitchTable = "skiff_killswitch"
 // switch's table: one transaction (nft -f), so that replacing an older
 // table leaves no moment without one. It filters the output hook (the
 // machine's own packets) and the forward hook (containers and VMs routed
-// through it).
-func nftKillSwitch(k *KillSwitch) string {
+// through it). It refuses a device name that is not a Linux name
+// (checkName): the name goes into an nft string, which has no escapes.
+func nftKillSwitch(k *KillSwitch) (string, error) {
+	if err := checkName("linux", k.Device); err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	t := nftKillSwitchTable
 	// "table …; delete table …" removes an older one whether or not it exists.
@@ -144,7 +152,7 @@ func nftKillSwitch(k *KillSwitch) string {
 		if own {
 			b.WriteString("\t\toifname \"lo\" accept\n")
 		}
-		fmt.Fprintf(&b, "\t\toifname %q accept\n", k.Device)
+		fmt.Fprintf(&b, "\t\toifname \"%s\" accept\n", k.Device) // a checked name: no quote to escape
 		if own {
 			fmt.Fprintf(&b, "\t\tmeta mark %#x accept\n", k.Mark)
 			b.WriteString("\t\tudp sport 68 udp dport 67 accept\n")
@@ -162,5 +170,5 @@ func nftKillSwitch(k *KillSwitch) string {
 	chain("output", "output", true)
 	chain("forward", "forward", false)
 	b.WriteString("}\n")
-	return b.String()
+	return b.String(), nil
 }

@@ -10,6 +10,10 @@ import (
 // strictDarwin does for strict route). A replacement reuses the anchor and
 // the reference already recorded.
 func enableKillSwitch(k *KillSwitch, st *stateFile) error {
+	rules, err := pfKillSwitchRules(k)
+	if err != nil {
+		return err
+	}
 	out, err := exec.Command("pfctl", "-s", "rules").Output()
 	if err != nil {
 		return fmt.Errorf("read pf's main ruleset: %w", err)
@@ -24,7 +28,6 @@ func enableKillSwitch(k *KillSwitch, st *stateFile) error {
 			return err
 		}
 	}
-	rules := pfKillSwitchRules(k)
 	if _, err := pfctl(rules, "-a", pfKillSwitchAnchor, "-f", "-"); err != nil {
 		return fmt.Errorf("load the pf anchor: %w", err)
 	}

@@ -10,13 +10,16 @@ import (
 // enableKillSwitch loads nftKillSwitch's table with nft, after recording
 // the command that deletes it.
 func enableKillSwitch(k *KillSwitch, st *stateFile) error {
+	script, err := nftKillSwitch(k)
+	if err != nil {
+		return err
+	}
 	del := slices.Clone(nftKillSwitchUndo)
 	if !hasUndo(st, del) {
 		if err := st.record(Change{Kind: "nft", Undo: del}); err != nil {
 			return err
 		}
 	}
-	script := nftKillSwitch(k)
 	cmd := exec.Command("nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(script)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -16,13 +16,20 @@ const pfKillSwitchAnchor = "com.apple/251.SkiffKillSwitch"
 // addresses (k.Servers). The device is utunN, whose number macOS picks when
 // it opens: before Skiff has opened one (at boot, after a crash) the rules
 // pass the interface group utun, every utun device (other VPN clients'
-// too), rather than none.
-func pfKillSwitchRules(k *KillSwitch) string {
-	var b strings.Builder
+// too), rather than none. Any other name is refused (checkName): pf has
+// no quoting, and a newline in a name would start a rule of its own.
+func pfKillSwitchRules(k *KillSwitch) (string, error) {
+	if err := checkName("darwin", k.Device); err != nil {
+		return "", err
+	}
 	dev := k.Device
-	if !strings.HasPrefix(dev, "utun") || dev == DefaultName {
+	if dev == DefaultName {
 		dev = "utun"
 	}
+	if err := checkPrefixes("server", 0, k.Servers...); err != nil {
+		return "", err
+	}
+	var b strings.Builder
 	b.WriteString("# Skiff kill switch: nothing leaves outside the tunnel.\n")
 	b.WriteString("pass out quick on lo0 all\n")
 	fmt.Fprintf(&b, "pass out quick on %s all\n", dev)
@@ -45,5 +52,5 @@ func pfKillSwitchRules(k *KillSwitch) string {
 		fmt.Fprintf(&b, "pass out quick to { %s }\n", strings.Join(s, " "))
 	}
 	b.WriteString("block drop out all\n")
-	return b.String()
+	return b.String(), nil
 }

@@ -47,7 +47,10 @@ func TestNftKillSwitch(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := nftKillSwitch(&tc.k)
+			script, err := nftKillSwitch(&tc.k)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !strings.HasPrefix(script, "table inet skiff_killswitch\ndelete table inet skiff_killswitch\ntable inet skiff_killswitch {\n") {
 				t.Errorf("the script does not replace the table in one transaction:\n%s", script)
 			}
@@ -91,8 +94,12 @@ func TestNftKillSwitchLoads(t *testing.T) {
 	}
 	for _, lan := range []bool{false, true} {
 		k := KillSwitch{Device: "skiff0", Mark: DefaultMark, AllowLAN: lan}
+		script, err := nftKillSwitch(&k)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command("nft", "--check", "-f", "-")
-		cmd.Stdin = strings.NewReader(nftKillSwitch(&k))
+		cmd.Stdin = strings.NewReader(script)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("allow LAN %v: nft --check: %v\n%s", lan, err, out)
 		}
@@ -101,7 +108,11 @@ func TestNftKillSwitchLoads(t *testing.T) {
 
 func TestPFKillSwitchRules(t *testing.T) {
 	k := KillSwitch{Device: "utun5", Servers: []netip.Prefix{netip.MustParsePrefix("203.0.113.9/32")}, AllowLAN: true}
-	got := strings.Split(strings.TrimSpace(pfKillSwitchRules(&k)), "\n")
+	rules, err := pfKillSwitchRules(&k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimSpace(rules), "\n")
 	want := []string{
 		"# Skiff kill switch: nothing leaves outside the tunnel.",
 		"pass out quick on lo0 all",
@@ -119,7 +130,7 @@ func TestPFKillSwitchRules(t *testing.T) {
 	}
 	// Before a device is open (boot, after a crash): every utun passes.
 	k = KillSwitch{Device: DefaultName}
-	if r := pfKillSwitchRules(&k); !strings.Contains(r, "pass out quick on utun all\n") || strings.Contains(r, "port 53") {
+	if r, err := pfKillSwitchRules(&k); err != nil || !strings.Contains(r, "pass out quick on utun all\n") || strings.Contains(r, "port 53") {
 		t.Errorf("without a device:\n%s", r)
 	}
 }

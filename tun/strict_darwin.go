@@ -25,7 +25,10 @@ func (t *Tunnel) strictDarwin() error {
 		return fmt.Errorf(`tun: strict route: pf's main ruleset does not evaluate anchor "com.apple/*" as the default /etc/pf.conf does: restore it (pfctl -f /etc/pf.conf) or turn strict route off`)
 	}
 
-	rules := pfStrictRules(&t.cfg, t.name, os.Geteuid())
+	rules, err := pfStrictRules(&t.cfg, t.name, os.Geteuid())
+	if err != nil {
+		return fmt.Errorf("tun: strict route: %w", err)
+	}
 	if err := t.state.record(Change{Kind: "command", Undo: []string{"pfctl", "-a", pfAnchor, "-F", "all"}}); err != nil {
 		return err
 	}

@@ -42,7 +42,12 @@ const pfAnchor = "com.apple/250.SkiffStrict"
 // the proxy's DNS upstream instead of the system resolver in strict mode,
 // gives up local names (router.lan, a company's split DNS) and is the
 // core's choice to make (core/tunmode.go), not this package's.
-func pfStrictRules(cfg *Config, dev string, uid int) string {
+//
+// dev must be utunN (checkName): pf has no quoting.
+func pfStrictRules(cfg *Config, dev string, uid int) (string, error) {
+	if !isUtun(dev) {
+		return "", fmt.Errorf("%w: pf: device %q is not utunN", ErrInvalidConfig, dev)
+	}
 	var b strings.Builder
 	dns := "proto { udp tcp } to any port 53"
 	fmt.Fprintf(&b, "# Skiff strict route for %s: DNS only through the tunnel.\n", dev)
@@ -82,7 +87,7 @@ func pfStrictRules(cfg *Config, dev string, uid int) string {
 		fmt.Fprintf(&b, "pass out quick %s to { %s }\n", inet, strings.Join(s, " "))
 		fmt.Fprintf(&b, "block return out quick on ! lo0 %s all\n", inet)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // pfMainEvaluates reports whether the main ruleset, as `pfctl -s rules`

@@ -64,7 +64,10 @@ func TestPFStrictRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg()
-			got := pfStrictRules(&cfg, "utun7", 0)
+			got, err := pfStrictRules(&cfg, "utun7", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			want := strings.Join(append(append([]string{}, head...), tt.want...), "\n") + "\n"
 			if got != want {
 				t.Errorf("pfStrictRules:\n%s\nwant:\n%s", got, want)
@@ -81,7 +84,10 @@ func TestPFStrictRulesOrder(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Addr6 = netip.Prefix{}
 	cfg.fill()
-	rules := pfStrictRules(&cfg, "utun3", 501)
+	rules, err := pfStrictRules(&cfg, "utun3", 501)
+	if err != nil {
+		t.Fatal(err)
+	}
 	at := func(s string) int {
 		i := strings.Index(rules, s)
 		if i < 0 {

@@ -102,7 +102,8 @@ func DefaultConfig() Config {
 	}
 }
 
-func (c *Config) fill() {
+// fill puts in the defaults and checks what reaches the system (check).
+func (c *Config) fill() error {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
@@ -124,6 +125,7 @@ func (c *Config) fill() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	return c.check()
 }
 
 // DefaultStateFile returns where the state file lives: /run/skiff when the
@@ -220,7 +222,9 @@ func (t *Tunnel) Close() error {
 // Leftovers of a previous run that did not stop cleanly are removed first.
 // On failure everything done so far is undone.
 func Open(cfg Config) (*Tunnel, error) {
-	cfg.fill()
+	if err := cfg.fill(); err != nil {
+		return nil, fmt.Errorf("tun: %w", err)
+	}
 	if err := Cleanup(cfg.StateFile, cfg.Logger); err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, fmt.Errorf("tun: %w (%v)", ErrPermission, err)

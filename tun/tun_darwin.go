@@ -138,3 +138,7 @@ func routeGone(err error) bool {
 // system's, changed with its commands, and the bypass follows the default
 // interface by itself.
 func repairPlatform(t *Tunnel) ([]string, error) { return nil, nil }
+
+// DeviceFree returns nil here: the system names the device (macOS), or
+// Wintun's adapter (Windows); see tun_linux.go.
+func DeviceFree(string) error { return nil }

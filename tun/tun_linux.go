@@ -26,9 +26,10 @@ func permissionError(err error) bool {
 func openPlatform(t *Tunnel) error {
 	cfg := &t.cfg
 	t.bind = newBypass(cfg.Mark)
-	// A TUN device disappears with the process that holds it, but record it
-	// anyway: a later cleanup removes one that somehow outlived its owner.
-	if err := t.state.record(Change{Kind: "link", Link: cfg.Name}); err != nil {
+	// Skiff creates its device and uses no other: TUNSETIFF would attach
+	// to a persistent tun of the name (`ip tuntap add`), and a failed
+	// attach to another program's device must not lead to deleting it.
+	if err := DeviceFree(cfg.Name); err != nil {
 		return err
 	}
 	dev, err := wgtun.CreateTUN(cfg.Name, cfg.MTU)
@@ -39,8 +40,23 @@ func openPlatform(t *Tunnel) error {
 		return fmt.Errorf("tun: create %s: %w", cfg.Name, err)
 	}
 	t.Device = dev
+	// A persistent device made between the check and the create: not ours
+	// (Skiff never makes one persistent). Open's undo closes the file,
+	// which leaves a persistent device as it was.
+	if p, err := persistent(dev); err != nil || p {
+		if err == nil {
+			err = fmt.Errorf("tun: %s: %w (a persistent tun)", cfg.Name, ErrDeviceExists)
+		}
+		return err
+	}
 	if t.name, err = dev.Name(); err != nil {
 		return fmt.Errorf("tun: device name: %w", err)
+	}
+	// The device goes with the process that holds it (the kernel removes
+	// it when its file closes); it is recorded, once it is known to be
+	// Skiff's, as what the routes below lead into.
+	if err := t.state.record(Change{Kind: "link", Link: t.name}); err != nil {
+		return err
 	}
 	link, err := netlink.LinkByName(t.name)
 	if err != nil {
@@ -162,20 +178,57 @@ func undo(c Change) error {
 		}
 		return err
 	case c.Link != "":
-		l, err := netlink.LinkByName(c.Link)
-		if err != nil {
-			return nil // gone with its process, as expected
-		}
-		if l.Type() != "tuntap" {
-			return nil // not ours: some other interface took the name
-		}
-		return netlink.LinkDel(l)
+		// Nothing to delete: Skiff's device is not persistent, and went
+		// when its file closed (Close closes it before restoring, and the
+		// kernel closes a crashed process's). A device of the name now is
+		// another program's.
+		return nil
 	case c.Kind == "nft" && len(c.Undo) > 0 && c.Undo[0] == "nft":
 		return undoNft(c.Undo)
 	case len(c.Undo) > 0:
 		return fmt.Errorf("a %q change cannot be undone on linux", c.Kind)
 	}
 	return nil
+}
+
+// DeviceFree returns an error wrapping ErrDeviceExists when a network
+// device named name exists: Open would refuse it. (On macOS and Windows
+// it returns nil: the system names the device, or Wintun's adapter.)
+func DeviceFree(name string) error {
+	l, err := netlink.LinkByName(name)
+	var nf netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &nf):
+		return nil
+	case err != nil:
+		return fmt.Errorf("tun: look for a device named %s: %w", name, err)
+	}
+	return fmt.Errorf("tun: %s: %w (a %s device, index %d): Skiff uses only a device it creates; choose another name in the TUN settings",
+		name, ErrDeviceExists, l.Type(), l.Attrs().Index)
+}
+
+// persistent reports whether the TUN device dev has IFF_PERSIST, which
+// only `ip tuntap add` (or another program) sets: TUNSETIFF attached to
+// it instead of creating one.
+func persistent(dev wgtun.Device) (bool, error) {
+	rc, err := dev.File().SyscallConn() // not Fd: that would make the file blocking
+	if err != nil {
+		return false, fmt.Errorf("tun: device file: %w", err)
+	}
+	var flags uint16
+	var ierr error
+	err = rc.Control(func(fd uintptr) {
+		var ifr *unix.Ifreq
+		if ifr, ierr = unix.NewIfreq(""); ierr == nil {
+			if ierr = unix.IoctlIfreq(int(fd), unix.TUNGETIFF, ifr); ierr == nil {
+				flags = ifr.Uint16()
+			}
+		}
+	})
+	if err = errors.Join(err, ierr); err != nil {
+		return false, fmt.Errorf("tun: TUNGETIFF: %w", err)
+	}
+	return flags&unix.IFF_PERSIST != 0, nil
 }
 
 func ipNet(p netip.Prefix) *net.IPNet {

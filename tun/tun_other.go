@@ -20,3 +20,7 @@ func undo(c Change) error { return errors.New("tun: cannot undo changes on " + r
 // system's, changed with its commands, and the bypass follows the default
 // interface by itself.
 func repairPlatform(t *Tunnel) ([]string, error) { return nil, nil }
+
+// DeviceFree returns nil here: the system names the device (macOS), or
+// Wintun's adapter (Windows); see tun_linux.go.
+func DeviceFree(string) error { return nil }

@@ -211,3 +211,7 @@ func (t *Tunnel) strictWindows(idx string) error {
 // system's, changed with its commands, and the bypass follows the default
 // interface by itself.
 func repairPlatform(t *Tunnel) ([]string, error) { return nil, nil }
+
+// DeviceFree returns nil here: the system names the device (macOS), or
+// Wintun's adapter (Windows); see tun_linux.go.
+func DeviceFree(string) error { return nil }

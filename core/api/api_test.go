@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -357,5 +358,39 @@ func TestImportFileIsASubscription(t *testing.T) {
 	}
 	if _, err := l.Import(context.Background(), ImportRequest{Body: body, Source: "bad\nname"}); !IsCode(err, CodeBadRequest) {
 		t.Errorf("a source with a line break: %v", err)
+	}
+}
+
+// TestSetProfileRefusesBadTUNName: issue 28's nft injection through
+// settings.tun.name, sent as a client would, is answered bad_request (HTTP
+// 400) with the reason, and the saved profile stays as it was.
+func TestSetProfileRefusesBadTUNName(t *testing.T) {
+	l, c := pair(t)
+	ctx := context.Background()
+	if _, err := c.Import(ctx, ImportRequest{Body: hy2Link}); err != nil {
+		t.Fatal(err)
+	}
+	p, rev, err := l.Profile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const payload = `x" accept; }; }; flush ruleset; table ip pwn { chain out { type nat hook output priority -100; udp dport 53 redirect to :5353; }; }; table inet skiff_killswitch { chain output { #`
+	for _, name := range []string{payload, "utun9 all\npass out quick all\n#"} {
+		p.Settings.TUN.Name, p.Settings.TUN.KillSwitch = name, true
+		err := c.SetProfile(ctx, p, rev)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, "device name") {
+			t.Errorf("SetProfile with TUN name %q: %v, want bad_request naming the device name", name, err)
+		}
+		if _, now, _ := l.Profile(ctx); now != rev {
+			t.Errorf("a refused profile changed the saved one")
+		}
+		body, _ := json.Marshal(profileDoc{Profile: p})
+		req, _ := http.NewRequest("PUT", "http://skiff/v1/profile", strings.NewReader(string(body)))
+		w := &recorder{h: http.Header{}}
+		NewHandler(l, HandlerOptions{}).ServeHTTP(w, req)
+		if w.status != http.StatusBadRequest {
+			t.Errorf("PUT /v1/profile with TUN name %q: %d %s", name, w.status, w.body.String())
+		}
 	}
 }

@@ -82,6 +82,8 @@ func CodeOf(err error) Code {
 		return CodeNoServer
 	case errors.Is(err, core.ErrTUNPermission):
 		return CodeTUNPermission
+	case errors.Is(err, core.ErrTUNConfig), errors.Is(err, core.ErrTUNDeviceExists):
+		return CodeBadRequest
 	case errors.Is(err, core.ErrRunning):
 		return CodeRunning
 	case errors.Is(err, core.ErrNoRuleSet):

@@ -25,6 +25,7 @@ import (
 	"github.com/skiffvpn/skiff/core/protocol"
 	"github.com/skiffvpn/skiff/core/rule"
 	"github.com/skiffvpn/skiff/core/ruleset"
+	"github.com/skiffvpn/skiff/tun"
 )
 
 // Modes of a run.
@@ -182,6 +183,9 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	pl.Config.Policy.ProbeURL = p.Settings.ProbeURL
 	if r.Mode == ModeTUN {
+		if err := CheckTUN(p.Settings.TUN); err != nil { // saved before the check, or by hand
+			return pl, err
+		}
 		tc := TUN(p.Settings.TUN)
 		tc.IPv6 = !r.NoIPv6
 		tc.DNS.Mode = r.DNS
@@ -702,8 +706,15 @@ func TUN(s profile.TUN) core.TUNConfig {
 	return tc
 }
 
-// CheckTUN checks the profile's TUN settings.
+// CheckTUN checks the profile's TUN settings: the device name and MTU by
+// the rules tun applies before they reach the system (tun.CheckName).
 func CheckTUN(s profile.TUN) error {
+	if err := tun.CheckName(s.Name); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	if err := tun.CheckMTU(s.MTU); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
 	if s.FakeIPRange != "" {
 		if _, _, err := core.ParseFakeIPRange(s.FakeIPRange); err != nil {
 			return fmt.Errorf("settings: %w", err)

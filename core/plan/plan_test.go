@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
+	"github.com/skiffvpn/skiff/tun"
 )
 
 const (
@@ -454,5 +455,33 @@ proxy-groups:
 	}
 	if !strings.Contains(strings.Join(pl.Skipped, "\n"), `rule target "g-gone": no such node or group; its flows use the route's servers`) {
 		t.Errorf("Skipped %q does not say the missing target", pl.Skipped)
+	}
+}
+
+// TestBuildTUNRefusesBadName: issue 28's injection payload as the device
+// name is refused when the profile is checked (save) and when a TUN run is
+// planned from a profile saved without the check, before anything reaches
+// tun.
+func TestBuildTUNRefusesBadName(t *testing.T) {
+	const payload = `x" accept; }; }; flush ruleset; table ip pwn { chain out { type nat hook output priority -100; udp dport 53 redirect to :5353; }; }; table inet skiff_killswitch { chain output { #`
+	for _, s := range []profile.TUN{
+		{Name: payload, KillSwitch: true},
+		{Name: "utun9 all\npass out quick all\n#", KillSwitch: true},
+		{Name: `a"b`},
+		{MTU: 100},
+	} {
+		if err := plan.CheckTUN(s); !errors.Is(err, tun.ErrInvalidConfig) {
+			t.Errorf("CheckTUN(%+v) = %v, want tun.ErrInvalidConfig", s, err)
+		}
+		p := testProfile(t)
+		p.Settings.TUN = s
+		if pl, err := plan.Build(p, plan.Request{Mode: plan.ModeTUN}); !errors.Is(err, tun.ErrInvalidConfig) {
+			t.Errorf("Build(TUN, %+v) = %v, want tun.ErrInvalidConfig", s, err)
+		} else if pl.Config.TUN != nil {
+			t.Errorf("Build(TUN, %+v) planned a TUN config", s)
+		}
+	}
+	if err := plan.CheckTUN(profile.TUN{Name: "wg-home.1", MTU: 1500}); err != nil {
+		t.Errorf("a good name: %v", err)
 	}
 }

@@ -1,53 +1,20 @@
 package service
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
 // setKillSwitch turns the profile's kill switch setting on or off through
-// the API (GET, change, PUT with the revision), as the window would.
+// the API (GET, change, PUT with the revision) as the member, as the window
+// would.
 func (l *lab) setKillSwitch(t *testing.T, on bool) {
 	t.Helper()
-	c := l.client()
-	resp, err := c.Get("http://skiff/v1/profile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	err = json.NewDecoder(resp.Body).Decode(&doc)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := doc["profile"].(map[string]any)
-	settings, _ := p["settings"].(map[string]any)
-	if settings == nil {
-		settings = map[string]any{}
-		p["settings"] = settings
-	}
-	tunSettings, _ := settings["tun"].(map[string]any)
-	if tunSettings == nil {
-		tunSettings = map[string]any{}
-		settings["tun"] = tunSettings
-	}
-	tunSettings["killSwitch"] = on
-	body, _ := json.Marshal(doc)
-	req, _ := http.NewRequest("PUT", "http://skiff/v1/profile", bytes.NewReader(body))
-	resp, err = c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("PUT profile with killSwitch=%v: %s %s", on, resp.Status, b)
+	if code, body := l.setTUN(t, l.member, map[string]any{"killSwitch": on}); code/100 != 2 {
+		t.Fatalf("PUT profile with killSwitch=%v: %d %s", on, code, body)
 	}
 }
 
