@@ -67,9 +67,10 @@ func loadStateFile(path string) (*stateFile, error) {
 }
 
 // decodeState parses a state file. Only Skiff writes it, so a change that
-// Skiff never records means the file was damaged or planted: the whole
-// file is refused, since cleanup runs as root, deletes what the file names
-// and runs the commands it lists.
+// Skiff never records, or records on another OS, means the file was
+// damaged or planted: the whole file is refused and nothing of it is run,
+// since cleanup runs as root, deletes what the file names and runs the
+// commands it lists (stateundo.go has their grammar).
 func decodeState(b []byte) (State, error) {
 	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -80,16 +81,17 @@ func decodeState(b []byte) (State, error) {
 	}
 	for i, c := range st.Changes {
 		if err := c.check(); err != nil {
-			return State{}, fmt.Errorf("change %d: %w", i+1, err)
+			return State{}, fmt.Errorf("refused: change %d: %w", i+1, err)
 		}
+		if err := c.checkOS(st.OS); err != nil {
+			return State{}, fmt.Errorf("refused: change %d: %w", i+1, err)
+		}
+	}
+	if err := checkNetshAdapter(st.Changes); err != nil {
+		return State{}, fmt.Errorf("refused: %w", err)
 	}
 	return st, nil
 }
-
-// undoCommands are the programs whose commands Skiff records to undo a
-// change (macOS route and pfctl, Windows netsh); a state file naming any
-// other is refused.
-var undoCommands = map[string]bool{"route": true, "pfctl": true, "netsh": true}
 
 // nftKillSwitchUndo deletes the kill switch's nftables table.
 var nftKillSwitchUndo = []string{"nft", "delete", "table", "inet", nftKillSwitchTable}
@@ -156,8 +158,8 @@ func (c Change) check() error {
 			return fmt.Errorf("link %q", c.Link)
 		}
 	case "command":
-		if len(c.Undo) == 0 || !undoCommands[c.Undo[0]] {
-			return fmt.Errorf("undo command %q is not one Skiff records", c.Undo)
+		if err := checkUndoCommand(c.Undo); err != nil {
+			return err
 		}
 	case "nft":
 		// The kill switch's table: the one nft change Skiff records.
