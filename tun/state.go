@@ -55,6 +55,14 @@ func newStateFile(path string) *stateFile {
 }
 
 func loadStateFile(path string) (*stateFile, error) {
+	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	// Root's directory is checked (and its ACL restored) before reading:
+	// what another user could have written there is not trusted.
+	if err := prepareStateDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("tun: state file %s: %w", path, err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -194,7 +202,7 @@ func (s *stateFile) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+	if err := prepareStateDir(filepath.Dir(s.path)); err != nil {
 		return fmt.Errorf("tun: state file: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".tun-state-*")
