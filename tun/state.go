@@ -55,7 +55,7 @@ func newStateFile(path string) *stateFile {
 }
 
 func loadStateFile(path string) (*stateFile, error) {
-	if _, err := os.Stat(filepath.Dir(path)); err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
 	// Root's directory is checked (and its ACL restored) before reading:

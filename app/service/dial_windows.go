@@ -38,8 +38,10 @@ func Dial(ctx context.Context, socket string) (net.Conn, error) {
 // checkPipeServer reports whether the pipe c is connected to is owned by
 // SYSTEM or the Administrators, as the service's is (the owner of a pipe
 // is its creator's token owner, and a user who is not an elevated
-// Administrator cannot name either). A user who created \\.\pipe\skiff
-// while the service was down owns it, and is refused.
+// Administrator cannot name either), or by the caller itself. Another
+// user who created \\.\pipe\skiff while the service was down owns it,
+// and is refused before anything is sent. (The server's process token
+// would say the same, but a member may not open a SYSTEM process's.)
 func checkPipeServer(c net.Conn) error {
 	f, ok := c.(interface{ Fd() uintptr })
 	if !ok {
@@ -53,7 +55,7 @@ func checkPipeServer(c net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("read the pipe's owner: %w", err)
 	}
-	if !rootdir.AdminSID(owner) {
+	if !rootdir.AdminSID(owner) && !rootdir.SelfSID(owner) {
 		return fmt.Errorf("it is owned by %s, not SYSTEM or the Administrators", owner)
 	}
 	return nil

@@ -41,19 +41,20 @@ func Ensure(dir string, perm os.FileMode) error {
 	}
 	sa := &windows.SecurityAttributes{SecurityDescriptor: sd}
 	sa.Length = uint32(unsafe.Sizeof(*sa))
-	err = windows.CreateDirectory(p, sa)
-	if err == nil {
-		return Check(dir)
-	}
-	if !errors.Is(err, windows.ERROR_ALREADY_EXISTS) {
+	switch err := windows.CreateDirectory(p, sa); {
+	case err == nil:
+		// Made with the DACL; checked below all the same (Wine, for one,
+		// ignores the security attributes).
+	case !errors.Is(err, windows.ERROR_ALREADY_EXISTS):
 		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	attrs, err := windows.GetFileAttributes(p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
-	if attrs&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 || attrs&windows.FILE_ATTRIBUTE_DIRECTORY == 0 {
-		return fmt.Errorf("%s is not a plain directory (attributes %#x): someone else made it; remove it", dir, attrs)
+	default:
+		attrs, err := windows.GetFileAttributes(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if attrs&windows.FILE_ATTRIBUTE_REPARSE_POINT != 0 || attrs&windows.FILE_ATTRIBUTE_DIRECTORY == 0 {
+			return fmt.Errorf("%s is not a plain directory (attributes %#x): someone else made it; remove it", dir, attrs)
+		}
 	}
 	if err := checkOwner(dir); err != nil {
 		return err
@@ -73,8 +74,8 @@ func Ensure(dir string, perm os.FileMode) error {
 	return Check(dir)
 }
 
-// Check reports whether dir is owned by SYSTEM or the Administrators and
-// has DirSDDL's protected DACL.
+// Check reports whether dir is owned by SYSTEM, the Administrators or
+// this process's user, and has DirSDDL's protected DACL.
 func Check(dir string) error {
 	if err := checkOwner(dir); err != nil {
 		return err
@@ -103,14 +104,51 @@ func checkOwner(dir string) error {
 	if err != nil {
 		return fmt.Errorf("the owner of %s: %w", dir, err)
 	}
-	if !AdminSID(owner) {
+	if !AdminSID(owner) && !SelfSID(owner) {
 		return fmt.Errorf("%s is owned by %s, not SYSTEM or the Administrators: someone else made it; remove it", dir, owner)
 	}
 	return nil
+}
+
+// SelfSID reports whether sid is this process's user: what it made
+// itself (Wine's default owner is the user, not the Administrators).
+func SelfSID(sid *windows.SID) bool {
+	u, err := windows.GetCurrentProcessToken().GetTokenUser()
+	return err == nil && sid.Equals(u.User.Sid)
 }
 
 // AdminSID reports whether sid is LocalSystem or the Administrators group,
 // the owners an object of the service's may have.
 func AdminSID(sid *windows.SID) bool {
 	return sid != nil && (sid.IsWellKnown(windows.WinLocalSystemSid) || sid.IsWellKnown(windows.WinBuiltinAdministratorsSid))
+}
+
+// ACE is one entry of a DACL as Windows holds it.
+type ACE struct {
+	Type, Flags uint8
+	Mask        uint32
+	SID         string
+}
+
+// ACEs returns sd's DACL entries, read with GetAce, and whether the DACL
+// is protected: what Windows made of an SDDL string.
+func ACEs(sd *windows.SECURITY_DESCRIPTOR) ([]ACE, bool, error) {
+	ctl, _, err := sd.Control()
+	if err != nil {
+		return nil, false, err
+	}
+	acl, _, err := sd.DACL()
+	if err != nil {
+		return nil, false, err
+	}
+	var out []ACE
+	for i := 0; i < int(acl.AceCount); i++ {
+		var a *windows.ACCESS_ALLOWED_ACE
+		if err := windows.GetAce(acl, uint32(i), &a); err != nil {
+			return nil, false, err
+		}
+		sid := (*windows.SID)(unsafe.Pointer(&a.SidStart))
+		out = append(out, ACE{Type: a.Header.AceType, Flags: a.Header.AceFlags, Mask: uint32(a.Mask), SID: sid.String()})
+	}
+	return out, ctl&windows.SE_DACL_PROTECTED != 0, nil
 }
