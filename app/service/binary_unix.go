@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/skiffvpn/skiff/internal/rootdir"
 )
@@ -39,14 +38,11 @@ func rootsOnly(exe string) error {
 	if err != nil {
 		return err
 	}
-	sys := st.Sys().(*syscall.Stat_t)
-	switch {
-	case !st.Mode().IsRegular():
+	if !st.Mode().IsRegular() {
 		return fmt.Errorf("not a regular file")
-	case sys.Uid != 0:
-		return fmt.Errorf("owned by uid %d", sys.Uid)
-	case st.Mode().Perm()&0o022 != 0:
-		return fmt.Errorf("writable by others (mode %v)", st.Mode().Perm())
+	}
+	if err := rootdir.RootOnly(exe); err != nil {
+		return err
 	}
 	return rootdir.CheckAncestors(filepath.Dir(exe))
 }

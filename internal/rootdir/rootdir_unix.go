@@ -68,8 +68,10 @@ func CheckAncestors(dir string) error {
 	}
 }
 
-// rootOnly reports whether p is owned by root and writable only by root
-// (and group 0).
+// RootOnly reports whether p (after symlinks) is owned by root and
+// writable only by root (and group 0).
+func RootOnly(p string) error { return rootOnly(p) }
+
 func rootOnly(p string) error {
 	st, err := os.Stat(p)
 	if err != nil {

@@ -3,6 +3,7 @@ package rootdir
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -59,6 +60,12 @@ func Ensure(dir string, perm os.FileMode) error {
 	if err := checkOwner(dir); err != nil {
 		return err
 	}
+	// What is in it must be the service's too: a file a user planted
+	// while the directory had ProgramData's ACL stays theirs (an owner may
+	// always rewrite an object's DACL), whatever ACL the directory gets.
+	if err := checkContents(dir); err != nil {
+		return err
+	}
 	if Check(dir) == nil {
 		return nil
 	}
@@ -93,6 +100,20 @@ func Check(dir string) error {
 		return fmt.Errorf("%s has ACL %s, want %s", dir, sd.String(), DirSDDL)
 	}
 	return nil
+}
+
+// checkContents reports whether everything under dir is owned by SYSTEM,
+// the Administrators or this process's user.
+func checkContents(dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 || d.Type()&fs.ModeIrregular != 0 {
+			return fmt.Errorf("%s is a link: someone else made it; remove it", p)
+		}
+		return checkOwner(p)
+	})
 }
 
 func checkOwner(dir string) error {
