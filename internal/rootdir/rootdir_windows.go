@@ -60,25 +60,25 @@ func Ensure(dir string, perm os.FileMode) error {
 	if err := checkOwner(dir); err != nil {
 		return err
 	}
-	// What is in it must be the service's too: a file a user planted
-	// while the directory had ProgramData's ACL stays theirs (an owner may
-	// always rewrite an object's DACL), whatever ACL the directory gets.
-	if err := checkContents(dir); err != nil {
-		return err
+	if Check(dir) != nil {
+		dacl, _, err := sd.DACL()
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		// PROTECTED: the inherited ACEs go; the new ones reach what is in it.
+		if err := windows.SetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT,
+			windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil); err != nil {
+			return fmt.Errorf("set the ACL of %s: %w", dir, err)
+		}
+		if err := Check(dir); err != nil {
+			return err
+		}
 	}
-	if Check(dir) == nil {
-		return nil
-	}
-	dacl, _, err := sd.DACL()
-	if err != nil {
-		return fmt.Errorf("%s: %w", dir, err)
-	}
-	// PROTECTED: the inherited ACEs go; the new ones reach what is in it.
-	if err := windows.SetNamedSecurityInfo(dir, windows.SE_FILE_OBJECT,
-		windows.DACL_SECURITY_INFORMATION|windows.PROTECTED_DACL_SECURITY_INFORMATION, nil, nil, dacl, nil); err != nil {
-		return fmt.Errorf("set the ACL of %s: %w", dir, err)
-	}
-	return Check(dir)
+	// Then what is in it, which no one else can add to any more, must be
+	// the service's too: a file a user planted while the directory had
+	// ProgramData's ACL stays theirs (an owner may always rewrite an
+	// object's DACL), whatever ACL the directory gets.
+	return checkContents(dir)
 }
 
 // Check reports whether dir is owned by SYSTEM, the Administrators or
