@@ -55,6 +55,14 @@ func newStateFile(path string) *stateFile {
 }
 
 func loadStateFile(path string) (*stateFile, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	// Root's directory is checked (and its ACL restored) before reading:
+	// what another user could have written there is not trusted.
+	if err := prepareStateDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("tun: state file %s: %w", path, err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -67,9 +75,10 @@ func loadStateFile(path string) (*stateFile, error) {
 }
 
 // decodeState parses a state file. Only Skiff writes it, so a change that
-// Skiff never records means the file was damaged or planted: the whole
-// file is refused, since cleanup runs as root, deletes what the file names
-// and runs the commands it lists.
+// Skiff never records, or records on another OS, means the file was
+// damaged or planted: the whole file is refused and nothing of it is run,
+// since cleanup runs as root, deletes what the file names and runs the
+// commands it lists (stateundo.go has their grammar).
 func decodeState(b []byte) (State, error) {
 	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -80,16 +89,17 @@ func decodeState(b []byte) (State, error) {
 	}
 	for i, c := range st.Changes {
 		if err := c.check(); err != nil {
-			return State{}, fmt.Errorf("change %d: %w", i+1, err)
+			return State{}, fmt.Errorf("refused: change %d: %w", i+1, err)
 		}
+		if err := c.checkOS(st.OS); err != nil {
+			return State{}, fmt.Errorf("refused: change %d: %w", i+1, err)
+		}
+	}
+	if err := checkNetshAdapter(st.Changes); err != nil {
+		return State{}, fmt.Errorf("refused: %w", err)
 	}
 	return st, nil
 }
-
-// undoCommands are the programs whose commands Skiff records to undo a
-// change (macOS route and pfctl, Windows netsh); a state file naming any
-// other is refused.
-var undoCommands = map[string]bool{"route": true, "pfctl": true, "netsh": true}
 
 // nftKillSwitchUndo deletes the kill switch's nftables table.
 var nftKillSwitchUndo = []string{"nft", "delete", "table", "inet", nftKillSwitchTable}
@@ -156,8 +166,8 @@ func (c Change) check() error {
 			return fmt.Errorf("link %q", c.Link)
 		}
 	case "command":
-		if len(c.Undo) == 0 || !undoCommands[c.Undo[0]] {
-			return fmt.Errorf("undo command %q is not one Skiff records", c.Undo)
+		if err := checkUndoCommand(c.Undo); err != nil {
+			return err
 		}
 	case "nft":
 		// The kill switch's table: the one nft change Skiff records.
@@ -192,7 +202,7 @@ func (s *stateFile) save() error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+	if err := prepareStateDir(filepath.Dir(s.path)); err != nil {
 		return fmt.Errorf("tun: state file: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".tun-state-*")

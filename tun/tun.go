@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"sync"
 
 	wgtun "golang.zx2c4.com/wireguard/tun"
@@ -128,22 +127,10 @@ func (c *Config) fill() error {
 	return c.check()
 }
 
-// DefaultStateFile returns where the state file lives: /run/skiff when the
-// process may write there (root), else the user's cache directory. Whether
-// it may is tried, not assumed from the directory existing: a /run/skiff
-// left by root must not lock out a user given CAP_NET_ADMIN (EACCES).
-func DefaultStateFile() string {
-	const run = "/run/skiff"
-	if st, err := os.Stat("/run"); err == nil && st.IsDir() {
-		if err := os.MkdirAll(run, 0o700); err == nil && writable(run) {
-			return filepath.Join(run, "tun-state.json")
-		}
-	}
-	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "skiff", "tun-state.json")
-	}
-	return filepath.Join(os.TempDir(), "skiff-tun-state.json")
-}
+// DefaultStateFile returns where the state file lives: a fixed directory
+// only root (SYSTEM, Administrators) may write when the process is
+// privileged, else the user's cache directory (statedir_*.go).
+func DefaultStateFile() string { return defaultStateFile() }
 
 // writable reports whether this process can create files in dir.
 func writable(dir string) bool {

@@ -34,9 +34,19 @@ func plist(exe string) string {
 `
 }
 
+// copiedBinary is where Install copies a binary that is not root's: the
+// place macOS keeps privileged helpers (not /usr/local, which Homebrew
+// gives to a user).
+const copiedBinary = "/Library/PrivilegedHelperTools/skiff/skiff"
+
 // Install makes exe the launchd daemon and starts it. The operators are
-// the members of group skiff (create it with dseditgroup). Run as root.
+// the members of group skiff (create it with dseditgroup). Run as root. An
+// exe that is not root's is copied to copiedBinary first (serviceBinary).
 func Install(exe string, out io.Writer) error {
+	exe, err := serviceBinary(exe, copiedBinary, out)
+	if err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
 	if err := os.WriteFile(plistPath+".tmp", []byte(plist(exe)), 0o644); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}

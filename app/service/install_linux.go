@@ -14,9 +14,18 @@ import (
 // unitPath is where Install writes the unit.
 const unitPath = "/etc/systemd/system/" + Name + ".service"
 
+// copiedBinary is where Install copies a binary that is not root's.
+const copiedBinary = "/usr/local/lib/skiff/skiff"
+
 // Install makes exe the systemd service: the operators' group (created if
-// missing), the unit, then enabled and started. Run as root.
+// missing), the unit, then enabled and started. Run as root. An exe that
+// is not root's (a build tree's) is copied to copiedBinary first, and the
+// unit runs the copy (serviceBinary).
 func Install(exe string, out io.Writer) error {
+	exe, err := serviceBinary(exe, copiedBinary, out)
+	if err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
 	if _, err := user.LookupGroup(Group); err != nil {
 		if err := run(out, "groupadd", "--system", Group); err != nil {
 			return fmt.Errorf("service install: create group %s: %w", Group, err)

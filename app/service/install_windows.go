@@ -10,8 +10,13 @@ import (
 )
 
 // Install registers exe with the service manager (LocalSystem, started at
-// boot) and starts it. Run as Administrator.
+// boot) and starts it; an exe outside %ProgramFiles% is copied there first
+// (serviceBinary). Run as Administrator.
 func Install(exe string, out io.Writer) error {
+	exe, err := serviceBinary(exe, out)
+	if err != nil {
+		return fmt.Errorf("service install: %w", err)
+	}
 	m, err := mgr.Connect()
 	if err != nil {
 		return fmt.Errorf("service install: %w", err)

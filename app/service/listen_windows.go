@@ -1,24 +1,30 @@
 package service
 
 import (
-	"fmt"
 	"net"
 
 	"github.com/Microsoft/go-winio"
 	"golang.org/x/sys/windows"
 )
 
-// listen opens the named pipe at path. Its DACL admits SYSTEM, the
-// Administrators and, when a local group of that name exists, the
-// operators' group; Windows refuses everyone else before the service sees
-// them, so the per-connection check only confirms the pipe's own.
+// listen opens the named pipe at path. Its DACL (pipeSDDL) admits SYSTEM,
+// the Administrators and, when a local group of that name exists, the
+// operators' group, without the right to create instances of the pipe;
+// Windows refuses everyone else before the service sees them, so the
+// per-connection check only confirms the pipe's own.
+//
+// winio creates the first instance with the FILE_CREATE disposition,
+// which is what CreateNamedPipe's FILE_FLAG_FIRST_PIPE_INSTANCE becomes:
+// when someone else already serves the name (a squatter started while
+// the service was down), listen fails instead of adding an instance
+// beside theirs.
 func listen(path, group string) (net.Listener, *authorizer, error) {
-	sddl := "D:P(A;;GA;;;SY)(A;;GA;;;BA)"
+	member := ""
 	if sid, _, _, err := windows.LookupSID("", group); err == nil {
-		sddl += fmt.Sprintf("(A;;GRGW;;;%s)", sid.String())
+		member = sid.String()
 	}
 	ln, err := winio.ListenPipe(path, &winio.PipeConfig{
-		SecurityDescriptor: sddl,
+		SecurityDescriptor: pipeSDDL(member),
 		InputBufferSize:    64 << 10,
 		OutputBufferSize:   64 << 10,
 	})

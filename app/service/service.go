@@ -64,7 +64,14 @@ func Run(ctx context.Context, o Options) error {
 			log.Error("service: cleanup", "err", err)
 		}
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+	// The default directory is made, or checked, as root's only (with its
+	// ACL on Windows) before anything is read from or written to it; one
+	// given with --state-dir is the administrator's choice.
+	mkdir := func(dir string) error { return os.MkdirAll(dir, 0o700) }
+	if o.StateDir == DefaultStateDir {
+		mkdir = ensureStateDir
+	}
+	if err := mkdir(o.StateDir); err != nil {
 		return fmt.Errorf("service: state dir: %w", err)
 	}
 	store, err := profile.Open(o.StateDir)

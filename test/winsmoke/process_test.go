@@ -1,13 +1,8 @@
 package winsmoke
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/skiffvpn/skiff/test/harness"
 )
 
 // TestProcessLookup runs core/process's own tests, cross-built for
@@ -18,19 +13,7 @@ import (
 // so in its log rather than claiming those.)
 func TestProcessLookup(t *testing.T) {
 	w := needWine(t)
-	testDir, err := harness.TestDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe := filepath.Join(t.TempDir(), "process.test.exe")
-	build := exec.Command("go", "test", "-c", "-o", exe, "./core/process")
-	build.Dir = filepath.Dir(testDir)
-	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build core/process's tests for Windows: %v\n%s", err, out)
-	}
-	out, err := w.run(t, exe, "-test.v", "-test.count=1")
-	t.Logf("%s", out)
+	exe, out, err := runPkgTests(t, w, "./core/process", "")
 	if err != nil {
 		t.Fatalf("core/process's tests under Wine: %v", err)
 	}
