@@ -137,12 +137,6 @@ var splitHalves = []netip.Prefix{
 	netip.MustParsePrefix("::/1"), netip.MustParsePrefix("8000::/1"),
 }
 
-// isUtun reports whether s is a macOS utun device name, utunN.
-func isUtun(s string) bool {
-	n, ok := strings.CutPrefix(s, "utun")
-	return ok && isDecimal(n, 5)
-}
-
 // isZone reports whether s is an interface name as a zone of a
 // link-local gateway (en0, bridge100).
 func isZone(s string) bool {
