@@ -48,7 +48,7 @@ WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
 # Packages built for the other desktop systems by `make cross` (CGO off):
 # all of skiff (the CLI and the service) but the window.
-CROSS_PKGS ?= . ./core/... ./tun/... ./netstack/... ./app/cli/... ./app/service/... ./app/sysproxy/... ./internal/...
+CROSS_PKGS ?= . ./core/... ./tun/... ./app/cli/... ./app/service/... ./app/sysproxy/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.

@@ -13,9 +13,9 @@ import (
 
 	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/netstack"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
 	"github.com/skiffvpn/skiff/tun/crashwatch"
 )

@@ -32,8 +32,8 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
-	"github.com/skiffvpn/skiff/core/transport/stack"
 )
 
 // Client is a VMess outbound through one server. It keeps no connection
