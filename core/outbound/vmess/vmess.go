@@ -175,7 +175,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
 	}
-	if _, err := pc.stream(ctx, dst); err != nil {
+	if err := pc.Open(ctx, dst); err != nil {
 		pc.Close()
 		return nil, err
 	}
