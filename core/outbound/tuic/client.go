@@ -65,7 +65,6 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
@@ -165,7 +164,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if l := len(o.UUID); l != 36 && l != 32 {
 		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
 	}
-	id, err := vless.ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
 	}

@@ -55,9 +55,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	}
 	addr := n.Address()
 	o := n.VLESS
-	id, err := ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
-		return nil, fmt.Errorf("%w (server %s)", err, addr)
+		return nil, fmt.Errorf("vless: %w (server %s)", err, addr)
 	}
 	var vision, udp443 bool
 	switch o.Flow {

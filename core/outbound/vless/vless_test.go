@@ -63,7 +63,7 @@ type vlessServer struct {
 }
 
 func (s *vlessServer) start() *vlessServer {
-	s.id, _ = ParseUUID(testUUID)
+	s.id, _ = node.ParseUUID(testUUID)
 	cert, pin := nettest.SelfSigned(s.t, "vless.test")
 	s.pin = pin
 	tcfg := &tls.Config{Certificates: []tls.Certificate{cert}}

@@ -33,7 +33,6 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 )
 
 // Client is a VMess outbound through one server. It keeps no connection
@@ -77,7 +76,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	}
 	addr := n.Address()
 	o := n.VMess
-	id, err := vless.ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("vmess: %s: uuid: want a UUID (32 hex digits, dashes optional) or a name of 1-30 characters", addr)
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -36,7 +35,7 @@ func TestVectors(t *testing.T) {
 		t.Errorf("kdf = %s", h)
 	}
 	// Command key and ChaCha20 key derivations (swift-nio-proxies tests).
-	id, _ := vless.ParseUUID("450bae28-b9da-67d0-16bc-4918dc8d79b5")
+	id, _ := node.ParseUUID("450bae28-b9da-67d0-16bc-4918dc8d79b5")
 	if ck := cmdKey(id); hex.EncodeToString(ck[:]) != "da8b7df4396329ebe7a74afc62a9e7c8" {
 		t.Errorf("cmdKey = %x", ck)
 	}
@@ -53,7 +52,7 @@ func TestVectors(t *testing.T) {
 }
 
 func TestAuthID(t *testing.T) {
-	id, _ := vless.ParseUUID(testUUID)
+	id, _ := node.ParseUUID(testUUID)
 	ck := cmdKey(id)
 	const ts = 1700000000
 	a := authID(&ck, ts, [4]byte{1, 2, 3, 4})
@@ -85,7 +84,7 @@ type serverReq struct {
 }
 
 func startServer(t testing.TB, spec nettest.StreamSpec) *vmessServer {
-	id, _ := vless.ParseUUID(testUUID)
+	id, _ := node.ParseUUID(testUUID)
 	s := &vmessServer{t: t, ck: cmdKey(id)}
 	s.addr, _ = nettest.StreamServer(t, spec, "vmess.test", s.serve)
 	return s
