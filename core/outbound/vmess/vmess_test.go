@@ -589,3 +589,25 @@ func TestBatchBuffers(t *testing.T) {
 		})
 	}
 }
+
+// A write deadline set on a session holds for the streams it dials later,
+// as net.PacketConn promises for all future writes (a stream dialed after
+// the deadline passed used to write anyway).
+func TestPacketWriteDeadlineReachesNewStreams(t *testing.T) {
+	sp := specs[0]
+	s := startServer(t, sp.spec)
+	c := newClient(t, s.node(sp.spec, "aes-128-gcm", false))
+	first := flow.Addr{IP: netip.MustParseAddr("10.1.1.1"), Port: 53}
+	pc, err := c.ListenPacket(ctxT(t), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.SetWriteDeadline(time.Now().Add(-time.Second))
+	if _, err := pc.WriteTo([]byte("late"), first); err == nil {
+		t.Fatal("a write past the deadline went out on the first stream")
+	}
+	if _, err := pc.WriteTo([]byte("late"), flow.Addr{Name: "other.example", Port: 443}); err == nil {
+		t.Fatal("a write past the deadline went out on a stream dialed after it was set")
+	}
+}
