@@ -116,10 +116,10 @@ e2e: deps
 	cd test && $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' ./...
 
 # ci: a CI-sized pass without root or the end-to-end tests: unit, the
-# import graph's upward imports and cycles (.ci/importgraph), fuzz smoke,
-# cross builds.
+# import graph (.ci/importgraph: at most 8 upward imports, and the one
+# folder cycle left, core <-> tun), fuzz smoke, cross builds.
 ci: unit
-	$(GO) run ./.ci/importgraph
+	$(GO) run ./.ci/importgraph -max-upward 8 -max-cycles 1
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory cross
 

@@ -16,6 +16,7 @@
 //
 //	go run ./.ci/importgraph            # linux, windows and darwin together
 //	go run ./.ci/importgraph -v         # and list every upward import
+//	go run ./.ci/importgraph -max-upward 8 -max-cycles 0   # fail beyond
 package main
 
 import (
@@ -39,6 +40,8 @@ type pkg struct {
 func main() {
 	goos := flag.String("goos", "linux,windows,darwin", "comma-separated GOOS values whose graphs are joined")
 	verbose := flag.Bool("v", false, "list every upward import and every cycle")
+	maxUp := flag.Int("max-upward", -1, "fail when more imports point upward (-1: report only)")
+	maxCycles := flag.Int("max-cycles", -1, "fail when more sibling folders import each other (-1: report only)")
 	flag.Parse()
 	g, mod, err := load(strings.Split(*goos, ","))
 	if err != nil {
@@ -48,13 +51,18 @@ func main() {
 	r := measure(g, mod)
 	fmt.Printf("packages %d, levels %d, imports %d, upward %d, cycles %d\n",
 		len(g), r.levels, r.imports, len(r.upward), len(r.cycles))
-	if *verbose {
+	over := *maxUp >= 0 && len(r.upward) > *maxUp || *maxCycles >= 0 && len(r.cycles) > *maxCycles
+	if *verbose || over {
 		for _, u := range r.upward {
 			fmt.Println("upward:", u)
 		}
 		for _, c := range r.cycles {
 			fmt.Println("cycle:", c)
 		}
+	}
+	if over {
+		fmt.Fprintf(os.Stderr, "importgraph: more than %d upward imports or %d cycles\n", *maxUp, *maxCycles)
+		os.Exit(1)
 	}
 }
 
