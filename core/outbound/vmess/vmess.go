@@ -78,7 +78,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	o := n.VMess
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
-		return nil, fmt.Errorf("vmess: %s: uuid: want a UUID (32 hex digits, dashes optional) or a name of 1-30 characters", addr)
+		return nil, fmt.Errorf("vmess: %s: %w", addr, err)
 	}
 	if o.AlterID > 0 {
 		return nil, node.Unsupportedf(node.FeatureOption, fmt.Sprintf("alterId %d", o.AlterID), "vmess: %s: alterId %d is legacy VMess (MD5 authentication), which is not supported; only AEAD headers (alterId 0)", addr, o.AlterID)
