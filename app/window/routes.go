@@ -189,25 +189,22 @@ func presetTitle(name string) string {
 
 // ruleTypeLabel is how a rule kind is shown.
 func ruleTypeLabel(t string) string {
-	switch t {
-	case "domain":
-		return tr("rule.domain")
-	case "domain_suffix":
-		return tr("rule.domainSuffix")
-	case "domain_keyword":
-		return tr("rule.domainKeyword")
-	case "ip_cidr":
-		return tr("rule.ipCIDR")
-	case "port":
-		return tr("rule.port")
-	case "private":
-		return tr("rule.private")
-	case "rule_set":
-		return tr("rule.ruleSet")
-	case "process":
-		return tr("rule.process")
+	if key, ok := ruleTypeKeys[t]; ok {
+		return tr(key)
 	}
 	return t
+}
+
+// ruleTypeKeys are the words of the rule kinds.
+var ruleTypeKeys = map[string]string{
+	"domain":         "rule.domain",
+	"domain_suffix":  "rule.domainSuffix",
+	"domain_keyword": "rule.domainKeyword",
+	"ip_cidr":        "rule.ipCIDR",
+	"port":           "rule.port",
+	"private":        "rule.private",
+	"rule_set":       "rule.ruleSet",
+	"process":        "rule.process",
 }
 
 // routesView shows the failover groups, their live health and the switch
