@@ -2,7 +2,8 @@
 # sudo in front as a user):
 #   make run    build skiff and skiff-window and open the window
 #   make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
-# Other targets: build, package, bench, fuzz, cross, deps.
+# Day to day: unit, e2e (E2E_RUN=...), ci. Other targets: build, package,
+# bench, fuzz, cross, deps.
 
 SHELL := /bin/bash
 GO ?= go
@@ -48,7 +49,7 @@ WINTUN_DLL := packaging/windows/wintun/amd64/wintun.dll
 
 # Packages built for the other desktop systems by `make cross` (CGO off):
 # all of skiff (the CLI and the service) but the window.
-CROSS_PKGS ?= . ./core/... ./tun/... ./netstack/... ./app/cli/... ./app/service/... ./app/sysproxy/... ./internal/...
+CROSS_PKGS ?= . ./core/... ./tun/... ./app/cli/... ./app/service/... ./app/sysproxy/... ./internal/...
 CROSS_OS ?= windows darwin
 
 # Time each Fuzz target runs in `make fuzz`, and in CI's `make fuzz-smoke`.
@@ -60,7 +61,7 @@ E2E_TIMEOUT ?= 45m
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps deps-build build test unit e2e cross bench bench-tun bench-rules measure-window fuzz fuzz-smoke run demo clean \
+.PHONY: all deps deps-build build test unit e2e ci cross bench bench-tun bench-rules measure-window fuzz fuzz-smoke run demo clean \
 	package package-linux package-windows package-test package-test-fresh cjk-font
 
 all: build
@@ -99,6 +100,28 @@ test: deps
 	cd test && $(GO) vet ./...
 	cd test && $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) ./...
 	$(MAKE) --no-print-directory package-test
+
+# Day-to-day targets; `make test` above stays what CI and a fresh machine
+# run. unit: vet and the main module's unit tests (with the fuzz seed
+# corpora); installs only the build packages, needs no root.
+unit: deps-build
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+
+# e2e: the end-to-end tests of the test/ module (root: network namespaces,
+# TUN devices); E2E_RUN picks tests by name (go test -run).
+E2E_RUN ?= .
+e2e: deps
+	cd test && $(GO) vet ./...
+	cd test && $(GO) test -count=1 -v -timeout $(E2E_TIMEOUT) -run '$(E2E_RUN)' ./...
+
+# ci: a CI-sized pass without root or the end-to-end tests: unit, the
+# import graph (.ci/importgraph: at most 8 upward imports, and the one
+# folder cycle left, core <-> tun), fuzz smoke, cross builds.
+ci: unit
+	$(GO) run ./.ci/importgraph -max-upward 8 -max-cycles 1
+	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory cross
 
 # The release packages, into dist/: the deb, the rpm and a tar.xz (fyne
 # package) for Linux, skiff.exe, skiff-window.exe and their NSIS installer

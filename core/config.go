@@ -1,6 +1,11 @@
 package core
 
 import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/node"
@@ -92,3 +97,117 @@ func (cfg *Config) servers() []*node.Node {
 
 // DefaultListen is the local proxy's address when Config.Listen is empty.
 const DefaultListen = "127.0.0.1:1080"
+
+// Names of the targets every run has, besides the user's groups.
+const (
+	TargetProxy  = "proxy"  // the servers of Config.Nodes, as a failover group when there are several
+	TargetDirect = "direct" // the machine's own network
+	TargetBlock  = "block"  // refused
+)
+
+// TUNConfig turns on TUN mode: a TUN device with routes captures all of
+// the machine's traffic, a netstack turns its packets into flows, DNS
+// inside the tunnel is answered by the core (fake-IP by default), and the
+// outbounds' own sockets bypass the tunnel. Start from DefaultTUNConfig.
+type TUNConfig struct {
+	Name           string    // device name; "" for tun.DefaultName
+	MTU            int       // 0 for tun.DefaultMTU
+	Strict         bool      // also stop DNS and traffic from leaving by other interfaces
+	ExcludePrivate bool      // keep private and LAN ranges out of the tunnel
+	IPv6           bool      // give the device an IPv6 address and route IPv6 into it
+	DNS            DNSConfig // the DNS seen inside the tunnel
+	StateFile      string    // where route changes are recorded; "" for tun.DefaultStateFile()
+	// CrashMonitor starts a monitor process that restores the routes if
+	// this process crashes (package crashwatch). The executable must call
+	// crashwatch.MaybeMonitor first thing (cli.Main does); a test binary
+	// that does not must leave this off.
+	CrashMonitor bool
+	// KillSwitch blocks all traffic outside the tunnel, and keeps blocking
+	// it after the run ends, however it ends, until a run (or
+	// ApplyKillSwitch) with the setting off removes it (see
+	// tun.KillSwitch). KillSwitchAllowLAN lets the LAN through it.
+	KillSwitch         bool
+	KillSwitchAllowLAN bool
+}
+
+// DefaultTUNConfig returns what the switch in the window turns on: strict
+// routing, the LAN left alone, IPv6 captured, fake-IP DNS.
+func DefaultTUNConfig() TUNConfig {
+	return TUNConfig{Strict: true, ExcludePrivate: true, IPv6: true}
+}
+
+// fakeIPRanges returns the fake-IP pool's ranges.
+func (tc *TUNConfig) fakeIPRanges() []netip.Prefix {
+	p4, p6 := tc.DNS.FakeIPRange4, tc.DNS.FakeIPRange6
+	if !p4.IsValid() && !p6.IsValid() {
+		p4, p6 = dns.DefaultPrefix4, dns.DefaultPrefix6
+	}
+	var out []netip.Prefix
+	for _, p := range []netip.Prefix{p4, p6} {
+		if p.IsValid() {
+			out = append(out, p.Masked())
+		}
+	}
+	return out
+}
+
+// ParseFakeIPRange reads a fake-IP range setting: one or two prefixes
+// (an IPv4 and an IPv6 one), separated by a comma.
+func ParseFakeIPRange(s string) (p4, p6 netip.Prefix, err error) {
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return p4, p6, fmt.Errorf("fake-IP range %q: %w", f, err)
+		}
+		switch {
+		case p.Addr().Is4() && p4.IsValid(), p.Addr().Is6() && p6.IsValid():
+			return p4, p6, fmt.Errorf("fake-IP range %q: one range per family", s)
+		case p.Addr().Is4():
+			if p.Bits() > 24 {
+				return p4, p6, fmt.Errorf("fake-IP range %s: too small (at most /24)", p)
+			}
+			p4 = p.Masked()
+		default:
+			if p.Bits() > 120 {
+				return p4, p6, fmt.Errorf("fake-IP range %s: too small (at most /120)", p)
+			}
+			p6 = p.Masked()
+		}
+	}
+	if !p4.IsValid() && !p6.IsValid() {
+		return p4, p6, fmt.Errorf("fake-IP range %q: no prefix", s)
+	}
+	return p4, p6, nil
+}
+
+// DNS modes for TUN mode.
+const (
+	// DNSFakeIP answers every name with an address from the fake-IP pool;
+	// the flow to it reaches the server as the name, which the server
+	// resolves. No query leaves the machine. The default.
+	DNSFakeIP = "fake-ip"
+	// DNSRealIP resolves names through the proxy (DNS-over-HTTPS to
+	// DNSConfig.Upstream through the "proxy" target).
+	DNSRealIP = "real-ip"
+)
+
+// DNSConfig is the DNS seen inside the tunnel.
+type DNSConfig struct {
+	Mode string // DNSFakeIP (default) or DNSRealIP
+	// Upstream is the DNS server asked through the proxy in real-IP mode
+	// and for record types fake-IP cannot answer, as dns.NewUpstream
+	// reads it (https://, tls://, tcp://, udp:// or host[:port]); empty:
+	// DefaultDNSUpstream.
+	Upstream string
+	// FakeIPRange4 and FakeIPRange6 are the fake-IP pool's ranges (see
+	// ParseFakeIPRange); both zero: dns.DefaultPrefix4 and DefaultPrefix6.
+	FakeIPRange4, FakeIPRange6 netip.Prefix
+}
+
+// DefaultDNSUpstream is the DoH server asked through the proxy. It is
+// named by address, so that asking it needs no lookup.
+const DefaultDNSUpstream = "https://1.1.1.1/dns-query"

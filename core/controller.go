@@ -19,11 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/group"
-	"github.com/skiffvpn/skiff/core/guard"
-	"github.com/skiffvpn/skiff/core/inbound/mixed"
-	"github.com/skiffvpn/skiff/core/netmon"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -146,18 +142,6 @@ type Controller struct {
 	run    *run
 }
 
-// run is what one Start owns; Stop tears it down.
-type run struct {
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	stats   *stats.Stats
-	inbound *mixed.Server
-	routing *routing
-	tun     *tunRun // nil unless TUN mode
-	panics  *guard.Reporter
-	netmon  *netmon.Monitor
-}
-
 // NewController returns a stopped Controller.
 func NewController(o Options) *Controller {
 	if o.LogOutput == nil {
@@ -210,131 +194,6 @@ func (c *Controller) Start(ctx context.Context, cfg Config) error {
 	c.setStatus(st)
 	return nil
 }
-
-// start builds and starts one run; on error it leaves nothing behind.
-func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, Status{}, fmt.Errorf("core: start: %w", err)
-	}
-	if cfg.Listen == "" {
-		cfg.Listen = DefaultListen
-	}
-	r := &run{stats: stats.New(), panics: guard.NewReporter(c.log)}
-	// What was built so far is torn down the one way a run ends (close).
-	fail := func(err error) (*run, Status, error) {
-		r.close()
-		return nil, Status{}, err
-	}
-	if cfg.TUN != nil {
-		// The device and routes come first: the outbounds need its dialer.
-		t, err := openTUN(ctx, cfg.TUN, cfg.servers(), c.log)
-		if err != nil {
-			return nil, Status{}, err
-		}
-		r.tun = &tunRun{tunnel: t}
-		cfg.Dialer = t.Dialer()
-	}
-	if cfg.Dialer == nil {
-		cfg.Dialer = proxyModeDialer()
-	}
-	rt, err := buildRouting(ctx, &cfg, c.onSwitch, c.log)
-	if err != nil {
-		return fail(err)
-	}
-	name := rt.proxy
-	r.routing = rt
-	eng := NewEngine(rt.router, r.stats, c.log)
-	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
-		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),
-			Message: fmt.Sprintf("%s to %s: %v", outbound, m.Destination, err), Err: err})
-	}
-	r.inbound, err = mixed.Listen(mixed.Config{
-		Listen:           cfg.Listen,
-		AllowNonLoopback: cfg.AllowLAN,
-		Auth:             cfg.ProxyAuth,
-		Logger:           c.log,
-		Panics:           r.panics,
-	}, eng)
-	if err != nil {
-		return fail(err)
-	}
-	st := Status{State: Running, Outbound: name, Listen: r.inbound.Addr().String()}
-	if r.tun != nil {
-		if r.tun.stack, err = startTUN(r.tun.tunnel, cfg.TUN, eng, rt, c.log, r.panics, r.restore); err != nil {
-			return fail(err)
-		}
-		st.TUN = r.tun.tunnel.Name()
-	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	// The run's own loops are no flow's: a panic there ends the process,
-	// but only after the routes are restored (see package guard).
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer guard.Fatal(r.restore)
-		r.stats.Run(runCtx)
-	}()
-	lim := limitsFor(cfg.TUN != nil)
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer guard.Fatal(r.restore)
-		trimMemory(runCtx, r.stats, 2*time.Second, lim, c.log)
-	}()
-	if rt.sets != nil {
-		r.wg.Add(1)
-		go func() {
-			defer r.wg.Done()
-			defer guard.Fatal(r.restore)
-			rt.sets.run(runCtx)
-		}()
-	}
-	r.netmon = watchNetwork(r, c.log)
-	return r, st, nil
-}
-
-// close is the one teardown of a run, for Stop and for a start that
-// failed half-way: whatever parts were built stop in order — no re-dial
-// or repair, no new flows from the TUN, the listener and its flows, the
-// run's loops, the outbounds — and last the routes, rules and DNS go back
-// as they were (restore).
-func (r *run) close() error {
-	if r.netmon != nil {
-		r.netmon.Stop()
-	}
-	var errs []error
-	if r.tun != nil && r.tun.stack != nil {
-		errs = append(errs, r.tun.stack.Close())
-	}
-	if r.inbound != nil {
-		errs = append(errs, r.inbound.Close()) // ends the flows and waits for them
-	}
-	r.stats.CloseAll() // flows that outlive their inbound, if any
-	if r.cancel != nil {
-		r.cancel()
-	}
-	r.wg.Wait()
-	if r.routing != nil {
-		errs = append(errs, r.routing.close())
-	}
-	errs = append(errs, r.restoreRoutes())
-	return errors.Join(errs...)
-}
-
-// restoreRoutes puts the machine's routes, rules and DNS back as they were
-// before the run: the last step of close, and all that a process about to
-// die of a panic does (restore).
-func (r *run) restoreRoutes() error {
-	if r.tun != nil && r.tun.tunnel != nil {
-		return r.tun.tunnel.Close()
-	}
-	return nil
-}
-
-// restore is restoreRoutes for the panic handlers (guard.Fatal, the
-// netstack's), which take a func().
-func (r *run) restore() { r.restoreRoutes() }
 
 // nodeName is how a node is named in the status and the stats.
 func nodeName(n *node.Node) string {

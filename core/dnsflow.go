@@ -4,41 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/netip"
 	"sync/atomic"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/flow"
 )
-
-// DNS modes for TUN mode.
-const (
-	// DNSFakeIP answers every name with an address from the fake-IP pool;
-	// the flow to it reaches the server as the name, which the server
-	// resolves. No query leaves the machine. The default.
-	DNSFakeIP = "fake-ip"
-	// DNSRealIP resolves names through the proxy (DNS-over-HTTPS to
-	// DNSConfig.Upstream through the "proxy" target).
-	DNSRealIP = "real-ip"
-)
-
-// DNSConfig is the DNS seen inside the tunnel.
-type DNSConfig struct {
-	Mode string // DNSFakeIP (default) or DNSRealIP
-	// Upstream is the DNS server asked through the proxy in real-IP mode
-	// and for record types fake-IP cannot answer, as dns.NewUpstream
-	// reads it (https://, tls://, tcp://, udp:// or host[:port]); empty:
-	// DefaultDNSUpstream.
-	Upstream string
-	// FakeIPRange4 and FakeIPRange6 are the fake-IP pool's ranges (see
-	// ParseFakeIPRange); both zero: dns.DefaultPrefix4 and DefaultPrefix6.
-	FakeIPRange4, FakeIPRange6 netip.Prefix
-}
-
-// DefaultDNSUpstream is the DoH server asked through the proxy. It is
-// named by address, so that asking it needs no lookup.
-const DefaultDNSUpstream = "https://1.1.1.1/dns-query"
 
 // dnsHandler is the flow.Handler of the TUN: DNS to port 53 of any address
 // is answered by the DNS server, a flow to a fake address gets its name

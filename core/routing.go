@@ -18,13 +18,6 @@ import (
 	"github.com/skiffvpn/skiff/core/ruleset"
 )
 
-// Names of the targets every run has, besides the user's groups.
-const (
-	TargetProxy  = "proxy"  // the servers of Config.Nodes, as a failover group when there are several
-	TargetDirect = "direct" // the machine's own network
-	TargetBlock  = "block"  // refused
-)
-
 // ErrNoServer is returned by Start when the configuration has no server for
 // the flows that go to the proxy.
 var ErrNoServer = errors.New("core: no server configured")

@@ -3,47 +3,18 @@ package core
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/dns"
-	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
 	"github.com/skiffvpn/skiff/tun/crashwatch"
 )
-
-// TUNConfig turns on TUN mode: a TUN device with routes captures all of
-// the machine's traffic, a netstack turns its packets into flows, DNS
-// inside the tunnel is answered by the core (fake-IP by default), and the
-// outbounds' own sockets bypass the tunnel. Start from DefaultTUNConfig.
-type TUNConfig struct {
-	Name           string    // device name; "" for tun.DefaultName
-	MTU            int       // 0 for tun.DefaultMTU
-	Strict         bool      // also stop DNS and traffic from leaving by other interfaces
-	ExcludePrivate bool      // keep private and LAN ranges out of the tunnel
-	IPv6           bool      // give the device an IPv6 address and route IPv6 into it
-	DNS            DNSConfig // the DNS seen inside the tunnel
-	StateFile      string    // where route changes are recorded; "" for tun.DefaultStateFile()
-	// CrashMonitor starts a monitor process that restores the routes if
-	// this process crashes (package crashwatch). The executable must call
-	// crashwatch.MaybeMonitor first thing (cli.Main does); a test binary
-	// that does not must leave this off.
-	CrashMonitor bool
-	// KillSwitch blocks all traffic outside the tunnel, and keeps blocking
-	// it after the run ends, however it ends, until a run (or
-	// ApplyKillSwitch) with the setting off removes it (see
-	// tun.KillSwitch). KillSwitchAllowLAN lets the LAN through it.
-	KillSwitch         bool
-	KillSwitchAllowLAN bool
-}
 
 // ApplyKillSwitch puts the kill switch of tc in force, or removes it when
 // tc.KillSwitch is off. A service calls it when it starts, before it
@@ -70,12 +41,6 @@ func ApplyKillSwitch(tc *TUNConfig, device string, servers []netip.Prefix, log *
 		Servers: servers, StateFile: tc.StateFile, Logger: log})
 }
 
-// DefaultTUNConfig returns what the switch in the window turns on: strict
-// routing, the LAN left alone, IPv6 captured, fake-IP DNS.
-func DefaultTUNConfig() TUNConfig {
-	return TUNConfig{Strict: true, ExcludePrivate: true, IPv6: true}
-}
-
 // ErrTUNPermission is returned (wrapped) by Start when TUN mode needs
 // rights the process lacks. Its text says what to do.
 var ErrTUNPermission = tun.ErrPermission
@@ -87,12 +52,6 @@ var (
 	ErrTUNConfig       = tun.ErrInvalidConfig
 	ErrTUNDeviceExists = tun.ErrDeviceExists
 )
-
-// tunRun is the TUN half of a run.
-type tunRun struct {
-	tunnel *tun.Tunnel
-	stack  *netstack.Stack
-}
 
 // openTUN opens the device and its routes. The servers' addresses are
 // resolved first, while DNS still goes the usual way, and kept out of the
@@ -206,54 +165,6 @@ func canMark() bool {
 	return true
 }
 
-// fakeIPRanges returns the fake-IP pool's ranges.
-func (tc *TUNConfig) fakeIPRanges() []netip.Prefix {
-	p4, p6 := tc.DNS.FakeIPRange4, tc.DNS.FakeIPRange6
-	if !p4.IsValid() && !p6.IsValid() {
-		p4, p6 = dns.DefaultPrefix4, dns.DefaultPrefix6
-	}
-	var out []netip.Prefix
-	for _, p := range []netip.Prefix{p4, p6} {
-		if p.IsValid() {
-			out = append(out, p.Masked())
-		}
-	}
-	return out
-}
-
-// ParseFakeIPRange reads a fake-IP range setting: one or two prefixes
-// (an IPv4 and an IPv6 one), separated by a comma.
-func ParseFakeIPRange(s string) (p4, p6 netip.Prefix, err error) {
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(f)
-		if err != nil {
-			return p4, p6, fmt.Errorf("fake-IP range %q: %w", f, err)
-		}
-		switch {
-		case p.Addr().Is4() && p4.IsValid(), p.Addr().Is6() && p6.IsValid():
-			return p4, p6, fmt.Errorf("fake-IP range %q: one range per family", s)
-		case p.Addr().Is4():
-			if p.Bits() > 24 {
-				return p4, p6, fmt.Errorf("fake-IP range %s: too small (at most /24)", p)
-			}
-			p4 = p.Masked()
-		default:
-			if p.Bits() > 120 {
-				return p4, p6, fmt.Errorf("fake-IP range %s: too small (at most /120)", p)
-			}
-			p6 = p.Masked()
-		}
-	}
-	if !p4.IsValid() && !p6.IsValid() {
-		return p4, p6, fmt.Errorf("fake-IP range %q: no prefix", s)
-	}
-	return p4, p6, nil
-}
-
 // serverAddrs returns the addresses of a server named by host.
 func serverAddrs(ctx context.Context, r *net.Resolver, host string) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(host); err == nil {
@@ -269,16 +180,12 @@ func serverAddrs(ctx context.Context, r *net.Resolver, host string) ([]netip.Add
 	return addrs, nil
 }
 
-// startTUN puts the netstack on the device, with the DNS handler in front
-// of the engine. Names the rules send direct resolve with the system's
-// resolver through sockets that bypass the tunnel (else the queries would
-// come back into it).
-func startTUN(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing, log *slog.Logger, panics *guard.Reporter, restore func()) (*netstack.Stack, error) {
+// tunDNS returns the handler of the TUN's flows: the DNS handler in
+// front of the engine. Names the rules send direct resolve with the
+// system's resolver through sockets that bypass the tunnel (else the
+// queries would come back into it).
+func tunDNS(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing) (*dnsHandler, error) {
 	bypass := t.Dialer()
 	direct := &dns.SystemUpstream{Resolver: outbound.NewResolver(bypass.DialContext)}
-	h, err := newDNSHandler(eng, tc.DNS, rt, direct)
-	if err != nil {
-		return nil, err
-	}
-	return netstack.New(t.Device, h, netstack.Options{MTU: t.MTU(), Logger: log, Panics: panics, Restore: restore})
+	return newDNSHandler(eng, tc.DNS, rt, direct)
 }

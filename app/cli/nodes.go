@@ -188,12 +188,20 @@ func lookupNode(name string) (*node.Node, error) {
 	return lookupNodeIn("", name)
 }
 
-func lookupNodeIn(dir, name string) (*node.Node, error) {
+// loadProfile opens the store in dir ("": the default one) and loads its
+// profile. A damaged profile comes back with what was saved of it and the
+// error (see profile.Store.Load); a nil profile means nothing to use.
+func loadProfile(dir string) (*profile.Store, *profile.Profile, error) {
 	store, err := profile.Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := store.Load()
+	return store, p, err
+}
+
+func lookupNodeIn(dir, name string) (*node.Node, error) {
+	_, p, err := loadProfile(dir)
 	if p == nil {
 		return nil, err
 	}
@@ -214,11 +222,7 @@ func lookupNodeIn(dir, name string) (*node.Node, error) {
 // planFor is the profile's plan (core/plan) for the saved node or group
 // named name: what the window and `skiff connect --node` would run.
 func planFor(dir, name string) (*plan.Plan, error) {
-	store, err := profile.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	p, err := store.Load()
+	store, p, err := loadProfile(dir)
 	if p == nil {
 		return nil, err
 	}

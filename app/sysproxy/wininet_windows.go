@@ -52,19 +52,15 @@ func (wininet) get(_ context.Context, name string) (Setting, error) {
 	}
 	defer k.Close()
 	s := Setting{Key: name}
+	var v string
 	if typ == registry.DWORD {
-		v, _, err := k.GetIntegerValue(name)
-		switch {
-		case errors.Is(err, registry.ErrNotExist):
-			s.Unset = true
-		case err != nil:
-			return Setting{}, err
-		default:
-			s.Value = strconv.FormatUint(v, 10)
+		var n uint64
+		if n, _, err = k.GetIntegerValue(name); err == nil {
+			v = strconv.FormatUint(n, 10)
 		}
-		return s, nil
+	} else {
+		v, _, err = k.GetStringValue(name)
 	}
-	v, _, err := k.GetStringValue(name)
 	switch {
 	case errors.Is(err, registry.ErrNotExist):
 		s.Unset = true

@@ -352,9 +352,9 @@ func (u *UI) Connect() {
 	prefs := u.Prefs()
 	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
 	switch prefs.Mode {
-	case ModeTUN:
+	case plan.ModeTUN:
 		req.Mode = plan.ModeTUN
-	case ModeSystemProxy:
+	case plan.ModeSystemProxy:
 		req.Mode = plan.ModeSystemProxy
 	}
 	u.home.showError("")

@@ -315,7 +315,7 @@ func TestLogsViewShowsCoreLogs(t *testing.T) {
 
 func TestPrefsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	p := Prefs{Mode: ModeProxy, Listen: "127.0.0.1:1081", StartConnected: true, Theme: ThemeDark}
+	p := Prefs{Mode: plan.ModeProxy, Listen: "127.0.0.1:1081", StartConnected: true, Theme: ThemeDark}
 	if err := savePrefs(dir, p); err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
 // modes are the Mode choices in the order shown.
-var modes = []string{ModeProxy, ModeSystemProxy, ModeTUN}
+var modes = []string{plan.ModeProxy, plan.ModeSystemProxy, plan.ModeTUN}
 
 // modeLabels are the modes as shown.
 func modeLabels() []string {
@@ -203,11 +204,11 @@ func (h *homeView) setMode(mode string) {
 	note := ""
 	if !ok {
 		note = why
-	} else if hint := privilegeHint(h.u.service); hint != "" && mode == ModeTUN {
+	} else if hint := privilegeHint(h.u.service); hint != "" && mode == plan.ModeTUN {
 		note = hint
 	}
-	if mode == ModeTUN && !ok {
-		mode = ModeProxy
+	if mode == plan.ModeTUN && !ok {
+		mode = plan.ModeProxy
 	}
 	h.mode.SetSelectedIndex(modeIndex(mode))
 	h.modeNote.SetText(note)
@@ -219,22 +220,22 @@ func (h *homeView) setMode(mode string) {
 }
 
 func (h *homeView) onMode(string) {
-	mode := ModeProxy
+	mode := plan.ModeProxy
 	i := h.mode.SelectedIndex()
-	if i >= 0 && modes[i] == ModeSystemProxy {
-		mode = ModeSystemProxy
+	if i >= 0 && modes[i] == plan.ModeSystemProxy {
+		mode = plan.ModeSystemProxy
 	}
-	if i >= 0 && modes[i] == ModeTUN {
+	if i >= 0 && modes[i] == plan.ModeTUN {
 		if ok, why := tunAvailable(); !ok {
 			h.mode.SetSelectedIndex(0)
 			h.modeNote.SetText(why)
 			h.modeNote.Show()
 			return
 		}
-		mode = ModeTUN
+		mode = plan.ModeTUN
 	}
 	p := h.u.Prefs()
-	if p.Mode != mode && !(p.Mode == "" && mode == ModeProxy) {
+	if p.Mode != mode && !(p.Mode == "" && mode == plan.ModeProxy) {
 		p.Mode = mode
 		h.u.setPrefs(p)
 	}

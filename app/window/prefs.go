@@ -15,15 +15,6 @@ import (
 // preferences (what the core's profile has no field for).
 const PrefsName = "gui.json"
 
-// Modes the Home view offers.
-const (
-	ModeProxy = "proxy" // local SOCKS5/HTTP proxy only
-	ModeTUN   = "tun"   // system-wide VPN through a TUN device
-	// ModeSystemProxy is the local proxy with the desktop's proxy settings
-	// pointed at it, for the apps that follow them (sysKeeper).
-	ModeSystemProxy = "system-proxy"
-)
-
 // Theme choices.
 const (
 	ThemeSystem = "system"
@@ -35,7 +26,7 @@ const (
 // the profile (core/profile); these only steer the GUI and how it starts
 // the core.
 type Prefs struct {
-	Mode           string `json:"mode,omitempty"`   // ModeProxy, ModeSystemProxy or ModeTUN; empty: ModeProxy
+	Mode           string `json:"mode,omitempty"`   // plan.ModeProxy, plan.ModeSystemProxy or plan.ModeTUN; empty: plan.ModeProxy
 	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
 	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
 	StartConnected bool   `json:"startConnected,omitempty"`

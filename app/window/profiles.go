@@ -508,26 +508,7 @@ func (v *profilesView) removeSource() {
 		if !ok {
 			return
 		}
-		err := v.u.update(func(p *profile.Profile) error {
-			if src != sourceHand {
-				subs := p.Subscriptions[:0]
-				for _, s := range p.Subscriptions {
-					if s.ID != src {
-						subs = append(subs, s)
-					}
-				}
-				p.Subscriptions = subs
-			}
-			nodes := p.Nodes[:0]
-			for _, n := range p.Nodes {
-				if n.Subscription != src {
-					nodes = append(nodes, n)
-				}
-			}
-			p.Nodes = nodes
-			p.Prune()
-			return nil
-		})
+		err := v.u.update(func(p *profile.Profile) error { p.RemoveSource(src); return nil })
 		if err != nil {
 			v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		}
@@ -536,7 +517,7 @@ func (v *profilesView) removeSource() {
 
 // use makes node id the profile's selection.
 func (v *profilesView) use(id string) {
-	if err := v.u.update(func(p *profile.Profile) error { p.Selected = id; return nil }); err != nil {
+	if err := v.u.update(func(p *profile.Profile) error { p.Select(id); return nil }); err != nil {
 		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
 		return
 	}

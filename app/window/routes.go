@@ -189,25 +189,22 @@ func presetTitle(name string) string {
 
 // ruleTypeLabel is how a rule kind is shown.
 func ruleTypeLabel(t string) string {
-	switch t {
-	case "domain":
-		return tr("rule.domain")
-	case "domain_suffix":
-		return tr("rule.domainSuffix")
-	case "domain_keyword":
-		return tr("rule.domainKeyword")
-	case "ip_cidr":
-		return tr("rule.ipCIDR")
-	case "port":
-		return tr("rule.port")
-	case "private":
-		return tr("rule.private")
-	case "rule_set":
-		return tr("rule.ruleSet")
-	case "process":
-		return tr("rule.process")
+	if key, ok := ruleTypeKeys[t]; ok {
+		return tr(key)
 	}
 	return t
+}
+
+// ruleTypeKeys are the words of the rule kinds.
+var ruleTypeKeys = map[string]string{
+	"domain":         "rule.domain",
+	"domain_suffix":  "rule.domainSuffix",
+	"domain_keyword": "rule.domainKeyword",
+	"ip_cidr":        "rule.ipCIDR",
+	"port":           "rule.port",
+	"private":        "rule.private",
+	"rule_set":       "rule.ruleSet",
+	"process":        "rule.process",
 }
 
 // routesView shows the failover groups, their live health and the switch
@@ -246,8 +243,26 @@ type routesView struct {
 	switches []group.Event
 }
 
+// newRoutesView builds the Routes tab: the groups and their members above,
+// the switch log and the rules below.
 func newRoutesView(u *UI) *routesView {
 	v := &routesView{u: u, p: profile.New(), selGroup: -1}
+	v.note = widget.NewLabel("")
+	v.note.Wrapping = fyne.TextWrapWord
+	v.note.TextStyle.Italic = true
+	top := v.groupsPane()
+	bottom := container.NewHSplit(v.switchLogPane(), v.rulesPane())
+	bottom.Offset = 0.4
+	all := container.NewVSplit(top, bottom)
+	all.Offset = 0.45
+	v.obj = container.NewPadded(all)
+	v.update()
+	return v
+}
+
+// groupsPane is the list of groups, with the buttons that make, use and
+// remove them, beside the selected group's members with their health.
+func (v *routesView) groupsPane() fyne.CanvasObject {
 	v.groupList = widget.NewList(
 		func() int { return len(v.p.Groups) },
 		func() fyne.CanvasObject {
@@ -275,6 +290,38 @@ func newRoutesView(u *UI) *routesView {
 		},
 	)
 	v.groupList.OnSelected = func(i widget.ListItemID) { v.selGroup = i; v.update(); v.memberList.Refresh() }
+	v.buildMemberList()
+
+	makeGroups := widget.NewButtonWithIcon(tr("routes.makeGroups"), theme.ContentAddIcon(), v.makeGroups)
+	useGroup := widget.NewButtonWithIcon(tr("routes.useGroup"), theme.ConfirmIcon(), func() {
+		if g := v.group(); g != nil {
+			id := g.ID
+			v.u.update(func(p *profile.Profile) error { p.Select(id); return nil })
+		}
+	})
+	removeGroup := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
+		if g := v.group(); g != nil {
+			id := g.ID
+			v.selGroup = -1
+			v.u.update(func(p *profile.Profile) error { p.RemoveGroup(id); return nil })
+		}
+	})
+
+	groupsPane := container.NewBorder(
+		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
+		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
+	membersHead := widget.NewLabelWithStyle(tr("routes.members"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	membersHead.Wrapping = fyne.TextWrapWord
+	membersPane := container.NewBorder(membersHead,
+		nil, nil, nil, v.memberList)
+	top := container.NewHSplit(groupsPane, membersPane)
+	top.Offset = 0.4
+	return top
+}
+
+// buildMemberList makes the list of the selected group's members, each with
+// its health and buttons that move it up and down the order.
+func (v *routesView) buildMemberList() {
 	v.memberList = widget.NewList(
 		func() int { return len(v.members()) },
 		func() fyne.CanvasObject {
@@ -323,6 +370,11 @@ func newRoutesView(u *UI) *routesView {
 		}
 		v.memberList.UnselectAll()
 	}
+}
+
+// switchLogPane is the log of the groups' switches, newest first, under
+// the view's note.
+func (v *routesView) switchLogPane() fyne.CanvasObject {
 	v.switchLog = widget.NewList(
 		func() int { return len(v.switches) },
 		func() fyne.CanvasObject {
@@ -350,36 +402,13 @@ func newRoutesView(u *UI) *routesView {
 		}
 		v.switchLog.UnselectAll()
 	}
-	v.note = widget.NewLabel("")
-	v.note.Wrapping = fyne.TextWrapWord
-	v.note.TextStyle.Italic = true
+	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle(tr("routes.switchLog"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
+	return logPane
+}
 
-	makeGroups := widget.NewButtonWithIcon(tr("routes.makeGroups"), theme.ContentAddIcon(), v.makeGroups)
-	useGroup := widget.NewButtonWithIcon(tr("routes.useGroup"), theme.ConfirmIcon(), func() {
-		if g := v.group(); g != nil {
-			id := g.ID
-			v.u.update(func(p *profile.Profile) error { p.Selected = id; return nil })
-		}
-	})
-	removeGroup := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
-		if g := v.group(); g != nil {
-			id := g.ID
-			v.selGroup = -1
-			v.u.update(func(p *profile.Profile) error {
-				gs := p.Groups[:0]
-				for _, g := range p.Groups {
-					if g.ID != id {
-						gs = append(gs, g)
-					}
-				}
-				p.Groups = gs
-				p.Prune()
-				return nil
-			})
-		}
-	})
-
-	// Rules.
+// rulesPane is the rules list with the preset, the subscriptions' rules
+// mode and the editor that adds a rule or a rule set.
+func (v *routesView) rulesPane() fyne.CanvasObject {
 	v.preset = widget.NewSelect(presetTitles(), func(string) { v.onPreset(v.preset.SelectedIndex()) })
 	v.ruleList = widget.NewList(
 		func() int { return len(v.rows) },
@@ -427,8 +456,21 @@ func newRoutesView(u *UI) *routesView {
 		if mode == v.p.Routes.SubscriptionRules || (mode == profile.SubRulesAfter && v.p.Routes.SubscriptionRules == "") {
 			return
 		}
-		v.u.update(func(p *profile.Profile) error { p.Routes.SubscriptionRules = mode; return nil })
+		v.u.update(func(p *profile.Profile) error { p.SetSubscriptionRules(mode); return nil })
 	})
+	editor := v.ruleEditor()
+	v.noRules = widget.NewLabel(tr("routes.noRules"))
+	v.noRules.Wrapping = fyne.TextWrapWord
+	v.noRules.TextStyle.Italic = true
+	rulesPane := container.NewBorder(
+		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), v.subRules, editor),
+		nil, nil, nil, container.NewStack(v.ruleList, container.NewVBox(v.noRules)))
+	return rulesPane
+}
+
+// ruleEditor adds a rule: its kind, values and target, and below them
+// (folded) the rule-set form.
+func (v *routesView) ruleEditor() fyne.CanvasObject {
 	var kindLabels []string
 	for _, t := range ruleTypes {
 		kindLabels = append(kindLabels, ruleTypeLabel(t))
@@ -462,13 +504,23 @@ func newRoutesView(u *UI) *routesView {
 		t := v.targets[i].ID
 		values.SetText("")
 		v.u.update(func(p *profile.Profile) error {
-			p.Routes.Rules = append(p.Routes.Rules, profile.Rule{Type: typ, Values: vals, Target: t})
+			p.AddRule(profile.Rule{Type: typ, Values: vals, Target: t})
 			return nil
 		})
 	})
 
-	// Rule sets: by URL, or a file imported here (its content is saved;
-	// the service never reads a path).
+	return container.NewVBox(
+		container.NewGridWithColumns(2, kind, v.target),
+		container.NewBorder(nil, nil, nil, v.addRule, values),
+		// Adding a rule set is rarer than reading the rules: folded, so
+		// that the list keeps room at 800×600.
+		widget.NewAccordion(widget.NewAccordionItem(tr("routes.ruleSetsAdd"), v.ruleSetsForm())),
+	)
+}
+
+// ruleSetsForm adds a rule set by URL, or from a file imported here (its
+// content is saved; the service never reads a path).
+func (v *routesView) ruleSetsForm() fyne.CanvasObject {
 	setName := widget.NewEntry()
 	setName.SetPlaceHolder(tr("routes.ruleSetName"))
 	setURL := widget.NewEntry()
@@ -530,37 +582,7 @@ func newRoutesView(u *UI) *routesView {
 		container.NewGridWithColumns(2, setName, setURL),
 		container.NewBorder(nil, nil, nil, container.NewHBox(addSetURL, importSet, refreshSets), setFormat),
 		v.setsNote)
-
-	groupsPane := container.NewBorder(
-		container.NewHBox(widget.NewLabelWithStyle(tr("routes.groups"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), makeGroups),
-		container.NewHBox(useGroup, removeGroup), nil, nil, v.groupList)
-	membersHead := widget.NewLabelWithStyle(tr("routes.members"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	membersHead.Wrapping = fyne.TextWrapWord
-	membersPane := container.NewBorder(membersHead,
-		nil, nil, nil, v.memberList)
-	top := container.NewHSplit(groupsPane, membersPane)
-	top.Offset = 0.4
-	logPane := container.NewBorder(container.NewVBox(widget.NewLabelWithStyle(tr("routes.switchLog"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), v.note), nil, nil, nil, v.switchLog)
-	editor := container.NewVBox(
-		container.NewGridWithColumns(2, kind, v.target),
-		container.NewBorder(nil, nil, nil, v.addRule, values),
-		// Adding a rule set is rarer than reading the rules: folded, so
-		// that the list keeps room at 800×600.
-		widget.NewAccordion(widget.NewAccordionItem(tr("routes.ruleSetsAdd"), setsRow)),
-	)
-	v.noRules = widget.NewLabel(tr("routes.noRules"))
-	v.noRules.Wrapping = fyne.TextWrapWord
-	v.noRules.TextStyle.Italic = true
-	rulesPane := container.NewBorder(
-		container.NewVBox(container.NewBorder(nil, nil, widget.NewLabelWithStyle(tr("routes.rules"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, v.preset), v.subRules, editor),
-		nil, nil, nil, container.NewStack(v.ruleList, container.NewVBox(v.noRules)))
-	bottom := container.NewHSplit(logPane, rulesPane)
-	bottom.Offset = 0.4
-	all := container.NewVSplit(top, bottom)
-	all.Offset = 0.45
-	v.obj = container.NewPadded(all)
-	v.update()
-	return v
+	return setsRow
 }
 
 // setProfile shows p.
@@ -802,12 +824,7 @@ func (v *routesView) move(i, delta int) {
 		return
 	}
 	id := g.ID
-	v.u.update(func(p *profile.Profile) error {
-		if g := p.Group(id); g != nil && j < len(g.Members) && i < len(g.Members) {
-			g.Members[i], g.Members[j] = g.Members[j], g.Members[i]
-		}
-		return nil
-	})
+	v.u.update(func(p *profile.Profile) error { p.MoveMember(id, i, j); return nil })
 }
 
 // makeGroups makes the groups an import makes by itself
@@ -867,12 +884,7 @@ func (v *routesView) onPreset(i int) {
 }
 
 func (v *routesView) removeRule(i int) {
-	v.u.update(func(p *profile.Profile) error {
-		if i < len(p.Routes.Rules) {
-			p.Routes.Rules = append(p.Routes.Rules[:i], p.Routes.Rules[i+1:]...)
-		}
-		return nil
-	})
+	v.u.update(func(p *profile.Profile) error { p.RemoveRule(i); return nil })
 }
 
 // maxTargetChoices bounds the editor's list of targets: a menu of

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiffvpn/skiff/app/sysproxy"
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/plan"
 )
 
 // TestSystemProxyModeFollowsTheCore: in system proxy mode, Connect points
@@ -25,8 +26,8 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	t.Setenv("XDG_RUNTIME_DIR", home)
 	t.Setenv("DBUS_SESSION_BUS_ADDRESS", "")
-	h := newHarness(t, Prefs{Mode: ModeSystemProxy, Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
-	if got, want := h.ui.home.mode.Selected, modeLabels()[modeIndex(ModeSystemProxy)]; got != want {
+	h := newHarness(t, Prefs{Mode: plan.ModeSystemProxy, Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
+	if got, want := h.ui.home.mode.Selected, modeLabels()[modeIndex(plan.ModeSystemProxy)]; got != want {
 		t.Fatalf("mode shown %q, want %q", got, want)
 	}
 	snippet := filepath.Join(h.ui.prefsDir, sysproxy.EnvName)
@@ -41,7 +42,7 @@ func TestSystemProxyModeFollowsTheCore(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "http_proxy='http://"+listen+"'") {
 		t.Fatalf("shell snippet: %v\n%s", err, b)
 	}
-	if st := h.ui.status(); st.Route == nil || st.Route.Mode != ModeSystemProxy {
+	if st := h.ui.status(); st.Route == nil || st.Route.Mode != plan.ModeSystemProxy {
 		t.Errorf("the core's route does not say system proxy: %+v", st.Route)
 	}
 	test.Tap(h.ui.home.toggle)

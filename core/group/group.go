@@ -67,8 +67,8 @@ type Member struct {
 	Outbound outbound.Outbound
 }
 
-// Policy tunes a group's health checking. Zero fields take the defaults
-// that DefaultPolicy documents.
+// Policy tunes a group's health checking. Zero fields take DefaultPolicy's
+// values.
 type Policy struct {
 	ProbeURL      string        // URL fetched through a member to probe it; a 204 endpoint
 	ProbeTimeout  time.Duration // a probe slower than this failed
@@ -95,18 +95,12 @@ type Policy struct {
 	KeepStarved bool
 }
 
-// DefaultPolicy returns the defaults: probes of http://cp.cloudflare.com/generate_204
-// time out after 5 s; healthy members are probed every 60 s, failed ones at
-// once, then after 1 s doubling up to 10 s; a failed member returns after 3
-// good probes over at least 10 s (20, 40… up to 160 s after it relapsed:
-// failed within 6 holds of its return); the next member is tried after 4 smoothed
-// RTTs + 100 ms of the current one, bounded to 300 ms-1.5 s; a dial fails
-// after 8 RTTs + 1 s, within 2.5-5 s; a UDP
-// session moves on after 2 s without replies; probing stops after 5 minutes
-// without flows; urltest switches for 50 ms. A failover member that looks
-// throttled is compared with the next one by speed probes of
-// https://speed.cloudflare.com/__down (at most 1 MiB or 2 s after the header each), and
-// left when the next delivers 3 times as much.
+// DefaultPolicy returns the defaults. The failover timings are written
+// here and beside the code that derives from them, nowhere else:
+// hedgeDelay and dialTimeout scale a member's waits by its RTT within
+// these bounds, health.go holds the flap damping (relapseHolds), and
+// judge.go and throttle.go the throttle checks; docs/failover.md says how
+// they fit together.
 func DefaultPolicy() Policy {
 	return Policy{
 		ProbeURL:      "http://cp.cloudflare.com/generate_204",

@@ -21,58 +21,44 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/vmess"
 )
 
+// clients holds each protocol's constructor.
+var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, error){
+	node.Hysteria2:   client(hysteria2.New),
+	node.VLESS:       client(vless.New),
+	node.Shadowsocks: client(shadowsocks.New),
+	node.VMess:       client(vmess.New),
+	node.Trojan:      client(trojan.New),
+	node.AnyTLS:      client(anytls.New),
+	node.TUIC:        client(tuic.New),
+}
+
+// client makes a protocol's New return an outbound.Outbound (and a nil one
+// on error, not a nil *Client in an interface).
+func client[C outbound.Outbound](newClient func(*node.Node, outbound.Dialer) (C, error)) func(*node.Node, outbound.Dialer) (outbound.Outbound, error) {
+	return func(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
+		c, err := newClient(n, d)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 // NewOutbound returns the protocol client for n, opening its sockets with d.
 // This is the one place where node protocols meet their implementations.
 func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 	if err := n.Validate(); err != nil {
 		return nil, fmt.Errorf("node %q: %w", n.Name, err)
 	}
-	switch n.Protocol {
-	case node.Hysteria2:
-		c, err := hysteria2.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.VLESS:
-		c, err := vless.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.Shadowsocks:
-		c, err := shadowsocks.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.VMess:
-		c, err := vmess.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.Trojan:
-		c, err := trojan.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.AnyTLS:
-		c, err := anytls.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	case node.TUIC:
-		c, err := tuic.New(n, d)
-		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", n.Name, err)
-		}
-		return c, nil
-	default:
+	newClient, ok := clients[n.Protocol]
+	if !ok {
 		return nil, node.Unsupportedf(node.FeatureProtocol, n.Protocol, "node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
 	}
+	c, err := newClient(n, d)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %w", n.Name, err)
+	}
+	return c, nil
 }
 
 // Supported reports whether Skiff can dial n, and if not, why, in plain

@@ -5,52 +5,20 @@ import (
 	"sync/atomic"
 )
 
-// Buffer sizes of a stream direction. A direction reads into a small buffer
-// while it is quiet and into a grown one (medium or large) while bulk data
-// flows:
-//
-//   - A read that fills its buffer says more is waiting: the next read gets
-//     the largest grown buffer the budget allows.
-//   - A read into a grown buffer that brings less than MediumBufferSize
-//     says the source is drained: the grown buffer goes back to its pool at
-//     once and the next read, which may wait for a long time, waits on the
-//     small buffer.
-//   - A read that brings MediumBufferSize or more without filling the
-//     buffer keeps it: the source keeps up with the relay rather than
-//     running dry. In the middle of a transfer a socket read often returns
-//     part of a 60 KiB buffer (what arrived since the last read); dropping
-//     to 4 KiB there cost a 4 KiB read and write, and a small packet or
-//     frame upstream, every other read.
-//
-// A direction whose source can wait for its next bytes without reading
-// (readwait: sockets, TLS, WebSocket, the streams of every protocol
-// outbound, QUIC's through quicconn.StreamConn, and the TUN's conns) holds
-// no buffer at all while it waits: it parks its buffer before every wait
-// and takes one of the same size after (park, get), so a bulk flow keeps
-// its size and an idle one holds nothing. Other directions (VMess over
-// HTTP/2, whose transport cannot wait) block in Read with their buffer:
-// only SmallBufferSize when no data is in flight, unless the last read
-// brought 16 KiB or more. Measured in the
-// benchmarks' held phase, 500 idle VLESS connections after a transfer held
-// 15 MiB of relay buffers before parking and none after (500 Hysteria2
-// ones held 10 MiB before their streams could wait). A bulk flow whose
-// source often runs dry pays one extra small read and write per time it
-// does.
-//
-// 60 KiB is the largest chunk that, with WebSocket and TLS framing added
-// (four 16 KiB records, 100 bytes), still goes to a socket as one write of
-// at most one TCP segment on loopback (MSS 65483) or one GSO super-packet
-// (64 KiB): the per-write and per-segment work of the kernel is what a
-// relay pays most for after the bytes themselves. Measured on loopback
-// TCP (Linux 6.18, 2 vCPUs, a reader draining the other end): the writer
-// spends 1.7x the CPU per byte with writes of 16 KiB as with writes of
-// 56-64 KiB, and 3x with writes just over the MSS (64 KiB plus TLS
-// framing: a full segment and a tiny one). 16 KiB (one TLS record) is the
-// step between, for when many flows are busy at once.
+// Buffer sizes of a stream direction: small while it is quiet, grown
+// (medium or large) while bulk data flows (resize says when).
 const (
-	SmallBufferSize  = 4 << 10
+	SmallBufferSize = 4 << 10
+	// MediumBufferSize is one TLS record: the step between, for when many
+	// flows are busy at once.
 	MediumBufferSize = 16 << 10
-	BufferSize       = 60 << 10
+	// BufferSize is the largest chunk that, with WebSocket and TLS framing
+	// (four 16 KiB records, 100 bytes), still goes to a socket as one write
+	// of at most one loopback TCP segment (MSS 65483) or GSO super-packet.
+	// Measured on loopback TCP (Linux 6.18, 2 vCPUs): writes of 16 KiB cost
+	// the writer 1.7x the CPU per byte of 56-64 KiB ones, and writes just
+	// over the MSS (a full segment and a tiny one) 3x.
+	BufferSize = 60 << 10
 )
 
 // DefaultBudget is the budget an engine gives its Buffers: how many bytes
@@ -134,6 +102,12 @@ func (b *buffer) get() *[]byte {
 // park hands the buffer back while the direction waits for its source, and
 // remembers its size for the next get: a bulk flow keeps its grown size
 // across the waits, but an idle one holds nothing, nor any of the budget.
+// Only a direction whose source can wait without reading (readwait:
+// sockets, TLS, WebSocket, the protocols' streams, the TUN's conns) parks;
+// the others (VMess over HTTP/2) block in Read with their buffer, small
+// unless the last read brought 16 KiB or more. Measured in the benchmarks'
+// held phase: 500 idle VLESS connections after a transfer held 15 MiB of
+// relay buffers before parking and none after.
 func (b *buffer) park() {
 	if b.p != nil {
 		size := len(*b.p)
@@ -143,7 +117,13 @@ func (b *buffer) park() {
 }
 
 // resize sets the buffer for the next read from how the last one went: it
-// read n bytes into room for space.
+// read n bytes into room for space. A full read says more is waiting: grow
+// to the largest size the budget allows. A grown buffer that brings less
+// than MediumBufferSize says the source is drained: back to small, since
+// the next read may wait long. One that brings more without filling keeps
+// its size: mid-transfer a socket read often returns part of 60 KiB, and
+// dropping to 4 KiB there cost a 4 KiB read, write and small upstream
+// frame every other read.
 func (b *buffer) resize(n, space int) {
 	size := len(*b.p)
 	switch {

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/netstack"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/netstack"
 	"github.com/skiffvpn/skiff/tun"
 	"golang.org/x/net/dns/dnsmessage"
 )

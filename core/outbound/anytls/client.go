@@ -48,7 +48,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/transport/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
 )
 
 // Idle-session defaults (sing-box's).

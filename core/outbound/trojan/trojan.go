@@ -23,7 +23,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
-	"github.com/skiffvpn/skiff/core/transport/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
 )
 
 // Client is a Trojan outbound through one server. It keeps no connection

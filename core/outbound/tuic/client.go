@@ -1,51 +1,14 @@
-// Package tuic is the TUIC v5 outbound: TCP streams and UDP sessions
-// carried to a TUIC server over one QUIC connection, as the TUIC v5
-// specification (EAimTY/tuic SPEC.md) describes.
-//
-// A Client keeps one QUIC connection (github.com/quic-go/quic-go) shared by
-// all its flows, dialled on first use and again when it dies, as the
-// Hysteria2 client does (package quicconn holds that logic for both). On
-// each connection the client sends the Authenticate command on a
-// unidirectional stream: its UUID and a 32-byte token, the TLS keying
-// material exporter (RFC 5705) with the UUID's 16 bytes as label and the
-// password as context. The protocol lets other commands go out before the
-// server has read it, so flows do not wait for it, and the server never
-// answers it: a wrong UUID or password shows as the server closing the
-// connection before it sent anything, which the flows' errors say (wrapping
-// outbound.ErrAuthRejected).
-//
-// Each TCP flow is one bidirectional stream that starts with the Connect
-// command; the server does not answer it. So that a dead server (a restart
-// drops the old connection's packets) is noticed before QUIC's idle
-// timeout, a stream request that sees no packet at all from the server
-// within about two seconds closes the connection, and the next flow dials
-// a new one.
-//
-// UDP sessions (associations) use the Packet command, in QUIC datagrams
-// fragmented when a datagram does not fit (udp_relay_mode native, the
-// default) or one unidirectional stream per datagram (quic). Every
-// fragment carries the destination address (the specification allows
-// None after the first; sending it always costs a few bytes and suits
-// every server). Closing a session sends Dissociate. The client sends the
-// Heartbeat command every heartbeat interval (10 s by default), which
-// keeps the connection and the NAT mappings on the way alive.
-//
-// Congestion control: quic-go has one congestion controller, its CUBIC
-// (NewReno is compiled in but cannot be chosen), and no hook for another.
-// The node's congestion_control (cubic, new_reno or bbr) is accepted and
-// all three get quic-go's CUBIC; the server's choice governs downloads.
-//
-// 0-RTT (the node's ZeroRTT, sing-box zero_rtt_handshake, Clash
-// reduce-rtt): the connection to a server this client has a session ticket
-// for is dialled with quic-go's DialEarly, and streams open before the
-// handshake completes; the Authenticate command follows once it has (the
-// exporter needs the full handshake). A server that rejects the early
-// data loses what was sent in it: the flows opened in it fail, the
-// connection carries on in 1-RTT.
-//
-// As for Hysteria2, quic-go gets the *net.UDPConn from the
-// outbound.Dialer wrapped by udpgro (UDP_GRO receive batching; GSO, ECN
-// and recvmmsg stay on).
+// Package tuic is the TUIC v5 outbound (EAimTY/tuic SPEC.md): TCP streams
+// and UDP sessions carried to a TUIC server over one QUIC connection
+// (quic-go), shared by all of a Client's flows and dialled again when it
+// dies (package quicconn, as for Hysteria2). Each TCP flow is one
+// bidirectional stream opened by the Connect command; UDP sessions use the
+// Packet command, in QUIC datagrams fragmented to fit (udp_relay_mode
+// native, the default) or one unidirectional stream per datagram (quic),
+// and every fragment carries its destination address (the spec allows
+// None after the first; always sending it suits every server). Heartbeats
+// keep the connection and the NAT mappings alive. quic-go's socket is the
+// outbound.Dialer's, wrapped by udpgro.
 package tuic
 
 import (
@@ -65,7 +28,6 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
@@ -165,13 +127,16 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if l := len(o.UUID); l != 36 && l != 32 {
 		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
 	}
-	id, err := vless.ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
 	}
 	c.uuid = id
 	switch cc := o.CongestionControl; cc {
-	case "", "cubic", "new_reno", "bbr": // all quic-go's CUBIC: see the package doc
+	// quic-go has one congestion controller, its CUBIC, and no hook for
+	// another: all three are accepted and get it; the server's choice
+	// governs downloads.
+	case "", "cubic", "new_reno", "bbr":
 	default:
 		return nil, node.Unsupportedf(node.FeatureOption, "congestion control "+cc, "tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.name, cc)
 	}
@@ -229,6 +194,10 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 	}
 	q := &qconn{sock: sock, panics: panics}
 	q.tr = &quic.Transport{Conn: udpgro.Wrap(sock)}
+	// 0-RTT (the node's ZeroRTT): with a session ticket, streams open
+	// before the handshake completes and Authenticate follows once it has
+	// (the exporter needs the full handshake). Early data a server rejects
+	// is lost: the flows opened in it fail, the connection goes on in 1-RTT.
 	if c.zeroRTT {
 		q.qc, err = q.tr.DialEarly(ctx, raddr, c.tlsConf, c.quicConf)
 	} else {
@@ -249,7 +218,12 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 }
 
 // authenticate sends the Authenticate command on a new unidirectional
-// stream. The handshake must be complete.
+// stream: the UUID and a 32-byte token, the TLS keying material exporter
+// (RFC 5705) with the UUID as label and the password as context. The
+// handshake must be complete. Other commands may go out before the server
+// has read it, so flows do not wait; the server never answers it, and a
+// wrong UUID or password shows as the server closing the connection before
+// it sent anything (the flows' errors wrap outbound.ErrAuthRejected).
 func (c *Client) authenticate(q *qconn) error {
 	cs := q.qc.ConnectionState().TLS
 	token, err := cs.ExportKeyingMaterial(string(c.uuid[:]), []byte(c.password), tokenLen)

@@ -17,7 +17,6 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -60,7 +59,7 @@ func newTestServer(t *testing.T, password string) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close(); tr.Close(); sock.Close() })
-	id, _ := vless.ParseUUID(testUUID)
+	id, _ := node.ParseUUID(testUUID)
 	go func() {
 		for {
 			qc, err := ln.Accept(context.Background())

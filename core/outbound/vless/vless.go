@@ -21,7 +21,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
-	"github.com/skiffvpn/skiff/core/transport/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 )
 
@@ -55,9 +55,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	}
 	addr := n.Address()
 	o := n.VLESS
-	id, err := ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
-		return nil, fmt.Errorf("%w (server %s)", err, addr)
+		return nil, fmt.Errorf("vless: %w (server %s)", err, addr)
 	}
 	var vision, udp443 bool
 	switch o.Flow {
@@ -152,7 +152,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 	}
-	if _, err := pc.stream(ctx, dst); err != nil {
+	if err := pc.Open(ctx, dst); err != nil {
 		pc.Close()
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
+	"github.com/skiffvpn/skiff/core/outbound/internal/udpstreams"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -62,7 +63,7 @@ type vlessServer struct {
 }
 
 func (s *vlessServer) start() *vlessServer {
-	s.id, _ = ParseUUID(testUUID)
+	s.id, _ = node.ParseUUID(testUUID)
 	cert, pin := nettest.SelfSigned(s.t, "vless.test")
 	s.pin = pin
 	tcfg := &tls.Config{Certificates: []tls.Certificate{cert}}
@@ -436,7 +437,7 @@ func TestPacketRedial(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pconn.Close()
-	pc := pconn.(*packetConn)
+	pc := pconn.(*udpstreams.Conn)
 	pc.SetReadDeadline(time.Now().Add(5 * time.Second))
 	buf := make([]byte, 100)
 	for i := range 3 {
@@ -448,10 +449,7 @@ func TestPacketRedial(t *testing.T) {
 		}
 		// Wait for the reader to see the end of the stream.
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			pc.mu.Lock()
-			_, open := pc.streams[dst]
-			pc.mu.Unlock()
-			if !open {
+			if !pc.Has(dst) {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -32,8 +32,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
-	"github.com/skiffvpn/skiff/core/transport/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
 )
 
 // Client is a VMess outbound through one server. It keeps no connection
@@ -77,9 +76,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	}
 	addr := n.Address()
 	o := n.VMess
-	id, err := vless.ParseUUID(o.UUID)
+	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
-		return nil, fmt.Errorf("vmess: %s: uuid: want a UUID (32 hex digits, dashes optional) or a name of 1-30 characters", addr)
+		return nil, fmt.Errorf("vmess: %s: %w", addr, err)
 	}
 	if o.AlterID > 0 {
 		return nil, node.Unsupportedf(node.FeatureOption, fmt.Sprintf("alterId %d", o.AlterID), "vmess: %s: alterId %d is legacy VMess (MD5 authentication), which is not supported; only AEAD headers (alterId 0)", addr, o.AlterID)
@@ -175,7 +174,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if !c.track(pc) {
 		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
 	}
-	if _, err := pc.stream(ctx, dst); err != nil {
+	if err := pc.Open(ctx, dst); err != nil {
 		pc.Close()
 		return nil, err
 	}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -36,7 +35,7 @@ func TestVectors(t *testing.T) {
 		t.Errorf("kdf = %s", h)
 	}
 	// Command key and ChaCha20 key derivations (swift-nio-proxies tests).
-	id, _ := vless.ParseUUID("450bae28-b9da-67d0-16bc-4918dc8d79b5")
+	id, _ := node.ParseUUID("450bae28-b9da-67d0-16bc-4918dc8d79b5")
 	if ck := cmdKey(id); hex.EncodeToString(ck[:]) != "da8b7df4396329ebe7a74afc62a9e7c8" {
 		t.Errorf("cmdKey = %x", ck)
 	}
@@ -53,7 +52,7 @@ func TestVectors(t *testing.T) {
 }
 
 func TestAuthID(t *testing.T) {
-	id, _ := vless.ParseUUID(testUUID)
+	id, _ := node.ParseUUID(testUUID)
 	ck := cmdKey(id)
 	const ts = 1700000000
 	a := authID(&ck, ts, [4]byte{1, 2, 3, 4})
@@ -85,7 +84,7 @@ type serverReq struct {
 }
 
 func startServer(t testing.TB, spec nettest.StreamSpec) *vmessServer {
-	id, _ := vless.ParseUUID(testUUID)
+	id, _ := node.ParseUUID(testUUID)
 	s := &vmessServer{t: t, ck: cmdKey(id)}
 	s.addr, _ = nettest.StreamServer(t, spec, "vmess.test", s.serve)
 	return s
@@ -588,5 +587,27 @@ func TestBatchBuffers(t *testing.T) {
 				t.Errorf("Write(%d bytes) wrote buffers of capacity %v, want one of %d", tt.n, tr.caps, tt.want)
 			}
 		})
+	}
+}
+
+// A write deadline set on a session holds for the streams it dials later,
+// as net.PacketConn promises for all future writes (a stream dialed after
+// the deadline passed used to write anyway).
+func TestPacketWriteDeadlineReachesNewStreams(t *testing.T) {
+	sp := specs[0]
+	s := startServer(t, sp.spec)
+	c := newClient(t, s.node(sp.spec, "aes-128-gcm", false))
+	first := flow.Addr{IP: netip.MustParseAddr("10.1.1.1"), Port: 53}
+	pc, err := c.ListenPacket(ctxT(t), first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	pc.SetWriteDeadline(time.Now().Add(-time.Second))
+	if _, err := pc.WriteTo([]byte("late"), first); err == nil {
+		t.Fatal("a write past the deadline went out on the first stream")
+	}
+	if _, err := pc.WriteTo([]byte("late"), flow.Addr{Name: "other.example", Port: 443}); err == nil {
+		t.Fatal("a write past the deadline went out on a stream dialed after it was set")
 	}
 }

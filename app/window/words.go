@@ -10,26 +10,22 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 )
 
+// protocolNames are the protocols' names as people write them.
+var protocolNames = map[string]string{
+	node.Hysteria2:   "Hysteria2",
+	node.VLESS:       "VLESS",
+	node.VMess:       "VMess",
+	node.Shadowsocks: "Shadowsocks",
+	node.Trojan:      "Trojan",
+	node.TUIC:        "TUIC",
+	node.AnyTLS:      "AnyTLS",
+}
+
 // protocolLabel is how a node's protocol and layers are shown:
 // "Hysteria2", "VLESS+WS+TLS".
 func protocolLabel(n *node.Node) string {
-	var s string
-	switch n.Protocol {
-	case node.Hysteria2:
-		s = "Hysteria2"
-	case node.VLESS:
-		s = "VLESS"
-	case node.VMess:
-		s = "VMess"
-	case node.Shadowsocks:
-		s = "Shadowsocks"
-	case node.Trojan:
-		s = "Trojan"
-	case node.TUIC:
-		s = "TUIC"
-	case node.AnyTLS:
-		s = "AnyTLS"
-	default:
+	s, ok := protocolNames[n.Protocol]
+	if !ok {
 		s = n.Protocol
 	}
 	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC {

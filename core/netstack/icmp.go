@@ -30,16 +30,7 @@ func (n *Stack) handleICMPv4(_ stack.TransportEndpointID, pkt *stack.PacketBuffe
 	bp := largePool.Get().(*[]byte)
 	defer largePool.Put(bp)
 	b := (*bp)[:total]
-	ip := header.IPv4(b)
-	ip.Encode(&header.IPv4Fields{
-		TotalLength: uint16(total),
-		ID:          uint16(n.ipID.Add(1)),
-		TTL:         64,
-		Protocol:    uint8(header.ICMPv4ProtocolNumber),
-		SrcAddr:     src,
-		DstAddr:     dst,
-	})
-	ip.SetChecksum(^ip.CalculateChecksum())
+	n.encodeIPv4(b, total, header.ICMPv4ProtocolNumber, src, dst)
 	reply := header.ICMPv4(b[header.IPv4MinimumSize:])
 	copy(reply, h[:header.ICMPv4MinimumSize])
 	reply.SetType(header.ICMPv4EchoReply)

@@ -322,16 +322,7 @@ func (n *Stack) writeUDP(src, dst netip.AddrPort, payload []byte) error {
 	dstA := tcpip.AddrFromSlice(dst.Addr().AsSlice())
 	udpLen := uint16(header.UDPMinimumSize + len(payload))
 	if v4 {
-		ip := header.IPv4(b)
-		ip.Encode(&header.IPv4Fields{
-			TotalLength: uint16(total),
-			ID:          uint16(n.ipID.Add(1)),
-			TTL:         64,
-			Protocol:    uint8(header.UDPProtocolNumber),
-			SrcAddr:     srcA,
-			DstAddr:     dstA,
-		})
-		ip.SetChecksum(^ip.CalculateChecksum())
+		n.encodeIPv4(b, total, header.UDPProtocolNumber, srcA, dstA)
 	} else {
 		header.IPv6(b).Encode(&header.IPv6Fields{
 			PayloadLength:     udpLen,
@@ -355,4 +346,19 @@ func (n *Stack) writeUDP(src, dst netip.AddrPort, payload []byte) error {
 		return errors.New("netstack: write UDP reply: " + err.String())
 	}
 	return nil
+}
+
+// encodeIPv4 writes the IPv4 header of a packet the stack sends itself (a
+// UDP reply, an echo reply) at the start of b, checksum included.
+func (n *Stack) encodeIPv4(b []byte, total int, proto tcpip.TransportProtocolNumber, src, dst tcpip.Address) {
+	ip := header.IPv4(b)
+	ip.Encode(&header.IPv4Fields{
+		TotalLength: uint16(total),
+		ID:          uint16(n.ipID.Add(1)),
+		TTL:         64,
+		Protocol:    uint8(proto),
+		SrcAddr:     src,
+		DstAddr:     dst,
+	})
+	ip.SetChecksum(^ip.CalculateChecksum())
 }
