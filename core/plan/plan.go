@@ -64,9 +64,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("dns %q: want %q or %q", r.DNS, core.DNSFakeIP, core.DNSRealIP)
 	}
 	if r.Listen != "" {
-		ap, err := netip.ParseAddrPort(r.Listen)
-		if err != nil || !ap.Addr().IsLoopback() {
-			return fmt.Errorf("listen %q: want a loopback address and port", r.Listen)
+		if err := CheckListen(r.Listen); err != nil {
+			return err
 		}
 	}
 	if len(r.Target) > 128 {
