@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -95,7 +96,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("service: listen %s: %w", o.Socket, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewHandler(local, api.HandlerOptions{Authorize: auth.authorize, Logger: log}),
+		Handler: api.NewHandler(local, api.HandlerOptions{Authorize: auth.authorize, Peer: peerName, Logger: log}),
 		// A stalled client cannot hold a connection open without sending.
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -155,6 +156,15 @@ type Peer struct {
 	PID    int
 	Groups []int // the peer process's groups (primary and supplementary)
 	Name   string
+}
+
+// peerName names r's caller for the API's per-peer bounds: its uid. (On
+// Windows every caller is uid 0 until the pipe's client SID is read.)
+func peerName(r *http.Request) string {
+	if p, ok := r.Context().Value(peerKey{}).(*Peer); ok {
+		return "uid " + strconv.Itoa(p.UID)
+	}
+	return "unknown"
 }
 
 // connContext and authorize are the two halves of the peer check: the
