@@ -24,12 +24,7 @@ const hy2Link = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 // socket served by Handler.
 func pair(t *testing.T) (*Local, *Client) {
 	t.Helper()
-	store, err := profile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
-	t.Cleanup(func() { l.Close() })
+	l := newLocal(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
