@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/skiffvpn/skiff/core"
@@ -156,15 +155,15 @@ type Peer struct {
 	PID    int
 	Groups []int // the peer process's groups (primary and supplementary)
 	Name   string
+	ID     string // who it is for the API's per-peer bounds: "uid N"; the user's SID on Windows
 }
 
-// peerName names r's caller for the API's per-peer bounds: its uid. (On
-// Windows every caller is uid 0 until the pipe's client SID is read.)
+// peerName names r's caller for the API's per-peer bounds (Peer.ID).
 func peerName(r *http.Request) string {
 	if p, ok := r.Context().Value(peerKey{}).(*Peer); ok {
-		return "uid " + strconv.Itoa(p.UID)
+		return p.ID
 	}
-	return "unknown"
+	return ""
 }
 
 // connContext and authorize are the two halves of the peer check: the
@@ -180,6 +179,7 @@ func (a *authorizer) connContext(ctx context.Context, c net.Conn) context.Contex
 	if err != nil {
 		return context.WithValue(ctx, peerKey{}, err)
 	}
+	p.ID = peerID(c, p)
 	return context.WithValue(ctx, peerKey{}, p)
 }
 
