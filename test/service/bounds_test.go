@@ -94,34 +94,14 @@ func TestServiceBounds(t *testing.T) {
 		}
 	})
 
-	t.Run("trickled body", func(t *testing.T) {
-		c, err := net.Dial("unix", l.socket)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "PUT /v1/profile HTTP/1.1\r\nHost: skiff\r\nContent-Length: 100000\r\n\r\n{")
-		start := time.Now()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for time.Since(start) < 30*time.Second {
-				if _, err := c.Write([]byte(" ")); err != nil {
-					return
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}()
-		c.SetReadDeadline(time.Now().Add(30 * time.Second))
-		io.Copy(io.Discard, c)
-		took := time.Since(start)
-		c.Close()
-		<-done
-		t.Logf("trickled body: connection closed after %v", took.Round(time.Millisecond))
-		if took > 15*time.Second {
-			t.Errorf("a trickled body held its connection %v", took)
-		}
-	})
+	// A body, or the headers, sent a byte at a time: the connection is
+	// closed within its 10 s timeout.
+	for _, tc := range []struct{ name, head string }{
+		{"trickled body", "PUT /v1/profile HTTP/1.1\r\nHost: skiff\r\nContent-Length: 100000\r\n\r\n{"},
+		{"trickled headers", "GET /v1/status HTTP/1.1\r\nHost: skiff\r\nX-Slow: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) { trickle(t, l.socket, tc.head) })
+	}
 
 	t.Run("unread watches", func(t *testing.T) {
 		held := 0
@@ -148,4 +128,35 @@ func TestServiceBounds(t *testing.T) {
 			t.Errorf("the member's watch did not stream while another user held 64: %v\n%s", err, out)
 		}
 	})
+}
+
+// trickle sends head on a new connection to sock and then a byte every
+// 200 ms, and checks that the service closes the connection within 15 s.
+func trickle(t *testing.T, sock, head string) {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprint(c, head)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Since(start) < 30*time.Second {
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	io.Copy(io.Discard, c)
+	took := time.Since(start)
+	c.Close()
+	<-done
+	t.Logf("connection closed after %v", took.Round(time.Millisecond))
+	if took > 15*time.Second {
+		t.Errorf("a trickled request held its connection %v", took)
+	}
 }
