@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"io"
 	"sync"
 	"time"
 )
@@ -75,6 +76,41 @@ func (b *byteBudget) release(n int64) {
 	close(b.more)
 	b.more = make(chan struct{})
 	b.mu.Unlock()
+}
+
+// bodyShare is a request body holding its share of a byteBudget. When the
+// body ends, the share is cut to the bytes it had (a chunked import of a
+// URL does not hold the 32 MiB an import may be while its fetch runs);
+// release returns the rest.
+type bodyShare struct {
+	io.ReadCloser
+	b    *byteBudget
+	mu   sync.Mutex
+	held int64 // bytes of b this body holds
+	read int64
+	end  bool
+}
+
+func (s *bodyShare) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read += int64(n)
+	if err != nil && !s.end {
+		s.end = true
+		if extra := s.held - s.read; extra > 0 {
+			s.b.release(extra)
+			s.held = s.read
+		}
+	}
+	return n, err
+}
+
+func (s *bodyShare) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.b.release(s.held)
+	s.held = 0
 }
 
 // watchSlots counts the open watch streams, in all and per peer.

@@ -232,3 +232,43 @@ func TestUnreadWatchDropped(t *testing.T) {
 		}
 	}
 }
+
+// slowImport is a backend whose Import waits until it is let go.
+type slowImport struct {
+	Backend
+	in, out chan struct{}
+}
+
+func (s slowImport) Import(ctx context.Context, _ ImportRequest) (*ImportResult, error) {
+	s.in <- struct{}{}
+	<-s.out
+	return &ImportResult{}, nil
+}
+
+// TestBodyShareCut: a chunked body (no length) reserves the route's
+// maximum while it is read, then only what it was: an import of a URL
+// whose fetch is slow does not hold 32 MiB of the budget meanwhile.
+func TestBodyShareCut(t *testing.T) {
+	b := slowImport{newLocal(t), make(chan struct{}), make(chan struct{})}
+	h := NewHandler(b, HandlerOptions{})
+	sock := serveOn(t, h, 1)[0]
+	body := `{"url":"https://sub.example/s"}`
+	c, br := rawRequest(t, sock, fmt.Sprintf("POST /v1/import HTTP/1.1\r\nHost: skiff\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(body), body))
+	<-b.in
+	h.bodies.mu.Lock()
+	held := maxInFlight - h.bodies.free
+	h.bodies.mu.Unlock()
+	close(b.out)
+	if held != int64(len(body)) {
+		t.Errorf("a %d-byte chunked import holds %d bytes of the budget while it runs", len(body), held)
+	}
+	if code := status(t, c, br, 5*time.Second); code != http.StatusOK {
+		t.Errorf("import: status %d", code)
+	}
+	time.Sleep(50 * time.Millisecond)
+	h.bodies.mu.Lock()
+	defer h.bodies.mu.Unlock()
+	if h.bodies.free != maxInFlight {
+		t.Errorf("after the request %d bytes are still held", maxInFlight-h.bodies.free)
+	}
+}

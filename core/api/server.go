@@ -216,9 +216,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // admitBody takes r's share of the bytes in flight (its length, or limit
-// when it does not say) and starts its read deadline (decode ends it once
-// the body is read); release gives the bytes back. A body announced over
-// limit is refused (413) before it is read.
+// when it does not say, cut to what came once it is read) and starts its
+// read deadline (decode ends it once the body is read); release gives the
+// bytes back. A body announced over limit is refused (413) before it is
+// read. GET and DELETE read no body, and take no share.
 func (h *Handler) admitBody(w http.ResponseWriter, r *http.Request, limit int64) (release func(), ok bool) {
 	if r.ContentLength > limit {
 		w.Header().Set("Connection", "close") // the body is never read
@@ -229,7 +230,7 @@ func (h *Handler) admitBody(w http.ResponseWriter, r *http.Request, limit int64)
 	if n < 0 {
 		n = limit
 	}
-	if n == 0 {
+	if n == 0 || r.Method == http.MethodGet || r.Method == http.MethodDelete {
 		return func() {}, true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.bodyTimeout)
@@ -240,7 +241,9 @@ func (h *Handler) admitBody(w http.ResponseWriter, r *http.Request, limit int64)
 		return nil, false
 	}
 	http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTimeout))
-	return func() { h.bodies.release(n) }, true
+	share := &bodyShare{ReadCloser: r.Body, b: h.bodies, held: n}
+	r.Body = share
+	return share.release, true
 }
 
 // watch streams notices as NDJSON until the client goes away, or takes
