@@ -272,3 +272,32 @@ func TestBodyShareCut(t *testing.T) {
 		t.Errorf("after the request %d bytes are still held", maxInFlight-h.bodies.free)
 	}
 }
+
+// TestOversizedBodyClient: a Go client that sends a body over the limit
+// gets the 413 answer, not a broken pipe, though the service stops
+// reading at once.
+func TestOversizedBodyClient(t *testing.T) {
+	sock := serveOn(t, NewHandler(newLocal(t), HandlerOptions{}), 1)[0]
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	for _, tc := range []struct {
+		method, path string
+		n            int
+	}{
+		{"POST", "/v1/connect", 1 << 20},
+		{"PUT", "/v1/profile", maxProfile + 1<<20},
+	} {
+		req, _ := http.NewRequest(tc.method, "http://skiff"+tc.path, strings.NewReader(strings.Repeat(" ", tc.n)))
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Errorf("%s %s of %d bytes: %v, want a 413", tc.method, tc.path, tc.n, err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s %s of %d bytes: status %d, want 413", tc.method, tc.path, tc.n, resp.StatusCode)
+		}
+	}
+}
