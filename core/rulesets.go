@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/netip"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/ruleset"
+	"github.com/skiffvpn/skiff/internal/fetchguard"
 )
 
 // RuleSetState is one rule set of a run as the status shows it.
@@ -66,9 +68,16 @@ type ruleSets struct {
 // newRuleSets returns the loader of cfg's rule sets, downloading through
 // the direct target first and then the proxy target (when there is one).
 func newRuleSets(cfg *Config, targets map[string]outbound.Outbound, log *slog.Logger) *ruleSets {
-	fetch := []ruleset.FetchFunc{ruleset.HTTPFetch(outboundClient(targets[TargetDirect]))}
+	// Direct, the service itself connects: only where fetchguard allows,
+	// names resolved as the direct target resolves them. Through the
+	// proxy, the server connects, from its own network.
+	lookup := func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return outbound.LookupNetIP(ctx, cfg.Dialer, "ip", host)
+	}
+	direct := fetchguard.Dial(outbound.HTTPDial(targets[TargetDirect], "rule-set dial"), lookup)
+	fetch := []ruleset.FetchFunc{ruleset.HTTPFetch(fetchClient(direct))}
 	if p := targets[TargetProxy]; p != nil {
-		fetch = append(fetch, ruleset.HTTPFetch(outboundClient(p)))
+		fetch = append(fetch, ruleset.HTTPFetch(fetchClient(outbound.HTTPDial(p, "rule-set dial"))))
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -86,13 +95,14 @@ func newRuleSets(cfg *Config, targets map[string]outbound.Outbound, log *slog.Lo
 	}
 }
 
-// outboundClient is an HTTP client whose connections go through ob.
-func outboundClient(ob outbound.Outbound) *http.Client {
+// fetchClient is an HTTP client whose connections dial opens. No
+// keep-alive: a connection one fetch opened is never another's.
+func fetchClient(dial fetchguard.DialFunc) *http.Client {
 	return &http.Client{
 		Timeout: ruleSetFetchTimeout,
 		Transport: &http.Transport{
 			Proxy:               nil,
-			DialContext:         outbound.HTTPDial(ob, "rule-set dial"),
+			DialContext:         dial,
 			ForceAttemptHTTP2:   true,
 			TLSHandshakeTimeout: 15 * time.Second,
 			MaxIdleConns:        -1,
@@ -190,6 +200,9 @@ func (r *ruleSets) set(i int, s *ruleset.Set, from string, updated time.Time, to
 func (r *ruleSets) update(ctx context.Context, i int) error {
 	src := r.srcs[i]
 	now := time.Now()
+	if !src.Provided {
+		ctx = fetchguard.Typed(ctx, src.URL)
+	}
 	s, err := r.cache.Update(ctx, src)
 	took := time.Since(now)
 	r.mu.Lock()

@@ -300,3 +300,48 @@ func TestRuleSetRefreshYAMLBomb(t *testing.T) {
 		t.Errorf("www.one.example after the bomb: %s, want block (the old list)", got)
 	}
 }
+
+// TestRuleSetFetchGuard: a direct rule-set download may reach the loopback
+// host the user typed, but not a loopback URL a subscription provided,
+// nor loopback through a redirect from another host (the typed host here
+// is "localhost", its redirect names 127.0.0.1).
+func TestRuleSetFetchGuard(t *testing.T) {
+	ls := &listServer{}
+	ls.serve(200, "+.a.example\n", false)
+	srv := httptest.NewServer(ls)
+	defer srv.Close()
+	redir := httptest.NewServer(http.RedirectHandler(srv.URL+"/admin", http.StatusFound))
+	defer redir.Close()
+	src := func(name, url string, provided bool) ruleset.Source {
+		return ruleset.Source{Name: name, URL: url, Format: ruleset.FormatClashDomain, Provided: provided}
+	}
+	cfg := Config{
+		Listen: "127.0.0.1:0",
+		Final:  TargetDirect,
+		RuleSets: []ruleset.Source{
+			src("mine", srv.URL+"/mine.txt", false),
+			src("theirs", srv.URL+"/theirs.txt", true),
+			src("redirected", strings.Replace(redir.URL, "127.0.0.1", "localhost", 1)+"/r.txt", false),
+		},
+	}
+	c := NewController(Options{LogOutput: io.Discard})
+	if err := c.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	st := c.RuleSets()
+	if len(st) != 3 || st[0].Err != "" || st[0].Stats.Domains != 1 {
+		t.Fatalf("the typed loopback set did not load: %+v", st)
+	}
+	for _, s := range st[1:] {
+		if !strings.Contains(s.Err, "loopback") || !s.Updated.IsZero() {
+			t.Errorf("set %s: %+v, want refused as loopback", s.Name, s)
+		}
+	}
+	ls.mu.Lock()
+	hits := ls.hits
+	ls.mu.Unlock()
+	if hits != 1 {
+		t.Errorf("the list server was asked %d times, want once (the typed set)", hits)
+	}
+}

@@ -39,6 +39,8 @@ func TestListenSocket(t *testing.T) {
 			p, err := auth.check(c)
 			if err != nil || p.UID != 0 || p.PID != os.Getpid() {
 				t.Errorf("peer %+v, %v; want this process as root", p, err)
+			} else if id := peerID(c, p); id != "uid 0" {
+				t.Errorf("peer ID %q, want uid 0", id)
 			}
 			c.Close()
 		}

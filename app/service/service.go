@@ -102,7 +102,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("service: listen %s: %w", o.Socket, err)
 	}
 	srv := &http.Server{
-		Handler: api.NewHandler(local, api.HandlerOptions{Authorize: auth.authorize, Logger: log}),
+		Handler: api.NewHandler(local, api.HandlerOptions{Authorize: auth.authorize, Peer: peerName, Logger: log}),
 		// A stalled client cannot hold a connection open without sending.
 		ReadHeaderTimeout: 10 * time.Second,
 		MaxHeaderBytes:    64 << 10,
@@ -162,6 +162,15 @@ type Peer struct {
 	PID    int
 	Groups []int // the peer process's groups (primary and supplementary)
 	Name   string
+	ID     string // who it is for the API's per-peer bounds: "uid N"; the user's SID on Windows
+}
+
+// peerName names r's caller for the API's per-peer bounds (Peer.ID).
+func peerName(r *http.Request) string {
+	if p, ok := r.Context().Value(peerKey{}).(*Peer); ok {
+		return p.ID
+	}
+	return ""
 }
 
 // connContext and authorize are the two halves of the peer check: the
@@ -177,6 +186,7 @@ func (a *authorizer) connContext(ctx context.Context, c net.Conn) context.Contex
 	if err != nil {
 		return context.WithValue(ctx, peerKey{}, err)
 	}
+	p.ID = peerID(c, p)
 	return context.WithValue(ctx, peerKey{}, p)
 }
 

@@ -25,12 +25,7 @@ const hy2Link = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 // socket served by Handler.
 func pair(t *testing.T) (*Local, *Client) {
 	t.Helper()
-	store, err := profile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
-	t.Cleanup(func() { l.Close() })
+	l := newLocal(t)
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -174,6 +169,9 @@ func TestHandlerRefusesBadRequests(t *testing.T) {
 		{"POST", "/v1/connect", `{"mode":`, false, CodeBadRequest},
 		{"POST", "/v1/connect", `{"mode":"tun"} {"mode":"proxy"}`, false, CodeBadRequest},
 		{"POST", "/v1/connect", `{"command":"rm -rf /"}`, false, CodeBadRequest},
+		// Root would listen on a system service's port for a member.
+		{"POST", "/v1/connect", `{"mode":"proxy","listen":"127.0.0.1:25"}`, false, CodeBadRequest},
+		{"POST", "/v1/connect", `{"mode":"proxy","listen":"0.0.0.0:7890"}`, false, CodeBadRequest},
 		{"POST", "/v1/connect", `{"target":"` + strings.Repeat("x", maxRequest) + `"}`, false, CodeTooLarge},
 		{"POST", "/v1/disconnect", `{"x":1}`, false, CodeBadRequest},
 		{"GET", "/v2/status", "", false, CodeUnsupportedVersion},
@@ -223,7 +221,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{}`, `{"mode":"tun","target":"n1","listen":"127.0.0.1:1080","dns":"fake-ip"}`, `{"url":"https://x/sub"}`,
 		`{"body":"hysteria2://a@b:1"}`, `{"ids":["a","b"]}`, `{"profile":{"version":1}}`, `{"mode":`, `[1,2]`, `null`, "\x00",
 		`{"mode":"tun"}{"mode":"tun"}`, `{"noIPv6":"yes"}`,
-		`{"names":["cn","geoip-cn"]}`, `{"names":[""]}`, `{"names":null}`,
+		`{"names":["cn","geoip-cn"]}`, `{"names":[""]}`, `{"names":null}`, `{"mode":"proxy","listen":"127.0.0.1:25"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -9,9 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -41,14 +42,26 @@ import (
 
 // Body limits: most requests are a few hundred bytes; an import carries a
 // subscription body (up to subscription.MaxBodySize, JSON-escaped); a
-// profile the whole saved document.
+// profile the whole saved document. (See limits.go for the bounds across
+// requests.)
 const (
 	maxRequest       = 64 << 10
 	maxImportRequest = 2*subscription.MaxBodySize + 64<<10
 	maxProfile       = 32 << 20
-	// maxWatchers bounds the open streams.
-	maxWatchers = 64
 )
+
+// bodyLimit is the largest body route takes.
+func bodyLimit(route string) int64 {
+	switch route {
+	case "PUT profile":
+		return maxProfile
+	case "POST import":
+		return maxImportRequest
+	case "POST probe":
+		return maxRequest + maxProbe*64
+	}
+	return maxRequest
+}
 
 // profileDoc is the profile with its revision.
 type profileDoc struct {
@@ -73,14 +86,22 @@ type HandlerOptions struct {
 	// Authorize, when set, is asked about every request before anything
 	// is read; an error refuses it (as CodeForbidden, with its text).
 	Authorize func(*http.Request) error
-	Logger    *slog.Logger
+	// Peer, when set, names the caller (its uid) for the per-peer bounds;
+	// nil: every caller is one peer.
+	Peer   func(*http.Request) string
+	Logger *slog.Logger
 }
 
 // Handler serves a Backend over HTTP. Create it with NewHandler.
 type Handler struct {
 	b        Backend
 	o        HandlerOptions
-	watchers atomic.Int32
+	bodies   *byteBudget
+	watchers watchSlots
+
+	// The bounds of limits.go, which tests shorten.
+	bodyTimeout, watchWriteTimeout time.Duration
+	maxWatchers, maxPeerWatchers   int
 }
 
 // NewHandler returns the API's HTTP handler over b.
@@ -88,7 +109,11 @@ func NewHandler(b Backend, o HandlerOptions) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{b: b, o: o}
+	return &Handler{
+		b: b, o: o, bodies: newByteBudget(maxInFlight),
+		bodyTimeout: bodyTimeout, watchWriteTimeout: watchWriteTimeout,
+		maxWatchers: maxWatchers, maxPeerWatchers: maxPeerWatchers,
+	}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -110,6 +135,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	route := r.Method + " " + rest
+	limit := bodyLimit(route)
+	release, ok := h.admitBody(w, r, limit)
+	if !ok {
+		return
+	}
+	defer release()
 	if id, ok := strings.CutPrefix(rest, "connections/"); ok && r.Method == http.MethodDelete {
 		n, err := strconv.ParseUint(id, 10, 64)
 		if err != nil {
@@ -139,12 +170,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.watch(w, r)
 	case "POST connect":
 		var req plan.Request
-		if decode(w, r, maxRequest, &req) {
+		if decode(w, r, limit, &req) {
 			rt, err := h.b.Connect(ctx, req)
 			reply(w, rt, err)
 		}
 	case "POST disconnect":
-		if decode(w, r, maxRequest, nil) {
+		if decode(w, r, limit, nil) {
 			reply(w, nil, h.b.Disconnect(ctx))
 		}
 	case "GET profile":
@@ -152,30 +183,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, profileDoc{Profile: p, Rev: rev}, err)
 	case "PUT profile":
 		var doc profileDoc
-		if decode(w, r, maxProfile, &doc) {
+		if decode(w, r, limit, &doc) {
 			reply(w, nil, h.b.SetProfile(ctx, doc.Profile, doc.Rev))
 		}
 	case "POST import":
 		var req ImportRequest
-		if decode(w, r, maxImportRequest, &req) {
+		if decode(w, r, limit, &req) {
 			res, err := h.b.Import(ctx, req)
 			replyResult(w, res, err)
 		}
 	case "POST refresh":
 		var req refreshRequest
-		if decode(w, r, maxRequest, &req) {
+		if decode(w, r, limit, &req) {
 			res, err := h.b.Refresh(ctx, req.ID)
 			replyResult(w, res, err)
 		}
 	case "POST probe":
 		var req probeRequest
-		if decode(w, r, maxRequest+maxProbe*64, &req) {
+		if decode(w, r, limit, &req) {
 			res, err := h.b.Probe(ctx, req.IDs)
 			reply(w, res, err)
 		}
 	case "POST rulesets/refresh":
 		var req ruleSetsRequest
-		if decode(w, r, maxRequest, &req) {
+		if decode(w, r, limit, &req) {
 			res, err := h.b.RefreshRuleSets(ctx, req.Names)
 			reply(w, res, err)
 		}
@@ -184,14 +215,49 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// watch streams notices as NDJSON until the client goes away.
+// admitBody takes r's share of the bytes in flight (its length, or limit
+// when it does not say, cut to what came once it is read) and starts its
+// read deadline (decode ends it once the body is read); release gives the
+// bytes back. A body announced over limit is refused (413) before it is
+// read. GET and DELETE read no body, and take no share.
+func (h *Handler) admitBody(w http.ResponseWriter, r *http.Request, limit int64) (release func(), ok bool) {
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close") // the body is never read
+		writeError(w, errorf(CodeTooLarge, fmt.Sprintf("request body of %d bytes, over %d", r.ContentLength, limit)))
+		return nil, false
+	}
+	n := r.ContentLength
+	if n < 0 {
+		n = limit
+	}
+	if n == 0 || r.Method == http.MethodGet || r.Method == http.MethodDelete {
+		return func() {}, true
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), h.bodyTimeout)
+	defer cancel()
+	if err := h.bodies.acquire(ctx, n); err != nil {
+		w.Header().Set("Connection", "close")
+		writeError(w, errorf(CodeUnavailable, "the service is busy reading other requests; try again"))
+		return nil, false
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.bodyTimeout))
+	share := &bodyShare{ReadCloser: r.Body, b: h.bodies, held: n}
+	r.Body = share
+	return share.release, true
+}
+
+// watch streams notices as NDJSON until the client goes away, or takes
+// longer than watchWriteTimeout to take one.
 func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
-	if h.watchers.Add(1) > maxWatchers {
-		h.watchers.Add(-1)
-		writeError(w, errorf(CodeUnavailable, "too many open streams"))
+	peer := ""
+	if h.o.Peer != nil {
+		peer = h.o.Peer(r)
+	}
+	if ok, why := h.watchers.take(peer, h.maxWatchers, h.maxPeerWatchers); !ok {
+		writeError(w, errorf(CodeUnavailable, why))
 		return
 	}
-	defer h.watchers.Add(-1)
+	defer h.watchers.put(peer)
 	q := r.URL.Query()
 	o := WatchOptions{Stats: q.Get("stats") == "1", Logs: q.Get("logs") == "1"}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -206,6 +272,9 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	enc := json.NewEncoder(w)
 	for n := range ch {
+		if err := rc.SetWriteDeadline(time.Now().Add(h.watchWriteTimeout)); err != nil {
+			h.o.Logger.Debug("api: watch: no write deadline", "err", err)
+		}
 		if err := enc.Encode(n); err != nil {
 			return // the client hung up; cancel ends the watch
 		}
@@ -224,6 +293,9 @@ func DecodeRequest(body io.Reader, limit int64, v any) error {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return errorf(CodeTooLarge, fmt.Sprintf("request body over %d bytes", mbe.Limit))
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return errorf(CodeBadRequest, "the request body did not arrive in time")
 		}
 		return errorf(CodeBadRequest, "reading the request: "+err.Error())
 	}
@@ -252,9 +324,15 @@ func DecodeRequest(body io.Reader, limit int64, v any) error {
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	body := http.MaxBytesReader(w, r.Body, limit)
 	if err := DecodeRequest(body, limit, v); err != nil {
+		// The rest of a body that failed is not read (the server would
+		// wait for a trickled one without a deadline): the connection ends.
+		w.Header().Set("Connection", "close")
 		writeError(w, err)
 		return false
 	}
+	// Read whole: no deadline while the request runs (the server's
+	// watch for a hang-up would take one for the client leaving).
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return true
 }
 

@@ -65,9 +65,8 @@ func (r Request) Validate() error {
 		return fmt.Errorf("dns %q: want %q or %q", r.DNS, core.DNSFakeIP, core.DNSRealIP)
 	}
 	if r.Listen != "" {
-		ap, err := netip.ParseAddrPort(r.Listen)
-		if err != nil || !ap.Addr().IsLoopback() {
-			return fmt.Errorf("listen %q: want a loopback address and port", r.Listen)
+		if err := CheckListen(r.Listen); err != nil {
+			return err
 		}
 	}
 	if len(r.Target) > 128 {
@@ -209,6 +208,9 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	cfg.Final = tg.target(routes.Final)
 	cfg.RuleSets = RuleSets(routes.RuleSets)
+	for i := range cfg.RuleSets {
+		cfg.RuleSets[i].Provided = routes.Provided[cfg.RuleSets[i].Name]
+	}
 	return pl, nil
 }
 
@@ -507,6 +509,9 @@ type Combined struct {
 	// Skipped says why the subscription's rules were left out, if they
 	// were for a reason other than the user's choice.
 	Skipped string
+	// Provided names the rule sets the subscription brought: their URLs
+	// are the provider's, not typed by the user (ruleset.Source.Provided).
+	Provided map[string]bool
 }
 
 // Routes combines the user's routes with sub's own rules (sub may be nil).
@@ -549,6 +554,10 @@ func Routes(p *profile.Profile, sub *profile.Subscription) (*Combined, error) {
 		}
 		rs.Name = name
 		c.RuleSets = append(c.RuleSets, rs)
+		if c.Provided == nil {
+			c.Provided = map[string]bool{}
+		}
+		c.Provided[name] = true
 	}
 	var theirs []profile.Rule
 	for _, r := range sr.Rules {

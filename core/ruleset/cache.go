@@ -77,6 +77,9 @@ type Source struct {
 	Data     []byte        // the rule set itself, for a Source without a URL
 	Format   string        // one of the Format constants
 	Interval time.Duration // 0: DefaultInterval
+	// Provided says the URL is a subscription's, not the user's: it
+	// may not name a loopback or private host (see fetchguard).
+	Provided bool
 }
 
 func (s *Source) interval() time.Duration {

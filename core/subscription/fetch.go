@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/fetchguard"
 )
 
 // Fetch limits.
@@ -50,11 +51,13 @@ type Fetcher struct {
 // NewHTTPClient returns the client Fetcher uses by default: certificate
 // verification on (with roots from tlsConfig when given), FetchTimeout for
 // the whole exchange, at most MaxRedirects redirects and none from https
-// to http.
+// to http; connections only where fetchguard allows.
 func NewHTTPClient(tlsConfig *tls.Config) *http.Client {
 	tr := &http.Transport{
-		Proxy:                 nil, // Skiff may itself be the system proxy: go direct
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil, // Skiff may itself be the system proxy: go direct
+		// Where a fetch may connect: see fetchguard (Fetch marks the
+		// URL's host as the one the user typed).
+		DialContext:           fetchguard.Dial((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext, nil),
 		TLSClientConfig:       tlsConfig,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 20 * time.Second,
@@ -113,7 +116,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Fetched, error) {
 	if ua == "" {
 		ua = UserAgent("")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(fetchguard.Typed(ctx, u.String()), http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("subscription %s: %w", where, err)
 	}
