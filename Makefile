@@ -156,10 +156,12 @@ package-windows: deps
 	@ls -l dist/windows/skiff.exe dist/windows/skiff-window.exe dist/windows/wintun.dll dist/skiff-$(VERSION)-windows-amd64-setup.exe
 
 # Checks of the built packages (metadata, contents, lintian, an install on
-# this machine and purge) and the Wine smoke test of the Windows build.
+# this machine and purge) and the Wine smoke test of the Windows build,
+# with the installer: a silent install and uninstall under Wine
+# (test/winsmoke TestInstaller).
 package-test: package
 	cd packaging && $(GO) vet ./... && $(GO) test -count=1 -v ./...
-	cd test && $(GO) test -count=1 -v ./winsmoke
+	cd test && SKIFF_SETUP_EXE=$(CURDIR)/dist/skiff-$(VERSION)-windows-amd64-setup.exe $(GO) test -count=1 -v ./winsmoke
 
 # The deb installed the way a user would, into a fresh Debian root made by
 # debootstrap (cached in /var/cache/skiff-fresh-root): apt-get must pull

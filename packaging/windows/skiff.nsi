@@ -11,7 +11,10 @@
 ; service and restores the routes (`skiff cleanup`). The users' own data
 ; (%APPDATA%\skiff) is left alone.
 
-Unicode true
+; A 64-bit installer (NSIS's amd64-unicode stub, which Debian's nsis
+; ships) for a 64-bit program: it also runs under wine64, which cannot run
+; 32-bit programs, so test/winsmoke installs and uninstalls it there.
+Target amd64-unicode
 SetCompressor /SOLID lzma
 RequestExecutionLevel admin
 ManifestDPIAware true
@@ -65,7 +68,7 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 
 Function .onInit
   ${IfNot} ${RunningX64}
-    MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows."
+    MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows." /SD IDOK
     Abort
   ${EndIf}
   SetRegView 64
@@ -115,7 +118,7 @@ Section "Skiff" SecMain
   Pop $0
   ${If} $0 != 0
     DetailPrint "skiff service install failed ($0)"
-    MessageBox MB_ICONEXCLAMATION /SD IDOK "The Skiff service could not be registered (exit $0). The window's local proxy works; TUN mode needs the service. Run '$INSTDIR\skiff.exe service install' as administrator to retry."
+    MessageBox MB_ICONEXCLAMATION "The Skiff service could not be registered (exit $0). The window's local proxy works; TUN mode needs the service. Run '$INSTDIR\skiff.exe service install' as administrator to retry." /SD IDOK
   ${EndIf}
 SectionEnd
 
