@@ -58,6 +58,11 @@ var (
 // tunnel. It must run before the outbounds are built: they need the
 // tunnel's bypass dialer.
 func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.Logger) (*tun.Tunnel, error) {
+	// Before any change (kill switch, crash monitor): on Windows, that
+	// wintun.dll loads from beside skiff.exe (a *tun.WintunError).
+	if err := tun.CheckDriver(); err != nil {
+		return nil, err
+	}
 	cfg := tun.DefaultConfig()
 	cfg.StrictRoute = tc.Strict
 	cfg.ExcludePrivate = tc.ExcludePrivate

@@ -15,10 +15,10 @@ import (
 
 const goos = "windows"
 
-// openPlatform opens a Wintun adapter (wintun.dll must be beside the
-// executable), gives it its addresses and MTU with netsh, and routes: the
-// excluded prefixes via the current default gateway, then the two halves of
-// each address space into the adapter. Routes are added with store=active,
+// openPlatform opens a Wintun adapter (wintun.dll is loaded from beside
+// the executable only, see loadWintun), gives it its addresses and MTU with
+// netsh, and routes: the excluded prefixes via the current default
+// gateway, then the two halves of each address space into the adapter. Routes are added with store=active,
 // so a reboot also removes them. Skiff's sockets are bound to the default
 // interface (IP_UNICAST_IF), which a watcher follows. Strict route points
 // the adapter's DNS server into the tunnel and adds the WFP filters of
@@ -26,6 +26,11 @@ const goos = "windows"
 func openPlatform(t *Tunnel) error {
 	cfg := &t.cfg
 	t.bind = newBypass(0)
+	dll, err := loadWintun()
+	if err != nil {
+		return err
+	}
+	t.log.Debug("tun: wintun", "dll", dll)
 	dev, err := wgtun.CreateTUN(cfg.Name, cfg.MTU)
 	if err != nil {
 		if errors.Is(err, windows.ERROR_ACCESS_DENIED) {

@@ -1,15 +1,20 @@
 ; Skiff's Windows installer (NSIS 3, Unicode). `make package-windows` builds
 ; it with makensis from the files it staged in dist/windows:
 ;   makensis -DVERSION=0.1.0 -DFILEVERSION=0.1.0.1 -DSRC=dist/windows
-;            -DOUT=dist/skiff-0.1.0-windows-amd64-setup.exe [-DWINTUN] skiff.nsi
+;            -DOUT=dist/skiff-0.1.0-windows-amd64-setup.exe skiff.nsi
 ; It installs skiff.exe (the command line and the service, a console
-; program), skiff-window.exe (the window) and wintun.dll when the build has
-; it into Program Files, registers and starts the service (`skiff service install`), adds
+; program), skiff-window.exe (the window) and beside them wintun.dll (the
+; official wintun 0.14.1 amd64 build, which the service loads from its own
+; folder only) with Wintun's licence, wintun-LICENSE.txt, into Program
+; Files, registers and starts the service (`skiff service install`), adds
 ; the Start-menu entry and an uninstaller that stops and removes the
 ; service and restores the routes (`skiff cleanup`). The users' own data
 ; (%APPDATA%\skiff) is left alone.
 
-Unicode true
+; A 64-bit installer (NSIS's amd64-unicode stub, which Debian's nsis
+; ships) for a 64-bit program: it also runs under wine64, which cannot run
+; 32-bit programs, so test/winsmoke installs and uninstalls it there.
+Target amd64-unicode
 SetCompressor /SOLID lzma
 RequestExecutionLevel admin
 ManifestDPIAware true
@@ -63,7 +68,7 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 
 Function .onInit
   ${IfNot} ${RunningX64}
-    MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows."
+    MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows." /SD IDOK
     Abort
   ${EndIf}
   SetRegView 64
@@ -89,12 +94,8 @@ Section "Skiff" SecMain
   File "${SRC}\skiff-window.exe"
   File "${SRC}\LICENSE.txt"
   File "${SRC}\skiff.ico"
-!ifdef WINTUN
   File "${SRC}\wintun.dll"
-!else
-  !warning "this installer has no wintun.dll: TUN mode will not work in this build"
-  DetailPrint "This build has no wintun.dll: TUN mode will not work; the local proxy does."
-!endif
+  File "${SRC}\wintun-LICENSE.txt"
 
   WriteUninstaller "$INSTDIR\uninstall.exe"
   CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff-window.exe" "" "$INSTDIR\skiff.ico"
@@ -117,7 +118,7 @@ Section "Skiff" SecMain
   Pop $0
   ${If} $0 != 0
     DetailPrint "skiff service install failed ($0)"
-    MessageBox MB_ICONEXCLAMATION "The Skiff service could not be registered (exit $0). The window's local proxy works; TUN mode needs the service. Run '$INSTDIR\skiff.exe service install' as administrator to retry."
+    MessageBox MB_ICONEXCLAMATION "The Skiff service could not be registered (exit $0). The window's local proxy works; TUN mode needs the service. Run '$INSTDIR\skiff.exe service install' as administrator to retry." /SD IDOK
   ${EndIf}
 SectionEnd
 
@@ -135,6 +136,7 @@ Section "Uninstall"
   Delete "$INSTDIR\skiff.exe"
   Delete "$INSTDIR\skiff-window.exe"
   Delete "$INSTDIR\wintun.dll"
+  Delete "$INSTDIR\wintun-LICENSE.txt"
   Delete "$INSTDIR\skiff.ico"
   Delete "$INSTDIR\LICENSE.txt"
   Delete "$INSTDIR\uninstall.exe"

@@ -1,15 +1,13 @@
 // Package windows makes the pieces of Skiff's Windows build that are not Go
 // code: the executable's resource (icon, version information, manifest) as
 // a COFF .syso that the Go linker links in, made with mingw-w64's windres,
-// and the check of wintun.dll against the official release's hash. The
-// installer itself is packaging/windows/skiff.nsi, built with makensis.
+// and wintun.dll, the official build fetched through the Go module proxy
+// and checked against its pinned hash (wintun.go). The installer itself is
+// packaging/windows/skiff.nsi, built with makensis.
 package windows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,34 +16,6 @@ import (
 
 	"github.com/skiffvpn/skiff/packaging/icons"
 )
-
-// WintunVersion is the wintun release the installer ships.
-const WintunVersion = "0.14.1"
-
-// WintunSHA256 is the SHA-256 of wintun/bin/amd64/wintun.dll in the official
-// wintun-0.14.1.zip (whose own SHA-256 is WintunZipSHA256), signed by
-// WireGuard LLC.
-const (
-	WintunSHA256    = "e5da8447dc2c320edc0fc52fa01885c103de8c118481f683643cacc3220dafce"
-	WintunZipSHA256 = "07c256185d6ee3652e09fa55c0b673e2624b565e02c4b9091c79ca7d2f24ef51"
-)
-
-// CheckWintun returns nil when the file at path is the pinned wintun.dll.
-func CheckWintun(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("wintun: %w", err)
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return fmt.Errorf("wintun: read %s: %w", path, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != WintunSHA256 {
-		return fmt.Errorf("wintun: %s has SHA-256 %s, not the official wintun %s amd64 build (%s)", path, got, WintunVersion, WintunSHA256)
-	}
-	return nil
-}
 
 // Windres is the resource compiler (Debian's binutils-mingw-w64-x86-64).
 var Windres = "x86_64-w64-mingw32-windres"

@@ -1,17 +1,20 @@
 // Command skiffpkg builds Skiff's release packages from binaries the
 // Makefile has built: `skiffpkg linux` the deb and the rpm, `skiffpkg
 // windows-res` the Windows executable's icon and version resource (a .syso
-// the Go linker picks up), `skiffpkg wintun` checks a wintun.dll against
-// the pinned hash of the official release. `make package` runs them; they
+// the Go linker picks up), `skiffpkg wintun` fetches the official
+// wintun.dll and its licence through the module proxy and checks them
+// against their pinned hashes. `make package` runs them; they
 // live in a module of their own so that nfpm's dependencies stay out of the
 // product's go.mod.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -39,9 +42,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	window := fs.String("window", "", "the skiff-window binary (linux)")
 	program := fs.String("program", "skiff", "the executable the resource is for: skiff or skiff-window (windows-res)")
 	unit := fs.String("unit", "", "the systemd unit from `skiff service unit` (linux); empty: no service in the packages")
-	out := fs.String("out", "", "output directory (linux) or .syso file (windows-res)")
+	out := fs.String("out", "", "output directory (linux, wintun) or .syso file (windows-res)")
 	ico := fs.String("ico", "", "also write the icon as a .ico here (windows-res)")
-	dll := fs.String("dll", "", "wintun.dll to check (wintun)")
+	goCmd := fs.String("go", "go", "the go command that fetches the module (wintun)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -94,15 +97,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, *ico)
 		}
 	case "wintun":
-		if *dll == "" {
-			fmt.Fprintln(stderr, "skiffpkg wintun: --dll is required")
+		if *out == "" {
+			fmt.Fprintln(stderr, "skiffpkg wintun: --out is required")
 			return 2
 		}
-		if err := windows.CheckWintun(*dll); err != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := windows.FetchWintun(ctx, *goCmd, *out); err != nil {
 			fmt.Fprintf(stderr, "skiffpkg wintun: %v\n", err)
 			return 1
 		}
-		fmt.Fprintf(stdout, "%s: the official wintun %s amd64 build\n", *dll, windows.WintunVersion)
+		fmt.Fprintf(stdout, "%s, %s: the official wintun %s amd64 build (SHA-256 %s) from %s@%s\n",
+			filepath.Join(*out, windows.WintunDLL), filepath.Join(*out, windows.WintunLicense),
+			windows.WintunVersion, windows.WintunSHA256, windows.WintunModule, windows.WintunModuleVersion)
 	default:
 		fmt.Fprintf(stderr, "skiffpkg: unknown command %q\n", args[0])
 		return 2
