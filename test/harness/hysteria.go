@@ -72,7 +72,8 @@ func hysteriaIsCurrent(path string) bool {
 }
 
 // HysteriaServerArgs returns the arguments that make the peer serve s (a
-// Hysteria2 Server: its port, certificate and password) on 127.0.0.1.
+// Hysteria2 Server: its port, certificate and password) on 127.0.0.1, or
+// on s.LinkHost when set (a server in another network namespace).
 // The official server has no Salamander in its core package: s must not
 // ask for obfuscation.
 func HysteriaServerArgs(s *Server) ([]string, error) {
@@ -82,7 +83,7 @@ func HysteriaServerArgs(s *Server) ([]string, error) {
 	if s.ObfsPassword != "" {
 		return nil, fmt.Errorf("harness: the official Hysteria test server runs without obfuscation")
 	}
-	return []string{"server", "-listen", s.Addr(), "-cert", s.Cert.CertFile, "-key", s.Cert.KeyFile, "-password", s.Password}, nil
+	return []string{"server", "-listen", s.linkAddr(), "-cert", s.Cert.CertFile, "-key", s.Cert.KeyFile, "-password", s.Password}, nil
 }
 
 // StartHysteria starts the official Hysteria 2 server serving s for t,
