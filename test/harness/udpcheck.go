@@ -190,11 +190,15 @@ func CheckUDPSizes(c DatagramConn, dir byte, sizes []int) error {
 			missing = append(missing, p.size)
 		}
 	}
-	switch {
-	case len(missing) > 0:
-		return fmt.Errorf("%s: %d of %d sizes never arrived in 4 tries: %s", DirectionName(dir), len(missing), len(sizes), sizeRanges(missing))
-	case len(bad) > 0:
-		return fmt.Errorf("%s: answers that match no datagram sent (corrupted?): %v", DirectionName(dir), bad)
+	var errs []string
+	if len(missing) > 0 {
+		errs = append(errs, fmt.Sprintf("%d of %d sizes never arrived in 4 tries: %s", len(missing), len(sizes), sizeRanges(missing)))
+	}
+	if len(bad) > 0 {
+		errs = append(errs, fmt.Sprintf("answers that match no datagram sent (corrupted?): %v", bad))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s: %s", DirectionName(dir), strings.Join(errs, "; "))
 	}
 	return nil
 }
