@@ -13,24 +13,28 @@ func TestCheckUDPSizes(t *testing.T) {
 	sizes := []int{1, 2, 999, 1400, 1401, 1402, 3000}
 	for _, tc := range []struct {
 		name    string
-		serve   func(net.PacketConn)
+		serve   func(net.PacketConn) // nil: UDPEcho
 		dir     byte
 		wantErr string // "" passes
 	}{
 		{"download", ServeDirectionalUDP, Download, ""},
 		{"upload", ServeDirectionalUDP, Upload, ""},
 		{"upload-drops-large", dropLarge(1000), Upload, "4 of 7 sizes never arrived in 4 tries: 1400-1402 3000"},
-		{"download-from-echo", udpEchoLoop, Download, "answers that match no datagram sent"},
+		{"download-from-echo", nil, Download, "answers that match no datagram sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
+			addr := UDPEcho(t)
+			if tc.serve != nil {
+				pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pc.Close()
+				go tc.serve(pc)
+				addr = pc.LocalAddr().String()
 			}
-			defer pc.Close()
-			go tc.serve(pc)
-			c, err := net.Dial("udp", pc.LocalAddr().String())
+			c, err := net.Dial("udp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,17 +64,6 @@ func dropLarge(max int) func(net.PacketConn) {
 				pc.WriteTo(reply, from)
 			}
 		}
-	}
-}
-
-func udpEchoLoop(pc net.PacketConn) {
-	buf := make([]byte, 65535)
-	for {
-		n, from, err := pc.ReadFrom(buf)
-		if err != nil {
-			return
-		}
-		pc.WriteTo(buf[:n], from)
 	}
 }
 
