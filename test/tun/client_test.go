@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/test/harness"
 )
 
 // runClient is the app side, run inside the client namespace: its traffic
@@ -23,6 +25,7 @@ import (
 //	tcp ADDR          one echo round trip
 //	dialloop ADDR     after a line on stdin, connect until one echo succeeds; print the time
 //	udp ADDR          one UDP echo round trip
+//	udpsizes ADDR D|U LO-HI|N,N,...  datagrams of each size one way (harness.CheckUDPSizes)
 //	resolve NAME      look NAME up with the namespace's resolver
 //	many ADDR N       N concurrent echo connections held open together
 //	bulk ADDR MIB     send MIB MiB to the sink, print Gbit/s
@@ -100,6 +103,23 @@ func runClient(args []string) error {
 			}
 		}
 		fmt.Println("ok udp", addr)
+	case "udpsizes":
+		if len(args) != 4 {
+			return errors.New("udpsizes: want ADDR D|U SIZES")
+		}
+		sizes, err := parseSizes(args[3])
+		if err != nil {
+			return err
+		}
+		c, err := net.Dial("udp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if err := harness.CheckUDPSizes(harness.SocketDatagrams{Conn: c}, args[2][0], sizes); err != nil {
+			return err
+		}
+		fmt.Println("ok udpsizes", len(sizes))
 	case "resolve":
 		// The system's stub resolver, as an app would ask: the Go
 		// resolver reads the namespace's resolv.conf.
@@ -231,4 +251,25 @@ func echo(c net.Conn, n int) error {
 		return errors.New("echo: data differs")
 	}
 	return nil
+}
+
+// parseSizes reads "LO-HI" or "N,N,...".
+func parseSizes(s string) ([]int, error) {
+	if lo, hi, ok := strings.Cut(s, "-"); ok {
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a < 1 || b < a {
+			return nil, fmt.Errorf("bad size range %q", s)
+		}
+		return harness.SizeRange(a, b), nil
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/netstack"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/test/harness"
 	"github.com/skiffvpn/skiff/tun"
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -102,6 +103,12 @@ func serve() error {
 		}
 		go udpEchoLoop(pc)
 	}
+	// The directional UDP server (harness.CheckUDPSizes).
+	dir, err := listenPacket(echoAddr4 + ":7005")
+	if err != nil {
+		return err
+	}
+	go harness.ServeDirectionalUDP(dir)
 	go acceptLoop(tcpEcho, func(c net.Conn) { io.Copy(c, c) })
 	// The HTTP server on the echo addresses, and the DNS server that
 	// names them (testName), on the server namespace's own address.

@@ -10,6 +10,9 @@
 // next flow dials a new one. Each TCP flow is one bidirectional QUIC
 // stream; UDP sessions travel in QUIC datagrams, fragmented when a datagram
 // does not fit, and survive a reconnection (the server sees a new session).
+// The connection advertises a max_datagram_frame_size of 1200, as the
+// reference client does (quicconn.MaxDatagramFrameSize): the official
+// server's QUIC drops larger datagrams of its own instead of fragmenting.
 // A dead server is noticed by a stream request that gets no packet back
 // within about two seconds; a connection that carries only UDP notices it
 // by QUIC's idle timeout (30 s).
