@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -308,6 +309,15 @@ func (c *Conn) RawWrite(p []byte) (int, error) { return c.sock.Write(p) }
 func (c *Conn) CloseRaw() error {
 	c.dropBig()
 	return c.sock.Conn.Close()
+}
+
+// CloseRawWrite shuts down the socket's writing side without a TLS
+// close_notify, for a peer that reads the stream raw (see CloseRaw).
+func (c *Conn) CloseRawWrite() error {
+	if cw, ok := c.sock.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // Close closes the connection as the engine does.
