@@ -31,6 +31,11 @@ type closeExpect struct {
 	// half-close does not reach the app (the server ends the flow on the
 	// client's EOF). Empty: it must arrive.
 	noAnswer string
+	// ignored says why the server passes no close of the app's on at all,
+	// not even the end of the whole flow (a server bug: the target's side
+	// stays open until the server's idle time-out). The checks then ask
+	// only that skiff's side ends.
+	ignored string
 	// serverWait is how long the server itself holds a flow once one
 	// direction has ended, and why.
 	serverWait time.Duration
@@ -50,9 +55,15 @@ const (
 // sing-box's own client shows the same (SKIFF_E2E_CLIENT=sing-box).
 const singBoxNoAnswer = "sing-box's server ends the flow on the client's EOF"
 
+// Xray, too, ends the whole flow on the client's EOF (after serverWait).
+const xrayNoAnswer = "Xray ends the flow after the client's EOF"
+
 // wsLingers: a WebSocket stream has no half-close, and an app's close is
 // a FIN like a half-close's, so the relay waits for the reply.
 const wsLingers = "WebSocket carries no half-close"
+
+// AnyTLS's FIN ends a stream both ways: the protocol has no half-close.
+const anyTLSLingers = "AnyTLS has no half-close (its FIN ends the stream)"
 
 // sing-box's VMess server does not pass the end chunk on (relay.SoftCloser).
 const vmessSingBoxLingers = "sing-box's VMess server ignores the end chunk"
@@ -64,6 +75,8 @@ func closeExpectFor(impl serverImpl, kind harness.Kind) closeExpect {
 	switch {
 	case kind.UsesWS():
 		e.lingers = wsLingers
+	case kind == harness.AnyTLS:
+		e.lingers = anyTLSLingers
 	case vmess && impl == singBox:
 		e.lingers = vmessSingBoxLingers
 	}
@@ -72,6 +85,7 @@ func closeExpectFor(impl serverImpl, kind harness.Kind) closeExpect {
 	}
 	if impl == xray {
 		e.serverWait, e.waitWhy = xrayPolicyWait, xrayWaitWhy
+		e.noAnswer = xrayNoAnswer
 	}
 	return e
 }
@@ -206,6 +220,15 @@ func testAppCloses(t *testing.T, proxy string, e closeExpect) {
 	}
 	start := time.Now()
 	c.Close()
+	if e.ignored != "" {
+		select {
+		case <-ended:
+			t.Errorf("known server bug (%s) did not show: remove the mark", e.ignored)
+		case <-time.After(closeBoundFor(t, e)):
+			t.Logf("known: %s: the target did not see the close", e.ignored)
+		}
+		return
+	}
 	select {
 	case at := <-ended:
 		waited := at.Sub(start)
@@ -244,6 +267,16 @@ func testAppHalfCloses(t *testing.T, proxy string, e closeExpect) {
 		t.Fatal(err)
 	}
 	bound := closeBoundFor(t, e)
+	if e.ignored != "" {
+		// skiff's relay gives up on the flow within the bound: the app
+		// must see its end, though the target never learns of it.
+		c.SetReadDeadline(time.Now().Add(bound))
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatalf("known: %s; but the app did not see the flow end within %v: %v", e.ignored, bound, err)
+		}
+		t.Logf("known: %s: the flow ended on skiff's side", e.ignored)
+		return
+	}
 	select {
 	case at := <-eof:
 		if at.IsZero() {

@@ -154,14 +154,20 @@ func (s *Server) XrayConfig() ([]byte, error) {
 
 // XrayClientConfig returns an Xray configuration with a SOCKS5 inbound
 // (UDP on) on 127.0.0.1:listenPort whose outbound reaches s: Xray as the
-// client, to tell a server's own bug from one of Skiff's. Only Hysteria2
-// is set up.
+// client, to tell a server's own bug from one of Skiff's. Hysteria2 and
+// Shadowsocks are set up.
 func (s *Server) XrayClientConfig(listenPort int) ([]byte, error) {
-	if s.Kind != Hysteria2 {
-		return nil, fmt.Errorf("harness: xray client for %q is not set up", s.Kind)
-	}
 	in := map[string]any{"tag": "socks", "listen": "127.0.0.1", "port": listenPort, "protocol": "socks",
 		"settings": map[string]any{"udp": true, "ip": "127.0.0.1"}}
+	switch s.Kind {
+	case Hysteria2:
+	case Shadowsocks:
+		return xrayJSON(in, map[string]any{"tag": "proxy", "protocol": "shadowsocks",
+			"settings": map[string]any{"servers": []any{map[string]any{
+				"address": "127.0.0.1", "port": s.Port, "method": s.Method, "password": s.Password}}}})
+	default:
+		return nil, fmt.Errorf("harness: xray client for %q is not set up", s.Kind)
+	}
 	out := map[string]any{"tag": "proxy", "protocol": "hysteria",
 		"settings": map[string]any{"version": 2, "address": "127.0.0.1", "port": s.Port},
 		"streamSettings": map[string]any{"network": "hysteria", "security": "tls",
