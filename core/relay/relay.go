@@ -389,8 +389,17 @@ func (d *half) writeLent() (lent bool, err error) {
 func (d *half) finish(err error) error {
 	dst, src := d.dst, d.src
 	if err == nil {
-		if cw, ok := dst.(closeWriter); ok {
-			if cw.CloseWrite() == nil {
+		cw, ok := dst.(closeWriter)
+		var cerr error
+		if ok {
+			// A conn whose CloseWrite depends on what it wraps says
+			// errors.ErrUnsupported when that cannot: as no CloseWrite.
+			if cerr = cw.CloseWrite(); errors.Is(cerr, errors.ErrUnsupported) {
+				ok = false
+			}
+		}
+		if ok {
+			if cerr == nil {
 				if sc, ok := dst.(SoftCloser); ok && sc.SoftCloseWrite() {
 					d.peerLinger.Store(true)
 					dst.SetReadDeadline(time.Now().Add(HalfCloseIdle))

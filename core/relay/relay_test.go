@@ -126,10 +126,30 @@ type noCloseWrite struct{ net.Conn }
 // half-close on: the app's EOF does not cut the upstream off, its reply
 // still reaches the app, and the flow ends when the upstream closes.
 func TestStreamNoCloseWrite(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wrap func(net.Conn) net.Conn
+	}{
+		{"no CloseWrite", func(c net.Conn) net.Conn { return noCloseWrite{c} }},
+		// A conn whose CloseWrite depends on what it wraps (reqconn over
+		// WebSocket) says so with errors.ErrUnsupported: the same. It
+		// ended both directions, and the reply never came.
+		{"CloseWrite unsupported", func(c net.Conn) net.Conn { return unsupportedCloseWrite{c} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testStreamNoCloseWrite(t, tt.wrap) })
+	}
+}
+
+// unsupportedCloseWrite has a CloseWrite that cannot.
+type unsupportedCloseWrite struct{ net.Conn }
+
+func (unsupportedCloseWrite) CloseWrite() error { return errors.ErrUnsupported }
+
+func testStreamNoCloseWrite(t *testing.T, wrap func(net.Conn) net.Conn) {
 	app, appRelay := tcpPair(t)
 	upRelay, up := tcpPair(t)
 	done := make(chan error, 1)
-	go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, noCloseWrite{upRelay}, nil, nil) }()
+	go func() { done <- Stream(context.Background(), NewBuffers(0), appRelay, wrap(upRelay), nil, nil) }()
 
 	app.Write([]byte("request"))
 	app.CloseWrite()

@@ -102,6 +102,13 @@ func (h halfCloser) CloseWrite() error {
 	return h.Conn.(interface{ CloseWrite() error }).CloseWrite()
 }
 
+// SoftCloseWrite reports that the server may not pass the FIN on
+// (relay.SoftCloser): Xray's Shadowsocks 2022 inbound never did, and
+// sing-box's client as well as skiff then held the flow open until Xray's
+// idle time-out (300 s). The reply still comes under the relay's idle
+// limit.
+func (h halfCloser) SoftCloseWrite() bool { return true }
+
 // Write seals p into chunks and writes them, the request header in front
 // of the first. Big writes go out in as few transport writes as the pooled
 // buffer allows (one for a relay's 60 KiB).

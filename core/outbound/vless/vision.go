@@ -384,6 +384,20 @@ func (c *visionConn) Close() error {
 	return c.tr.Close()
 }
 
+// CloseWrite ends the flow's sending half, so that the server passes
+// the app's close on: a close_notify while the blocks go through TLS, the
+// socket's FIN once writes go on it raw (a close_notify there would be
+// read as data). Without it a Vision flow ended only HalfCloseIdle after
+// the app had closed.
+func (c *visionConn) CloseWrite() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wDirect {
+		return c.tr.CloseRawWrite()
+	}
+	return c.tr.CloseWrite()
+}
+
 func (c *visionConn) LocalAddr() net.Addr  { return c.tr.LocalAddr() }
 func (c *visionConn) RemoteAddr() net.Addr { return c.tr.RemoteAddr() }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -39,6 +40,12 @@ type Conn struct {
 	wm   sync.Mutex // one batch at a time
 
 	handshook bool // a Read succeeded, so the handshake is done; the reader's own
+	// ended: the engine returned EOF or a lasting error, which it now
+	// returns on every Read without touching the socket; the reader's own.
+	// A peer's close_notify with its TCP side still open (sing-box's Trojan
+	// server half-closing) leaves the socket quiet for good: a wait for it
+	// would never end.
+	ended     bool
 	waited    bool // WaitRead has just waited: the next Read need not; the reader's own
 	idleMu    sync.Mutex
 	waiting   bool        // the reader waits for the socket in waitQuiet
@@ -65,8 +72,25 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if err == nil {
 		c.handshook = true
 		c.noteBacklog()
+	} else {
+		c.noteEnd(err)
 	}
 	return n, err
+}
+
+// noteEnd sets ended when err, from the engine's Read, is one it keeps
+// returning: anything but a timeout or wouldBlock, which crypto/tls
+// retries (a temporary net.Error).
+func (c *Conn) noteEnd(err error) {
+	if ne, ok := err.(net.Error); ok && (ne.Timeout() || isWouldBlock(err)) {
+		return
+	}
+	c.ended = true
+}
+
+func isWouldBlock(err error) bool {
+	_, ok := err.(wouldBlock)
+	return ok
 }
 
 // engine is the TLS implementation under Conn: *tls.Conn or *utls.UConn.
@@ -146,8 +170,10 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 	n, err := c.engine.Read(p)
 	c.sock.noWait.Store(false)
 	c.noteBacklog()
-	if _, ok := err.(wouldBlock); ok {
+	if isWouldBlock(err) {
 		err = nil
+	} else if err != nil {
+		c.noteEnd(err)
 	}
 	return n, err
 }
@@ -283,6 +309,15 @@ func (c *Conn) RawWrite(p []byte) (int, error) { return c.sock.Write(p) }
 func (c *Conn) CloseRaw() error {
 	c.dropBig()
 	return c.sock.Conn.Close()
+}
+
+// CloseRawWrite shuts down the socket's writing side without a TLS
+// close_notify, for a peer that reads the stream raw (see CloseRaw).
+func (c *Conn) CloseRawWrite() error {
+	if cw, ok := c.sock.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // Close closes the connection as the engine does.

@@ -87,9 +87,10 @@ func (r records) buffered() bool {
 // waitQuiet runs before a Read: when crypto/tls holds nothing and the
 // socket has nothing, it waits until the socket has something, dropping
 // the record buffer if that takes idleRelease. Only after the handshake
-// (c.handshook), on a socket that can wait.
+// (c.handshook), on a socket that can wait, and not once the engine has
+// ended (c.ended): its next Read returns at once.
 func (c *Conn) waitQuiet() {
-	if !c.rec.ok() || !c.sock.nb.canWait() || c.rec.buffered() || c.sock.nb.ready() {
+	if c.ended || !c.rec.ok() || !c.sock.nb.canWait() || c.rec.buffered() || c.sock.nb.ready() {
 		return
 	}
 	c.idleMu.Lock()

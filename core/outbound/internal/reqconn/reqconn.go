@@ -7,6 +7,7 @@
 package reqconn
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -237,6 +238,35 @@ func (c *Conn) readResponse() error {
 	}
 	c.respDone.Store(true)
 	return c.respErr
+}
+
+// CloseWrite ends the stream's sending half, so that the server passes
+// the EOF on to the destination (the app closed, or half-closed, its
+// side): through the transport's CloseWrite, after the request header if
+// no Write sent it yet. A transport without one (WebSocket, Vision's
+// stream) cannot: it returns errors.ErrUnsupported, and the relay treats
+// the stream as one without CloseWrite. Without this, every flow of the
+// protocols on reqconn ended only relay.HalfCloseIdle (2 s) after the
+// app had closed, as the server never learnt of the close.
+func (c *Conn) CloseWrite() error {
+	cw, ok := c.Conn.(interface{ CloseWrite() error })
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	if !c.reqSent.Load() {
+		if _, err := c.writeRequest(nil); err != nil {
+			return err
+		}
+	}
+	return cw.CloseWrite()
+}
+
+// SoftCloseWrite reports that CloseWrite may be a marker the server
+// ignores (relay.SoftCloser): over TLS it is a close_notify, and the TCP
+// side stays open. The relay then reads the reply under an idle limit.
+func (c *Conn) SoftCloseWrite() bool {
+	_, tcp := c.Conn.(*net.TCPConn)
+	return !tcp
 }
 
 // Close closes the stream.
