@@ -143,6 +143,25 @@ func buildSkiff(name, main string, cgo bool) (string, error) {
 }
 
 func buildSingBox() (string, error) {
+	return buildPeer("sing-box", singBoxIsCurrent, func(bin, out string) error {
+		fmt.Fprintf(os.Stderr, "harness: installing sing-box v%s into %s (a few minutes the first time)\n", SingBoxVersion, bin)
+		cmd := exec.Command("go", "install", "-buildvcs=false",
+			"-tags", singBoxTags,
+			"-ldflags", "-X github.com/sagernet/sing-box/constant.Version="+SingBoxVersion,
+			"github.com/sagernet/sing-box/cmd/sing-box@v"+SingBoxVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+bin)
+		cmd.Dir = bin // outside any module: go install pkg@version ignores it anyway
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("harness: go install sing-box v%s: %v\n%s", SingBoxVersion, err, b)
+		}
+		return nil
+	})
+}
+
+// buildPeer makes test/bin/NAME with build, under the bin folder's lock,
+// unless current says the binary there is already the wanted one, and
+// checks it with current again afterwards.
+func buildPeer(name string, current func(path string) bool, build func(bin, out string) error) (string, error) {
 	bin, err := BinDir()
 	if err != nil {
 		return "", err
@@ -152,22 +171,15 @@ func buildSingBox() (string, error) {
 		return "", err
 	}
 	defer unlock()
-	out := filepath.Join(bin, "sing-box")
-	if singBoxIsCurrent(out) {
+	out := filepath.Join(bin, name)
+	if current(out) {
 		return out, nil
 	}
-	fmt.Fprintf(os.Stderr, "harness: installing sing-box v%s into %s (a few minutes the first time)\n", SingBoxVersion, bin)
-	cmd := exec.Command("go", "install", "-buildvcs=false",
-		"-tags", singBoxTags,
-		"-ldflags", "-X github.com/sagernet/sing-box/constant.Version="+SingBoxVersion,
-		"github.com/sagernet/sing-box/cmd/sing-box@v"+SingBoxVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+bin)
-	cmd.Dir = bin // outside any module: go install pkg@version ignores it anyway
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("harness: go install sing-box v%s: %v\n%s", SingBoxVersion, err, b)
+	if err := build(bin, out); err != nil {
+		return "", err
 	}
-	if !singBoxIsCurrent(out) {
-		return "", fmt.Errorf("harness: %s does not report version %s after install", out, SingBoxVersion)
+	if !current(out) {
+		return "", fmt.Errorf("harness: %s is not the wanted version after the build", out)
 	}
 	return out, nil
 }

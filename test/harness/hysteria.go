@@ -39,30 +39,16 @@ func NeedHysteria(t testing.TB) string {
 }
 
 func buildHysteria() (string, error) {
-	bin, err := BinDir()
-	if err != nil {
-		return "", err
-	}
-	unlock, err := lockDir(bin)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	out := filepath.Join(bin, "hysteria")
-	if hysteriaIsCurrent(out) {
-		return out, nil
-	}
-	fmt.Fprintf(os.Stderr, "harness: building the official Hysteria 2 server (%s) into %s\n", HysteriaPeerVersion, bin)
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", out, ".")
-	cmd.Dir = filepath.Join(filepath.Dir(bin), "peers", "hysteria")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("harness: go build %s: %v\n%s", cmd.Dir, err, b)
-	}
-	if !hysteriaIsCurrent(out) {
-		return "", fmt.Errorf("harness: %s does not report %q after the build", out, HysteriaPeerVersion)
-	}
-	return out, nil
+	return buildPeer("hysteria", hysteriaIsCurrent, func(bin, out string) error {
+		fmt.Fprintf(os.Stderr, "harness: building the official Hysteria 2 server (%s) into %s\n", HysteriaPeerVersion, bin)
+		cmd := exec.Command("go", "build", "-buildvcs=false", "-trimpath", "-o", out, ".")
+		cmd.Dir = filepath.Join(filepath.Dir(bin), "peers", "hysteria")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("harness: go build %s: %v\n%s", cmd.Dir, err, b)
+		}
+		return nil
+	})
 }
 
 // hysteriaIsCurrent reports whether path is the peer of HysteriaPeerVersion.

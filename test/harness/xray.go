@@ -41,40 +41,23 @@ func NeedXray(t testing.TB) string {
 }
 
 func buildXray() (string, error) {
-	bin, err := BinDir()
-	if err != nil {
-		return "", err
-	}
-	unlock, err := lockDir(bin)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	out := filepath.Join(bin, "xray")
-	if xrayIsCurrent(out) {
-		return out, nil
-	}
-	// go install names the binary after the package's folder (main): it
-	// goes into a folder of its own first, then becomes test/bin/xray.
-	tmp, err := os.MkdirTemp(bin, ".xray-build-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	fmt.Fprintf(os.Stderr, "harness: installing Xray %s into %s (a few minutes the first time)\n", XrayModuleVersion, bin)
-	cmd := exec.Command("go", "install", "-buildvcs=false", "github.com/xtls/xray-core/main@"+XrayModuleVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0")
-	cmd.Dir = tmp // outside any module
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("harness: go install xray-core %s: %v\n%s", XrayModuleVersion, err, b)
-	}
-	if err := os.Rename(filepath.Join(tmp, "main"), out); err != nil {
-		return "", err
-	}
-	if !xrayIsCurrent(out) {
-		return "", fmt.Errorf("harness: %s does not report version %s after install", out, XrayVersion)
-	}
-	return out, nil
+	return buildPeer("xray", xrayIsCurrent, func(bin, out string) error {
+		// go install names the binary after the package's folder (main): it
+		// goes into a folder of its own first, then becomes test/bin/xray.
+		tmp, err := os.MkdirTemp(bin, ".xray-build-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		fmt.Fprintf(os.Stderr, "harness: installing Xray %s into %s (a few minutes the first time)\n", XrayModuleVersion, bin)
+		cmd := exec.Command("go", "install", "-buildvcs=false", "github.com/xtls/xray-core/main@"+XrayModuleVersion)
+		cmd.Env = append(os.Environ(), "GOBIN="+tmp, "CGO_ENABLED=0")
+		cmd.Dir = tmp // outside any module
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("harness: go install xray-core %s: %v\n%s", XrayModuleVersion, err, b)
+		}
+		return os.Rename(filepath.Join(tmp, "main"), out)
+	})
 }
 
 // xrayIsCurrent reports whether path is an Xray of XrayVersion.
