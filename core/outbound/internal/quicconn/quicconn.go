@@ -21,6 +21,7 @@ import (
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // ErrClientClosed is returned by a closed client.
@@ -214,10 +215,10 @@ func (s *Shared[C]) Close(stop func()) bool {
 }
 
 // Resolve returns host's address: the literal itself, or the first that
-// d's resolver returns (outbound.LookupNetIP). Errors start with "proto:
+// d's resolver returns (sysdial.LookupNetIP). Errors start with "proto:
 // dial name".
 func Resolve(ctx context.Context, d outbound.Dialer, proto, name, host string) (netip.Addr, error) {
-	ips, err := outbound.LookupNetIP(ctx, d, "ip", host)
+	ips, err := sysdial.LookupNetIP(ctx, d, "ip", host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("%s: dial %s: resolve: %w", proto, name, err)
 	}
