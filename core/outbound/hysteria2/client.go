@@ -49,7 +49,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -103,9 +102,7 @@ type Client struct {
 
 	conns *quicconn.Shared[*qconn] // the live connection and the dial in progress
 
-	udpMu   sync.RWMutex
-	udp     map[uint32]*packetConn // open UDP sessions by session ID
-	nextSID uint32
+	udp *quicconn.Sessions[uint32, *packetConn] // open UDP sessions by session ID
 }
 
 // qconn is one authenticated QUIC connection and the socket it runs on.
@@ -189,7 +186,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		EnableDatagrams:                true,
 	}
 	c.conns = quicconn.NewShared("hysteria2", c.name, closeCodeOK, c.dial, c.run)
-	c.udp = make(map[uint32]*packetConn)
+	c.udp = quicconn.NewSessions[uint32, *packetConn]()
 	return c, nil
 }
 
@@ -385,11 +382,7 @@ func (c *Client) hopLoop(q *qconn) {
 // sessions end. A closed Client dials no more.
 func (c *Client) Close() error {
 	c.conns.Close(func() {
-		c.udpMu.Lock()
-		sessions := c.udp
-		c.udp = nil
-		c.udpMu.Unlock()
-		for _, pc := range sessions {
+		for _, pc := range c.udp.Close() {
 			pc.shut()
 		}
 	})
@@ -406,14 +399,5 @@ func (c *Client) PathStats() (outbound.PathStats, bool) {
 	if !ok {
 		return outbound.PathStats{}, false
 	}
-	s := q.qc.ConnectionStats()
-	return outbound.PathStats{
-		RTT:           s.SmoothedRTT,
-		MinRTT:        s.MinRTT,
-		BytesSent:     s.BytesSent,
-		BytesReceived: s.BytesReceived,
-		PacketsSent:   s.PacketsSent,
-		PacketsLost:   s.PacketsLost,
-		DeclaredRx:    c.rxRate,
-	}, true
+	return quicconn.PathStats(q.qc, c.rxRate), true
 }

@@ -289,3 +289,19 @@ func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
 		}
 	})
 }
+
+// PathStats turns a QUIC connection's figures into the failover group's
+// (outbound.PathStatser); declaredRx is the receive rate the client
+// declared to the server, 0 for none.
+func PathStats(qc *quic.Conn, declaredRx uint64) outbound.PathStats {
+	s := qc.ConnectionStats()
+	return outbound.PathStats{
+		RTT:           s.SmoothedRTT,
+		MinRTT:        s.MinRTT,
+		BytesSent:     s.BytesSent,
+		BytesReceived: s.BytesReceived,
+		PacketsSent:   s.PacketsSent,
+		PacketsLost:   s.PacketsLost,
+		DeclaredRx:    declaredRx,
+	}
+}
