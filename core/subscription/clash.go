@@ -95,7 +95,8 @@ type clashProxy struct {
 		Enabled  bool   `yaml:"enabled"`
 		Protocol string `yaml:"protocol"`
 	} `yaml:"smux"`
-	SSOpts *struct {
+	ECHOpts *clashECH `yaml:"ech-opts"`
+	SSOpts  *struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
@@ -239,10 +240,14 @@ func (cp *clashProxy) build() (*node.Node, error) {
 	if sni == "" {
 		sni = cp.ServerName
 	}
+	ech, err := cp.ECHOpts.node()
+	if err != nil {
+		return nil, err
+	}
 	tlsOn := func() {
 		n.TLS = &node.TLS{
 			SNI: sni, ALPN: cp.ALPN, Insecure: cp.SkipCertVerify,
-			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint, NoSNI: cp.DisableSNI,
+			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint, NoSNI: cp.DisableSNI, ECH: ech,
 		}
 		if r := cp.RealityOpts; r != nil {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}

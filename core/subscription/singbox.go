@@ -137,6 +137,7 @@ type sbOutbound struct {
 			PublicKey string `json:"public_key"`
 			ShortID   string `json:"short_id"`
 		} `json:"reality"`
+		ECH *sbECH `json:"ech"`
 	} `json:"tls"`
 
 	Transport *struct {
@@ -297,6 +298,10 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		}
 		if r := t.Reality; r != nil && r.Enabled {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
+		}
+		var err error
+		if n.TLS.ECH, err = t.ECH.node(); err != nil {
+			return nil, err
 		}
 	}
 	needTLS := func() {

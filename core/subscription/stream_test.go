@@ -83,26 +83,32 @@ var streamFieldCases = []struct {
 
 func TestTrojanVMessFields(t *testing.T) {
 	for _, tc := range streamFieldCases {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := Parse([]byte(tc.doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Nodes) != 1 {
-				t.Fatalf("%d nodes, warnings %v", len(res.Nodes), res.Warnings)
-			}
-			n := res.Nodes[0]
-			if !tc.check(n) {
-				t.Errorf("node %+v (vmess %+v, trojan %+v, transport %+v, tls %+v)", n, n.VMess, n.Trojan, n.Transport, n.TLS)
-			}
-			ok, why := protocol.Supported(n)
-			switch {
-			case tc.reason == "" && !ok:
-				t.Errorf("not supported: %s", why)
-			case tc.reason != "" && (ok || !strings.Contains(why, tc.reason)):
-				t.Errorf("supported %v %q; want greyed with %q", ok, why, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFieldCase(t, tc.doc, tc.check, tc.reason) })
+	}
+}
+
+// checkFieldCase parses doc, which holds one node, checks it and whether
+// it is supported: reason "" wants it usable, else greyed with a reason
+// that contains reason.
+func checkFieldCase(t *testing.T, doc string, check func(*node.Node) bool, reason string) {
+	t.Helper()
+	res, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Nodes) != 1 {
+		t.Fatalf("%d nodes, warnings %v", len(res.Nodes), res.Warnings)
+	}
+	n := res.Nodes[0]
+	if !check(n) {
+		t.Errorf("node %+v (vmess %+v, trojan %+v, transport %+v, tls %+v)", n, n.VMess, n.Trojan, n.Transport, n.TLS)
+	}
+	ok, why := protocol.Supported(n)
+	switch {
+	case reason == "" && !ok:
+		t.Errorf("not supported: %s", why)
+	case reason != "" && (ok || !strings.Contains(why, reason)):
+		t.Errorf("supported %v %q; want greyed with %q", ok, why, reason)
 	}
 }
 
