@@ -59,8 +59,13 @@ var streamFieldCases = []struct {
 			return n.Trojan.Password == "pw" && n.TLS.SNI == "sni.example" && n.Transport.Path == "/tr"
 		}, ""},
 	{"clash trojan smux", `proxies:
-  - {name: a, type: trojan, server: t.example, port: 443, password: pw, smux: {enabled: true, protocol: smux}}`,
-		func(n *node.Node) bool { return n.Multiplex == "smux" }, `multiplex "smux"`},
+  - {name: a, type: trojan, server: t.example, port: 443, password: pw, smux: {enabled: true, protocol: smux, max-streams: 8, padding: true}}`,
+		func(n *node.Node) bool {
+			return n.Multiplex == "smux" && *n.MultiplexOptions == node.MultiplexOptions{MaxStreams: 8, Padding: true}
+		}, ""},
+	{"clash vless smux vision", `proxies:
+  - {name: a, type: vless, server: t.example, port: 443, uuid: ` + testUUID + `, tls: true, flow: xtls-rprx-vision, smux: {enabled: true}}`,
+		func(n *node.Node) bool { return n.Multiplex == "h2mux" }, "multiplex cannot go with flow"},
 	{"clash trojan ss-opts", `proxies:
   - {name: a, type: trojan, server: t.example, port: 443, password: pw, ss-opts: {enabled: true, method: chacha20-ietf-poly1305, password: x}}`,
 		func(n *node.Node) bool { return n.Trojan.SSMethod == "chacha20-ietf-poly1305" }, "shadowsocks layer"},
@@ -74,8 +79,16 @@ var streamFieldCases = []struct {
 			"packet_encoding":"packetaddr","authenticated_length":false}]}`,
 		func(n *node.Node) bool { return n.VMess.PacketEncoding == "packetaddr" }, `packet encoding "packetaddr"`},
 	{"sing-box trojan multiplex", `{"outbounds":[{"type":"trojan","tag":"a","server":"t.example","server_port":443,"password":"pw",
-			"tls":{"enabled":true},"multiplex":{"enabled":true}}]}`,
-		func(n *node.Node) bool { return n.Multiplex == "h2mux" }, `multiplex "h2mux"`},
+			"tls":{"enabled":true},"multiplex":{"enabled":true,"max_connections":2,"min_streams":3}}]}`,
+		func(n *node.Node) bool {
+			return n.Multiplex == "h2mux" && *n.MultiplexOptions == node.MultiplexOptions{MaxConnections: 2, MinStreams: 3}
+		}, ""},
+	{"sing-box vmess yamux conflict", `{"outbounds":[{"type":"vmess","tag":"a","server":"t.example","server_port":443,"uuid":"` + testUUID + `",
+			"multiplex":{"enabled":true,"protocol":"yamux","max_connections":2,"max_streams":3}}]}`,
+		func(n *node.Node) bool { return n.Multiplex == "yamux" }, "max_streams conflicts"},
+	{"sing-box mux unknown", `{"outbounds":[{"type":"vmess","tag":"a","server":"t.example","server_port":443,"uuid":"` + testUUID + `",
+			"multiplex":{"enabled":true,"protocol":"mplex"}}]}`,
+		func(n *node.Node) bool { return n.Multiplex == "mplex" }, `multiplex "mplex"`},
 	{"sing-box trojan", `{"outbounds":[{"type":"trojan","tag":"a","server":"t.example","server_port":443,"password":"pw",
 			"tls":{"enabled":true,"server_name":"sni.example","insecure":true},"multiplex":{"enabled":false}}]}`,
 		func(n *node.Node) bool { return n.TLS.Insecure && n.Multiplex == "" }, ""},

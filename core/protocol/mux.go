@@ -1,0 +1,34 @@
+package protocol
+
+import (
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/outbound/mux"
+)
+
+// muxProtocols are the protocols whose sing-box outbounds take multiplex.
+var muxProtocols = map[string]bool{node.VLESS: true, node.VMess: true, node.Trojan: true, node.Shadowsocks: true}
+
+// newMuxed returns n's client with its multiplex: the protocol's own
+// client for n without it, carrying the sessions (core/outbound/mux).
+func newMuxed(n *node.Node, d outbound.Dialer, newClient func(*node.Node, outbound.Dialer) (outbound.Outbound, error)) (outbound.Outbound, error) {
+	if !muxProtocols[n.Protocol] {
+		return nil, node.Unsupportedf(node.FeatureMultiplex, n.Multiplex, "multiplex is not supported with %s", n.Protocol)
+	}
+	if n.VLESS != nil && n.VLESS.Flow != "" {
+		// sing-box refuses it too: Vision's padding works on the TLS
+		// records of one flow, not of a session's many.
+		return nil, node.Unsupportedf(node.FeatureMultiplex, n.Multiplex, "multiplex cannot go with flow %s", n.VLESS.Flow)
+	}
+	cfg, err := mux.ParseConfig(n.Multiplex, n.MultiplexOptions)
+	if err != nil {
+		return nil, err
+	}
+	inner := *n
+	inner.Multiplex, inner.MultiplexOptions = "", nil
+	c, err := newClient(&inner, d)
+	if err != nil {
+		return nil, err
+	}
+	return mux.New(c, cfg, n.Protocol+": "+n.Address()), nil
+}
