@@ -100,9 +100,9 @@ func echoThroughErr(t *testing.T, ob outbound.Outbound, echo string, size int) e
 	return nil
 }
 
-// udpThrough sends datagrams of several sizes to a UDP echo through ob
-// and checks each comes back intact.
-func udpThrough(t *testing.T, ob outbound.Outbound) {
+// udpThrough sends datagrams of sizes to a UDP echo through ob and
+// checks each comes back intact.
+func udpThrough(t *testing.T, ob outbound.Outbound, sizes ...int) {
 	t.Helper()
 	echo, err := flow.ParseAddr(harness.UDPEcho(t))
 	if err != nil {
@@ -116,7 +116,7 @@ func udpThrough(t *testing.T, ob outbound.Outbound) {
 	}
 	defer pc.Close()
 	buf := make([]byte, 65535)
-	for _, n := range []int{1, 512, 1400, 3000, 8192} {
+	for _, n := range sizes {
 		p := make([]byte, n)
 		rand.Read(p)
 		ok := false
@@ -195,7 +195,7 @@ func testMultiplex(t *testing.T, kind harness.Kind, proto string, padding bool) 
 			}
 		}
 	})
-	t.Run("udp", func(t *testing.T) { udpThrough(t, ob) })
+	t.Run("udp", func(t *testing.T) { udpThrough(t, ob, 1, 512, 1400, 3000, 8192) })
 	t.Run("server-restart", func(t *testing.T) {
 		server.Stop()
 		startConfig(t, s, cfg)
