@@ -103,8 +103,9 @@ const (
 )
 
 // MultiplexOptions is sing-box multiplex's (Clash smux's) settings besides
-// the protocol. Zero values mean the defaults: with neither MaxConnections
-// nor MaxStreams, 4 connections and at least 4 streams... (core/transport/mux).
+// the protocol. Zero values mean sing-box's defaults: without MaxStreams,
+// up to 4 connections, each filled to 4 streams before the next opens
+// (core/outbound/mux).
 type MultiplexOptions struct {
 	MaxConnections int  `json:"maxConnections,omitempty"` // sessions open at most
 	MinStreams     int  `json:"minStreams,omitempty"`     // streams on a session before another is opened

@@ -58,9 +58,6 @@ func (c *paddingConn) Read(p []byte) (int, error) {
 			return c.Conn.Read(p)
 		}
 		if _, err := io.ReadFull(c.Conn, c.hdr[:]); err != nil {
-			if err == io.ErrUnexpectedEOF {
-				return 0, err
-			}
 			return 0, err // io.EOF between frames: the session ended cleanly
 		}
 		c.rframes++
