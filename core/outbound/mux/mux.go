@@ -93,22 +93,41 @@ type Client struct {
 
 	mu       sync.Mutex
 	sessions []session
+	idle     map[session]time.Time // since when a session has carried no stream
 	closed   bool
+	now      func() time.Time // time.Now; tests set it
 }
+
+// maxIdle is how long a session without streams is kept. smux sessions
+// run without keep-alives (sing-box's server has none), so one whose NAT
+// mapping or server went away silently would take new flows into a void;
+// a session idle this long is closed instead and the next flow opens a
+// fresh one (a handshake more after a quiet minute).
+const maxIdle = 60 * time.Second
 
 // New returns the multiplexing client over inner, which it owns (Close
 // closes it). name prefixes errors ("vless: 1.2.3.4:443").
 func New(inner outbound.Outbound, cfg Config, name string) *Client {
-	return &Client{inner: inner, cfg: cfg, name: name, dialSem: make(chan struct{}, 1)}
+	return &Client{inner: inner, cfg: cfg, name: name, dialSem: make(chan struct{}, 1), idle: map[session]time.Time{}, now: time.Now}
 }
 
 // pick returns the session for a new stream, nil when a new session is to
-// be opened. It prunes dead sessions. c.mu is held.
+// be opened. It prunes dead sessions and those idle for maxIdle. c.mu is
+// held.
 func (c *Client) pick() session {
+	now := c.now()
 	live := c.sessions[:0]
 	for _, s := range c.sessions {
+		if s.streams() > 0 {
+			delete(c.idle, s)
+		} else if since, ok := c.idle[s]; !ok {
+			c.idle[s] = now
+		} else if now.Sub(since) > maxIdle {
+			s.Close()
+		}
 		if s.closed() {
 			s.Close()
+			delete(c.idle, s)
 			continue
 		}
 		live = append(live, s)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
@@ -177,7 +178,7 @@ func TestPick(t *testing.T) {
 		{"max streams room", Config{MaxStreams: 8}, []int{8, 7}, 1},
 		{"max streams full", Config{MaxStreams: 8}, []int{8, 8, 8, 8, 8}, -1},
 	} {
-		c := &Client{cfg: tt.cfg}
+		c := &Client{cfg: tt.cfg, idle: map[session]time.Time{}, now: time.Now}
 		var ss []*fakeSession
 		for _, n := range tt.streams {
 			s := &fakeSession{n: n}
@@ -200,6 +201,22 @@ func TestPick(t *testing.T) {
 	}
 }
 
+// TestPickIdle: a session without streams for maxIdle is closed and not
+// picked; one that carries streams is kept however old.
+func TestPickIdle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	c := &Client{cfg: Config{MaxConnections: 4, MinStreams: 4}, idle: map[session]time.Time{}, now: func() time.Time { return now }}
+	quiet, busy := &fakeSession{}, &fakeSession{n: 1}
+	c.sessions = []session{quiet, busy}
+	if got := c.pick(); got != quiet {
+		t.Fatalf("picked %v, want the idle one while it is fresh", got)
+	}
+	now = now.Add(maxIdle + time.Second)
+	if got := c.pick(); got != busy || !quiet.closedCalled || len(c.sessions) != 1 {
+		t.Fatalf("after maxIdle: picked %v, idle closed %v, %d sessions", got, quiet.closedCalled, len(c.sessions))
+	}
+}
+
 type fakeSession struct {
 	n            int
 	dead         bool
@@ -208,7 +225,7 @@ type fakeSession struct {
 
 func (s *fakeSession) open(context.Context) (net.Conn, error) { return nil, errors.New("fake") }
 func (s *fakeSession) streams() int                           { return s.n }
-func (s *fakeSession) closed() bool                           { return s.dead }
+func (s *fakeSession) closed() bool                           { return s.dead || s.closedCalled }
 func (s *fakeSession) Close() error                           { s.closedCalled = true; return nil }
 
 // fakeConn is a net.Conn over a reader or a writer.
