@@ -37,7 +37,9 @@ func echParam(scheme, v string) (*node.ECH, error) {
 	// A query string may turn + into a space; both alphabets appear.
 	v = strings.NewReplacer(" ", "+", "-", "+", "_", "/").Replace(strings.TrimRight(v, "="))
 	b, err := base64.RawStdEncoding.DecodeString(v)
-	if err != nil {
+	// A list holds its length and at least one config's version and
+	// length: shorter is no list (and would print as a flag).
+	if err != nil || len(b) < 6 {
 		return nil, errf(scheme, "ech", "not a base64 ECHConfigList nor a DNS server URL")
 	}
 	return &node.ECH{Config: b}, nil

@@ -73,3 +73,28 @@ func TestECHLinks(t *testing.T) {
 		t.Fatalf("hysteria2: %+v, %v", n.TLS, err)
 	}
 }
+
+// FuzzECHParam: whatever ech= value is accepted is written back as one
+// that reads to the same settings (or refused when it has no link form).
+func FuzzECHParam(f *testing.F) {
+	for _, s := range []string{"AAj+DQAEAQIDBA==", "https://1.1.1.1/dns-query", "a.example+https://dns.example/q", "1", "0", "+https://x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		e, err := echParam("vless", v)
+		if err != nil || e == nil {
+			return
+		}
+		out, err := echValue("vless", e)
+		if err != nil {
+			if e.Config != nil || e.DNS != "" {
+				t.Fatalf("%q: %+v has a form but: %v", v, e, err)
+			}
+			return
+		}
+		back, err := echParam("vless", out)
+		if err != nil || !reflect.DeepEqual(back, e) {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", v, e, out, back, err)
+		}
+	})
+}
