@@ -7,12 +7,14 @@ require (
 	github.com/Microsoft/go-winio v0.6.4
 	github.com/gobwas/ws v1.5.0
 	github.com/godbus/dbus/v5 v5.1.0
+	github.com/hashicorp/yamux v0.1.2
 	github.com/maxmind/mmdbwriter v1.0.0
 	github.com/nicksnyder/go-i18n/v2 v2.5.1
 	github.com/oschwald/maxminddb-golang/v2 v2.1.1
 	github.com/quic-go/quic-go v0.65.0
 	github.com/refraction-networking/utls v1.8.2
 	github.com/vishvananda/netlink v1.3.1
+	github.com/xtaci/smux v1.5.58
 	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0

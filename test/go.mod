@@ -18,6 +18,7 @@ require (
 	github.com/andybalholm/brotli v1.0.6 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/google/btree v1.1.2 // indirect
+	github.com/hashicorp/yamux v0.1.2 // indirect
 	github.com/klauspost/compress v1.17.4 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
 	github.com/oschwald/maxminddb-golang/v2 v2.1.1 // indirect
@@ -26,6 +27,7 @@ require (
 	github.com/refraction-networking/utls v1.8.2 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
+	github.com/xtaci/smux v1.5.58 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
 	golang.org/x/text v0.44.0 // indirect

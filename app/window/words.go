@@ -22,7 +22,7 @@ var protocolNames = map[string]string{
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
-// "Hysteria2", "VLESS+WS+TLS".
+// "Hysteria2", "VLESS+WS+TLS", "Trojan+TLS+ECH+SMUX".
 func protocolLabel(n *node.Node) string {
 	s, ok := protocolNames[n.Protocol]
 	if !ok {
@@ -40,6 +40,12 @@ func protocolLabel(n *node.Node) string {
 		} else {
 			s += "+TLS"
 		}
+		if n.TLS.ECH != nil {
+			s += "+ECH"
+		}
+	}
+	if n.Multiplex != "" {
+		s += "+" + strings.ToUpper(n.Multiplex)
 	}
 	return s
 }

@@ -61,4 +61,8 @@ func TestProtocolLabel(t *testing.T) {
 			t.Errorf("protocolLabel(%s) = %q, want %q", n.Name, got, want)
 		}
 	}
+	n := &node.Node{Protocol: node.Trojan, TLS: &node.TLS{ECH: &node.ECH{Config: []byte{1}}}, Multiplex: node.MultiplexSmux}
+	if got := protocolLabel(n); got != "Trojan+TLS+ECH+SMUX" {
+		t.Errorf("protocolLabel = %q", got)
+	}
 }

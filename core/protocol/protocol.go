@@ -54,7 +54,13 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 	if !ok {
 		return nil, node.Unsupportedf(node.FeatureProtocol, n.Protocol, "node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
 	}
-	c, err := newClient(n, d)
+	var c outbound.Outbound
+	var err error
+	if n.Multiplex != "" {
+		c, err = newMuxed(n, d, newClient)
+	} else {
+		c, err = newClient(n, d)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node %q: %w", n.Name, err)
 	}

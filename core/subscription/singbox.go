@@ -114,8 +114,12 @@ type sbOutbound struct {
 	AuthenticatedLength bool        `json:"authenticated_length"`
 	PacketEncoding      string      `json:"packet_encoding"`
 	Multiplex           *struct {
-		Enabled  bool   `json:"enabled"`
-		Protocol string `json:"protocol"`
+		Enabled        bool   `json:"enabled"`
+		Protocol       string `json:"protocol"`
+		MaxConnections int    `json:"max_connections"`
+		MinStreams     int    `json:"min_streams"`
+		MaxStreams     int    `json:"max_streams"`
+		Padding        bool   `json:"padding"`
 	} `json:"multiplex"`
 	Obfs *struct {
 		Type     string `json:"type"`
@@ -137,6 +141,7 @@ type sbOutbound struct {
 			PublicKey string `json:"public_key"`
 			ShortID   string `json:"short_id"`
 		} `json:"reality"`
+		ECH *sbECH `json:"ech"`
 	} `json:"tls"`
 
 	Transport *struct {
@@ -282,6 +287,17 @@ func (o *sbOutbound) node() (*node.Node, error) {
 	return n, nil
 }
 
+// multiplex sets n's multiplex from o's.
+func (o *sbOutbound) multiplex(n *node.Node) {
+	if m := o.Multiplex; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // sing-box's default
+		}
+		n.MultiplexOptions = muxOptions(m.MaxConnections, m.MinStreams, m.MaxStreams, m.Padding)
+	}
+}
+
 func (o *sbOutbound) build() (*node.Node, error) {
 	n := &node.Node{Name: strings.TrimSpace(o.Tag), Server: strings.Trim(o.Server, "[]"), Port: o.ServerPort}
 	if n.Server == "" {
@@ -297,6 +313,10 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		}
 		if r := t.Reality; r != nil && r.Enabled {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
+		}
+		var err error
+		if n.TLS.ECH, err = t.ECH.node(); err != nil {
+			return nil, err
 		}
 	}
 	needTLS := func() {
@@ -333,6 +353,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 	case "shadowsocks":
 		n.Protocol = node.Shadowsocks
 		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts, UDPOverTCP: o.UDPOverTCP.Enabled, UDPOverTCPVersion: o.UDPOverTCP.Version}
+		o.multiplex(n)
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC
@@ -351,12 +372,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 	default:
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", o.Type)
 	}
-	if m := o.Multiplex; m != nil && m.Enabled {
-		n.Multiplex = m.Protocol
-		if n.Multiplex == "" {
-			n.Multiplex = "h2mux" // sing-box's default
-		}
-	}
+	o.multiplex(n)
 	if t := o.Transport; t != nil {
 		tr := &node.Transport{Path: t.Path, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeaderName, ServiceName: t.ServiceName}
 		if len(t.Host) > 0 {
