@@ -67,6 +67,10 @@ type Backend interface {
 	Import(ctx context.Context, r ImportRequest) (*ImportResult, error)
 	// Refresh fetches subscription id again.
 	Refresh(ctx context.Context, id string) (*ImportResult, error)
+	// Select saves a pick (the profile's selection, or a select group's
+	// member) and, when connected, applies it at once: new flows go to
+	// it, open ones stay (or close: Settings.CloseOnSwitch). See select.go.
+	Select(ctx context.Context, r SelectRequest) (*SelectResult, error)
 	// Probe measures the latency of the given nodes through each node's own
 	// outbound, outside the tunnel.
 	Probe(ctx context.Context, ids []string) ([]ProbeResult, error)

@@ -565,6 +565,11 @@ func WithPick(ctx context.Context, pick func(member string)) context.Context {
 	return context.WithValue(ctx, pickKey{}, pick)
 }
 
+// ReportPick tells the flow's WithPick func that member carried it: for
+// an outbound that stands for a group without being one (the core's
+// switchable route over one server).
+func ReportPick(ctx context.Context, member string) { reportPick(ctx, member) }
+
 func reportPick(ctx context.Context, member string) {
 	if pick, ok := ctx.Value(pickKey{}).(func(string)); ok {
 		pick(member)
