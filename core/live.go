@@ -96,6 +96,8 @@ func (r *routing) outboundFor(n *node.Node) (outbound.Outbound, error) {
 // target's flows on its old member. It returns how many flows it closed.
 // ErrNeedsReconnect: see there; ErrNoServer: cfg has no nodes.
 func (c *Controller) Reselect(cfg Config, closeOld bool) (closed int, err error) {
+	c.op.Lock() // not while a Stop closes the routing
+	defer c.op.Unlock()
 	r := c.current()
 	if r == nil {
 		return 0, errors.New("core: not running")
@@ -167,22 +169,28 @@ func (r *routing) setRoute(nodes []*node.Node, mode group.Mode, selected string)
 	if mode == "" {
 		mode = group.Failover
 	}
+	// The group's Select reports the switch (onSwitch), which reads the
+	// status and so r.mu: it is called with r.mu released.
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if g := r.group; g != nil && g.Mode() == group.Selector && mode == group.Selector && sameMembers(g.Members(), nodes) {
+	g := r.group
+	r.mu.Unlock()
+	if g != nil && g.Mode() == group.Selector && mode == group.Selector && sameMembers(g.Members(), nodes) {
 		if selected == "" {
 			return nil
 		}
 		return g.Select(selected)
 	}
+	r.mu.Lock()
 	ms := make([]group.Member, 0, len(nodes))
 	for i, n := range nodes {
 		ob, err := r.outboundFor(n)
 		if err != nil {
+			r.mu.Unlock()
 			return fmt.Errorf("server %d: %w", i+1, err)
 		}
 		ms = append(ms, group.Member{Name: nodeName(n), Outbound: ob})
 	}
+	r.mu.Unlock()
 	next := &liveRoute{ob: ms[0].Outbound, name: ms[0].Name}
 	if len(ms) > 1 {
 		g, err := group.New(TargetProxy, mode, ms, group.Options{Policy: r.policy, OnEvent: r.onSwitch, Log: r.log, Shared: true})
@@ -196,9 +204,12 @@ func (r *routing) setRoute(nodes []*node.Node, mode group.Mode, selected string)
 			}
 		}
 		next.ob, next.group = g, g
-		r.groups = append(r.groups, g)
 	}
+	r.mu.Lock()
 	old := r.group
+	if next.group != nil {
+		r.groups = append(r.groups, next.group)
+	}
 	r.live.cur.Store(next)
 	r.group = next.group
 	if next.group != nil {
@@ -207,10 +218,13 @@ func (r *routing) setRoute(nodes []*node.Node, mode group.Mode, selected string)
 		r.proxy = next.name
 	}
 	if old != nil {
+		r.groups = removeGroup(r.groups, old)
+	}
+	r.mu.Unlock()
+	if old != nil {
 		// It stops probing; its members stay open for the flows they
 		// carry (the routing closes every outbound at Stop).
 		old.Close()
-		r.groups = removeGroup(r.groups, old)
 	}
 	return nil
 }

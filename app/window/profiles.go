@@ -16,7 +16,6 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
@@ -515,15 +514,14 @@ func (v *profilesView) removeSource() {
 	}, v.u.win)
 }
 
-// use makes node id the profile's selection.
+// use makes node id the profile's selection; while connected, new flows
+// go through it at once (api.Backend.Select).
 func (v *profilesView) use(id string) {
-	if err := v.u.update(func(p *profile.Profile) error { p.Select(id); return nil }); err != nil {
-		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
-		return
+	name := id
+	if n := v.p.Node(id); n != nil {
+		name = n.Name()
 	}
-	if v.u.status().State == core.Running {
-		v.say(tr("profiles.selectedReconnect"), false)
-	}
+	v.u.pick(api.SelectRequest{ID: id}, name, v.say)
 }
 
 // test measures the latency of nodes: the core probes each through its own

@@ -40,6 +40,7 @@ type settingsView struct {
 
 	startLogin, startConn *widget.Check
 	resume                *widget.Check // the profile's ConnectAtStart
+	closeOnSwitch         *widget.Check // the profile's CloseOnSwitch
 	listen                *widget.Entry
 	proxyUser, proxyPass  *widget.Entry // the profile's Settings.Proxy
 	strict, ipv6          *widget.Check
@@ -84,6 +85,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
 	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
 	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
+	v.closeOnSwitch = widget.NewCheck(tr("settings.closeOnSwitch"), nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
 	v.proxyUser = widget.NewEntry()
@@ -119,6 +121,7 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	form := widget.NewForm(
 		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
+		widget.NewFormItem(tr("settings.switching"), v.closeOnSwitch),
 		widget.NewFormItem(tr("settings.listen"), v.listen),
 		widget.NewFormItem(tr("settings.proxyAuth"), container.NewVBox(v.proxyUser, v.proxyPass, authHint)),
 		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
@@ -160,6 +163,7 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	v.strict.SetChecked(s.TUN.Strict())
 	v.killSwitch.SetChecked(s.TUN.KillSwitch)
 	v.resume.SetChecked(s.ConnectAtStart)
+	v.closeOnSwitch.SetChecked(s.CloseOnSwitch)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -249,6 +253,7 @@ func (v *settingsView) save() {
 		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
 		pr.Settings.ConnectAtStart = v.resume.Checked
+		pr.Settings.CloseOnSwitch = v.closeOnSwitch.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.Proxy = proxy
