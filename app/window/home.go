@@ -69,13 +69,14 @@ type homeView struct {
 	memWindow *widget.Label
 	conns     *widget.Label
 
-	running bool
-	userErr string     // an error the window found before the core was asked
-	shown   api.Status // the status last drawn
-	drawn   bool       // whether shown was drawn at all
-	memAt   time.Time  // when the memory figures were last shown
-	ksStale bool       // the kill switch's state is to be read again
-	phase   phase      // the heading last drawn
+	running  bool
+	changing bool       // a mode change is asked of the core
+	userErr  string     // an error the window found before the core was asked
+	shown    api.Status // the status last drawn
+	drawn    bool       // whether shown was drawn at all
+	memAt    time.Time  // when the memory figures were last shown
+	ksStale  bool       // the kill switch's state is to be read again
+	phase    phase      // the heading last drawn
 
 	// The run's check: right after connecting, the core probes the
 	// route's servers, so the window says Connected only once one
@@ -234,11 +235,7 @@ func (h *homeView) onMode(string) {
 		}
 		mode = plan.ModeTUN
 	}
-	p := h.u.Prefs()
-	if p.Mode != mode && !(p.Mode == "" && mode == plan.ModeProxy) {
-		p.Mode = mode
-		h.u.setPrefs(p)
-	}
+	h.changeMode(mode)
 }
 
 func (h *homeView) onToggle() {
