@@ -71,6 +71,7 @@ type Member struct {
 // values.
 type Policy struct {
 	ProbeURL      string        // URL fetched through a member to probe it; a 204 endpoint
+	ProbeURLs     []string      // tried in order when ProbeURL fails (probetarget.go); nil: the defaults, empty: none
 	ProbeTimeout  time.Duration // a probe slower than this failed
 	Interval      time.Duration // probe period of healthy members while the group is in use
 	RetryMin      time.Duration // first re-probe of a failed member; doubles per failure
@@ -132,6 +133,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.ProbeURL == "" {
 		p.ProbeURL = d.ProbeURL
+	}
+	if p.ProbeURLs == nil {
+		p.ProbeURLs = defaultProbeURLs
 	}
 	if p.SpeedURL == "" {
 		p.SpeedURL = d.SpeedURL
