@@ -10,7 +10,8 @@ import (
 
 // changeMode makes mode the user's. While connected the core is asked to
 // apply it (api.Backend.SetMode: the system proxy is set or put back at
-// once, TUN mode connects again); a mode it refuses is not kept, the
+// once, TUN mode connects again; stopped, nothing changes but the
+// choice); a mode it refuses is not kept, the
 // dropdown goes back, and the note says why.
 func (h *homeView) changeMode(mode string) {
 	p := h.u.Prefs()
@@ -26,10 +27,8 @@ func (h *homeView) changeMode(mode string) {
 		p.Mode = mode
 		h.u.setPrefs(p)
 	}
-	if !h.running {
-		save()
-		return
-	}
+	// The core says whether there is a connection to change (stopped,
+	// SetMode does nothing): the window's view of it may be a tick old.
 	h.changing = true
 	var (
 		res *api.ModeResult

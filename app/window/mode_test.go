@@ -50,7 +50,7 @@ func TestModeChangeWhileConnected(t *testing.T) {
 	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, addLinks(t, hy2Link))
 	home := h.ui.home
 	home.toggle.OnTapped()
-	h.waitFor("the core to run", func() bool { return h.ctrl.Status().State == core.Running })
+	h.waitFor("the core to run", func() bool { return home.toggle.Text == "Disconnect" && h.ctrl.Status().State == core.Running })
 	since, listen := h.ctrl.Status().Since, h.ctrl.Status().Listen
 	_, port, _ := strings.Cut(listen, ":")
 
