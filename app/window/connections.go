@@ -21,8 +21,8 @@ var connColumns = []struct {
 	title string
 	width float32
 }{
-	{"conns.source", 125}, {"conns.destination", 170}, {"conns.route", 100}, {"conns.member", 100},
-	{"conns.up", 84}, {"conns.down", 84}, {"conns.speed", 96}, {"conns.age", 50}, {"", 40},
+	{"conns.source", 100}, {"conns.destination", 112}, {"conns.route", 91}, {"conns.member", 91},
+	{"conns.up", 84}, {"conns.down", 84}, {"conns.speed", 90}, {"conns.age", 50}, {"", 40},
 }
 
 // connGrow is each column's share of the width beyond the columns'
