@@ -5,8 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2"
+
+	"github.com/skiffvpn/skiff/core/api"
 )
 
 // TestScreenshots draws every tab in both themes, in English and
@@ -44,6 +47,28 @@ func TestScreenshots(t *testing.T) {
 					}
 					f.Close()
 				}
+				// Home with everything it can say at once: the error with
+				// Details, a failure note, the reason.
+				h.ui.tabs.SelectIndex(0)
+				h.pump()
+				fixedHome(h)
+				home := h.ui.home
+				home.showError(tr("explain.portInUse") + " " + tr("explain.noServer"))
+				home.noteFailure(api.Notice{Kind: api.NoticeFlowFailed, Time: time.Unix(0, 0), Error: &api.Error{Code: api.CodeServerAuth}})
+				h.pump()
+				home.reason.SetText(tr("explain.serverAuth"))
+				w.Content().Refresh()
+				w.Resize(sz.AddWidthHeight(1, 0))
+				w.Resize(sz)
+				name := filepath.Join(dir, code+"-"+th+"-"+itoa(int(sz.Width))+"-0-busy.png")
+				f, err := os.Create(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				png.Encode(f, w.Canvas().Capture())
+				f.Close()
+				home.showError("")
+				home.flowBox.Hide()
 			}
 		}
 	}
