@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -61,4 +63,34 @@ func TestSelect(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSelectRequest: a select or mode request, whatever its bytes, is
+// decoded or refused as a bad request, and a decoded pick is applied to a
+// profile or refused with a typed code, never more.
+func FuzzSelectRequest(f *testing.F) {
+	for _, s := range []string{`{"id":"na"}`, `{"group":"gs","id":"nb"}`, `{"group":"gf","id":"na"}`, `{"id":""}`,
+		`{"mode":"system-proxy"}`, `{"mode":"tun"}`, `{"mode":"x"}`, `{"id":1}`, `null`, `{"group":"gs","id":"gs"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var sr SelectRequest
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &sr); err == nil {
+			p := &profile.Profile{
+				Nodes:  []*profile.Node{{ID: "na"}, {ID: "nb"}},
+				Groups: []*profile.Group{{ID: "gs", Type: profile.GroupSelector, Members: []string{"na", "nb"}}, {ID: "gf", Type: profile.GroupFailover, Members: []string{"na"}}},
+			}
+			if err := applySelect(p, sr); err != nil && !IsCode(err, CodeNotFound) && !IsCode(err, CodeBadRequest) {
+				t.Fatalf("pick %+v refused with code %s", sr, CodeOf(err))
+			} else if err == nil && sr.Group == "" && p.Selected != sr.ID {
+				t.Fatalf("pick %+v applied as %q", sr, p.Selected)
+			}
+		} else if CodeOf(err) != CodeBadRequest && CodeOf(err) != CodeTooLarge {
+			t.Fatalf("decode error with code %s", CodeOf(err))
+		}
+		var mr ModeRequest
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &mr); err == nil {
+			(plan.Request{Mode: mr.Mode}).Validate()
+		}
+	})
 }
