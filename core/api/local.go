@@ -34,8 +34,9 @@ type Local struct {
 
 	pmu sync.Mutex // serialises read-modify-write of the profile
 
-	mu    sync.Mutex // guards route and ref
-	route *Route     // what the running Connect used
+	mu    sync.Mutex   // guards route and ref
+	route *Route       // what the running Connect used
+	req   plan.Request // what the running Connect asked
 	ref   *subscription.Refresher
 
 	killSwitch atomic.Bool // ApplyKillSwitch was called: the profile's setting is applied on every save
@@ -90,16 +91,9 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 	if err := r.Validate(); err != nil {
 		return nil, errorf(CodeBadRequest, err.Error())
 	}
-	p, err := l.store.Load()
-	if p == nil {
-		return nil, fmt.Errorf("profile: %w", err)
-	}
-	pl, err := plan.Build(p, r)
+	_, pl, err := l.plan(r)
 	if err != nil {
-		if errors.Is(err, plan.ErrNoServer) {
-			return nil, errorf(CodeNoServer, err.Error())
-		}
-		return nil, errorf(CodeBadRequest, err.Error())
+		return nil, err
 	}
 	pl.Config.RuleSetCache = plan.RuleSetCache(l.store.Dir())
 	rt := &Route{Name: pl.Name, GroupID: pl.GroupID, IDs: pl.IDs, Mode: plan.ModeProxy, Skipped: pl.Skipped, Targets: pl.Targets}
@@ -107,12 +101,12 @@ func (l *Local) Connect(ctx context.Context, r plan.Request) (*Route, error) {
 		rt.Mode = r.Mode // the session that asked for ModeSystemProxy reads it back from Status
 	}
 	l.mu.Lock()
-	prev := l.route
-	l.route = rt
+	prev, prevReq := l.route, l.req
+	l.route, l.req = rt, r
 	l.mu.Unlock()
 	if err := l.ctrl.Start(ctx, pl.Config); err != nil {
 		l.mu.Lock()
-		l.route = prev
+		l.route, l.req = prev, prevReq
 		l.mu.Unlock()
 		return nil, Wrap(err)
 	}

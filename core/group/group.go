@@ -51,6 +51,7 @@ type Member struct {
 // values.
 type Policy struct {
 	ProbeURL      string        // URL fetched through a member to probe it; a 204 endpoint
+	ProbeURLs     []string      // tried in order when ProbeURL fails (probetarget.go); nil: the defaults, empty: none
 	ProbeTimeout  time.Duration // a probe slower than this failed
 	Interval      time.Duration // probe period of healthy members while the group is in use
 	RetryMin      time.Duration // first re-probe of a failed member; doubles per failure
@@ -112,6 +113,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.ProbeURL == "" {
 		p.ProbeURL = d.ProbeURL
+	}
+	if p.ProbeURLs == nil {
+		p.ProbeURLs = defaultProbeURLs
 	}
 	if p.SpeedURL == "" {
 		p.SpeedURL = d.SpeedURL
@@ -544,6 +548,11 @@ type pickKey struct{}
 func WithPick(ctx context.Context, pick func(member string)) context.Context {
 	return context.WithValue(ctx, pickKey{}, pick)
 }
+
+// ReportPick tells the flow's WithPick func that member carried it: for
+// an outbound that stands for a group without being one (the core's
+// switchable route over one server).
+func ReportPick(ctx context.Context, member string) { reportPick(ctx, member) }
 
 func reportPick(ctx context.Context, member string) {
 	if pick, ok := ctx.Value(pickKey{}).(func(string)); ok {

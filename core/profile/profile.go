@@ -321,6 +321,10 @@ type Settings struct {
 	// a crash) it connects again as it was connected when it stopped,
 	// unless the user had disconnected (core/api Local.Resume).
 	ConnectAtStart bool `json:"connectAtStart,omitempty"`
+	// CloseOnSwitch: a live switch (a pick while connected) closes the
+	// open flows on the old pick, so that their applications reconnect
+	// through the new one; off, they stay until they end.
+	CloseOnSwitch bool `json:"closeOnSwitch,omitempty"`
 }
 
 // TUN is the TUN mode's settings; core/plan applies them over the core's
