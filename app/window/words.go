@@ -19,6 +19,7 @@ var protocolNames = map[string]string{
 	node.Trojan:      "Trojan",
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
+	node.WireGuard:   "WireGuard",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
