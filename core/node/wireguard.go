@@ -37,14 +37,20 @@ type WireGuardPeer struct {
 }
 
 // AmneziaOptions is AmneziaWG's junk packets and header obfuscation
-// (Clash amnezia-wg-option, Hiddify's awg fields).
+// (Clash amnezia-wg-option, the awg fields of Hiddify's and Throne's
+// links), kept as written: Skiff cannot dial such a node yet.
 type AmneziaOptions struct {
-	JunkCount   int      `json:"jc,omitempty"`
-	JunkMin     int      `json:"jmin,omitempty"`
-	JunkMax     int      `json:"jmax,omitempty"`
-	InitPadding int      `json:"s1,omitempty"`
-	RespPadding int      `json:"s2,omitempty"`
-	Headers     [4]int64 `json:"h,omitzero"` // h1..h4: message types for init, response, cookie, transport
+	JunkCount int `json:"jc,omitempty"`
+	JunkMin   int `json:"jmin,omitempty"`
+	JunkMax   int `json:"jmax,omitempty"`
+	// S is s1..s4: padding of init, response, cookie and transport
+	// messages.
+	S [4]int `json:"s,omitzero"`
+	// H is h1..h4: the message types (a number, or a range "a-b" in
+	// AmneziaWG 2).
+	H [4]string `json:"h,omitzero"`
+	// I is i1..i5: the special junk packets' templates.
+	I [5]string `json:"i,omitzero"`
 }
 
 // WireGuardKey decodes a base64 WireGuard key (standard or URL alphabet,
