@@ -1,7 +1,6 @@
 package link
 
 import (
-	"encoding/base64"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -76,8 +75,8 @@ func parseWireGuard(rest string) (*node.Node, error) {
 		}
 	}
 	if k, v, ok := q.get("reserved"); ok && v != "" {
-		if p.Reserved, err = wgReserved(s, k, v); err != nil {
-			return nil, err
+		if p.Reserved, err = node.ParseReserved(v); err != nil {
+			return nil, refuse(s, k, "not three bytes", v)
 		}
 	}
 	if k, v, ok := q.get("keepalive", "persistentkeepaliveinterval", "persistentkeepalive"); ok && v != "" {
@@ -124,70 +123,30 @@ func parseWireGuard(rest string) (*node.Node, error) {
 	return &node.Node{Name: u.name(), Protocol: node.WireGuard, Server: u.host, Port: port, WireGuard: o}, nil
 }
 
-// wgKey reads a base64 key and returns it in standard padded base64. A
-// '+' that form decoding turned into a space is put back.
+// wgKey reads a base64 key (see node.CanonicalWireGuardKey).
 func wgKey(scheme, field, v string) (string, error) {
-	k, err := node.WireGuardKey(field, strings.ReplaceAll(strings.TrimSpace(v), " ", "+"))
+	if v == "" {
+		return "", errf(scheme, field, "missing")
+	}
+	k, err := node.CanonicalWireGuardKey(field, v)
 	if err != nil {
-		if v == "" {
-			return "", errf(scheme, field, "missing")
-		}
 		return "", errf(scheme, field, "not a base64 32-byte key")
 	}
-	return base64.StdEncoding.EncodeToString(k[:]), nil
+	return k, nil
 }
 
-// wgReserved reads reserved bytes as "a,b,c" or "a-b-c" (decimal) or as
-// base64 of 3 bytes (WARP's client_id, "qBoV").
-func wgReserved(scheme, field, v string) ([3]byte, error) {
-	var r [3]byte
-	parts := strings.FieldsFunc(v, func(c rune) bool { return c == ',' || c == '-' || c == ' ' })
-	if len(parts) == 3 && allDigits(parts[0]) && allDigits(parts[1]) && allDigits(parts[2]) {
-		for i, p := range parts {
-			b, err := strconv.ParseUint(p, 10, 8)
-			if err != nil {
-				return r, refuse(scheme, field, "not three bytes", v)
-			}
-			r[i] = byte(b)
-		}
-		return r, nil
-	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
-		if b, err := enc.DecodeString(strings.ReplaceAll(v, " ", "+")); err == nil && len(b) == 3 {
-			return [3]byte(b), nil
-		}
-	}
-	return r, refuse(scheme, field, "not three bytes (a,b,c or base64)", v)
-}
-
-// wgPrefixes reads a list of addresses or prefixes split by any of seps;
-// a bare address gets its full-length prefix.
+// wgPrefixes reads a list of addresses or prefixes split by any of seps
+// (see node.InterfacePrefix).
 func wgPrefixes(scheme, field, v, seps string) ([]string, error) {
 	var out []string
 	for _, item := range strings.FieldsFunc(v, func(c rune) bool { return strings.ContainsRune(seps, c) || c == ' ' }) {
-		p, err := prefixOf(item)
+		p, err := node.InterfacePrefix(item)
 		if err != nil {
 			return nil, refuse(scheme, field, "not an address", item)
 		}
-		out = append(out, p.String())
+		out = append(out, p)
 	}
 	return out, nil
-}
-
-func prefixOf(s string) (netip.Prefix, error) {
-	if strings.IndexByte(s, '/') >= 0 {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return p, err
-		}
-		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	a = a.Unmap()
-	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // wgAmnezia reads AmneziaWG's fields; nil when there are none (or all are

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -118,4 +120,62 @@ func (o *WireGuardOptions) validate() error {
 		}
 	}
 	return nil
+}
+
+// CanonicalWireGuardKey returns key s (see WireGuardKey) in standard
+// padded base64, the one spelling nodes keep. A space, which form
+// decoding makes of an unescaped '+', is read as '+'.
+func CanonicalWireGuardKey(field, s string) (string, error) {
+	k, err := WireGuardKey(field, strings.ReplaceAll(strings.TrimSpace(s), " ", "+"))
+	if err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(k[:]), nil
+}
+
+// ParseReserved reads WireGuard reserved bytes written as three decimal
+// numbers split by ',' or '-' ("168,26,21", Throne's "1-2-3") or as the
+// base64 of three bytes (WARP's client_id, "qBoV").
+func ParseReserved(s string) ([3]byte, error) {
+	var r [3]byte
+	parts := strings.FieldsFunc(s, func(c rune) bool { return c == ',' || c == '-' || c == ' ' })
+	if len(parts) == 3 {
+		ok := true
+		for i, p := range parts {
+			b, err := strconv.ParseUint(p, 10, 8)
+			if err != nil {
+				ok = false
+				break
+			}
+			r[i] = byte(b)
+		}
+		if ok {
+			return r, nil
+		}
+	}
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if b, err := enc.DecodeString(strings.ReplaceAll(s, " ", "+")); err == nil && len(b) == 3 {
+			return [3]byte(b), nil
+		}
+	}
+	return [3]byte{}, errors.New("not three bytes (a,b,c or base64)")
+}
+
+// InterfacePrefix reads an interface address written as a prefix or a
+// bare address (which gets /32 or /128), in its one spelling.
+func InterfacePrefix(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if strings.IndexByte(s, '/') >= 0 {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return "", err
+		}
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).String(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return "", err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()).String(), nil
 }

@@ -99,6 +99,8 @@ type clashProxy struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
+
+	raw *yaml.Node // the entry, for protocols that decode their own fields (wireguard.go)
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -131,7 +133,7 @@ func parseClash(root *yaml.Node, res *Result) error {
 	}
 	for _, entry := range proxies.Content {
 		line := entry.Line
-		var cp clashProxy
+		cp := clashProxy{raw: entry}
 		if err := entry.Decode(&cp); err != nil {
 			reason := yamlReason(err)
 			if name := mapValue(entry, "name"); name != nil && name.Kind == yaml.ScalarNode {
@@ -231,6 +233,9 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		Name:   strings.TrimSpace(cp.Name),
 		Server: strings.Trim(strings.TrimSpace(cp.Server), "[]"),
 		Port:   uint16(cp.Port),
+	}
+	if strings.EqualFold(cp.Type, "wireguard") {
+		return wireGuardNode(n, cp.raw) // its peers may carry the server
 	}
 	if n.Server == "" {
 		return nil, errors.New("server: missing")
