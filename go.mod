@@ -5,6 +5,7 @@ go 1.26.3
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/Microsoft/go-winio v0.6.4
+	github.com/amnezia-vpn/amneziawg-go v0.2.12
 	github.com/gobwas/ws v1.5.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/maxmind/mmdbwriter v1.0.0
@@ -54,6 +55,7 @@ require (
 	github.com/srwiley/oksvg v0.0.0-20221011165216-be6e8873101c // indirect
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/tevino/abool/v2 v2.1.0 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -17,6 +17,7 @@ require (
 )
 
 require (
+	github.com/amnezia-vpn/amneziawg-go v0.2.12 // indirect
 	github.com/andybalholm/brotli v1.0.6 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/google/btree v1.1.2 // indirect
@@ -26,6 +27,7 @@ require (
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.65.0 // indirect
 	github.com/refraction-networking/utls v1.8.2 // indirect
+	github.com/tevino/abool/v2 v2.1.0 // indirect
 	github.com/vishvananda/netlink v1.3.1 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect

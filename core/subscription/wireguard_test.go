@@ -106,14 +106,12 @@ func TestWireGuardSingBox(t *testing.T) {
 	checkWireGuardSupport(t, res.Nodes)
 }
 
-// checkWireGuardSupport: plain WireGuard nodes are usable, AmneziaWG ones
-// are greyed with the reason.
+// checkWireGuardSupport: the nodes are usable (AmneziaWG 1.0 included).
 func checkWireGuardSupport(t *testing.T, nodes []*node.Node) {
 	t.Helper()
 	for _, n := range nodes {
-		ok, why := protocol.Supported(n)
-		if amnezia := n.WireGuard.Amnezia != nil; ok == amnezia || amnezia && !strings.Contains(why, "AmneziaWG") {
-			t.Errorf("%s: supported %v %q", n.Name, ok, why)
+		if ok, why := protocol.Supported(n); !ok {
+			t.Errorf("%s: not supported: %s", n.Name, why)
 		}
 	}
 }

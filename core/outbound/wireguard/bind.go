@@ -24,6 +24,7 @@ import (
 // It is exported for tests that run a WireGuard peer of their own.
 type Bind struct {
 	dialer outbound.Dialer
+	raw    bool // leave bytes 1..3 alone (AmneziaWG's message types use them)
 
 	mu       sync.Mutex
 	pc       net.PacketConn
@@ -101,7 +102,7 @@ func (b *Bind) receiver(pc net.PacketConn) conn.ReceiveFunc {
 		if err != nil {
 			return 0, err
 		}
-		if n >= 4 {
+		if n >= 4 && !b.raw {
 			clear(packets[0][1:4])
 		}
 		sizes[0] = n
@@ -146,7 +147,7 @@ func (b *Bind) Send(bufs [][]byte, ep conn.Endpoint) error {
 	}
 	ua := net.UDPAddrFromAddrPort(netip.AddrPort(e))
 	for _, buf := range bufs {
-		if len(buf) >= 4 && r != ([3]byte{}) {
+		if len(buf) >= 4 && r != ([3]byte{}) && !b.raw {
 			copy(buf[1:4], r[:])
 		}
 		if _, err := pc.WriteTo(buf, ua); err != nil {

@@ -169,6 +169,7 @@ func (t *netTUN) Write(bufs [][]byte, offset int) (int, error) {
 // calls it once, from its own Close.
 func (t *netTUN) Close() error {
 	t.cancel()
+	close(t.events) // ends the device's event reader
 	t.stack.RemoveNIC(nicID)
 	t.stack.Close()
 	t.ep.Close()

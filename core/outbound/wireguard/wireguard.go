@@ -51,15 +51,28 @@ type Client struct {
 	dns    []netip.Addr
 	key    [32]byte
 	peers  []peer
+	// amnezia holds AmneziaWG's UAPI lines; empty: plain WireGuard.
+	amnezia string
 
 	flows outbound.Flows
 
 	mu     sync.Mutex // guards the fields below; held while the device starts
 	closed bool
-	dev    *device.Device
+	dev    wgDevice
 	tun    *netTUN
 	bind   *Bind
 	res    *net.Resolver
+}
+
+// wgDevice is what the client uses of a device: wireguard-go's or
+// AmneziaWG's (amnezia.go).
+type wgDevice interface {
+	IpcSet(string) error
+	IpcGet() (string, error)
+	Up() error
+	Close()
+	BindUpdate() error
+	SendKeepalivesToPeersWithCurrentKeypair()
 }
 
 // peer is one peer's settings, checked.
@@ -87,7 +100,11 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		c.dialer = &outbound.SystemDialer{}
 	}
 	if o.Amnezia != nil {
-		return nil, node.Unsupportedf(node.FeatureOption, "amneziawg", "wireguard: %s: AmneziaWG's junk packets and header obfuscation are not supported yet", c.name)
+		u, err := amneziaUAPI(o.Amnezia)
+		if err != nil {
+			return nil, node.Unsupportedf(node.FeatureOption, "amneziawg", "wireguard: %s: %v", c.name, err)
+		}
+		c.amnezia = u
 	}
 	if c.mtu == 0 {
 		c.mtu = DefaultMTU
@@ -171,7 +188,9 @@ func (c *Client) start(ctx context.Context) (*netTUN, *net.Resolver, error) {
 	defer cancel()
 	var uapi strings.Builder
 	fmt.Fprintf(&uapi, "private_key=%s\nreplace_peers=true\n", hex.EncodeToString(c.key[:]))
+	uapi.WriteString(c.amnezia)
 	bind := NewBind(c.dialer)
+	bind.raw = c.amnezia != ""
 	for i, p := range c.peers {
 		ep, err := c.resolve(ctx, p)
 		if err != nil {
@@ -194,7 +213,12 @@ func (c *Client) start(ctx context.Context) (*netTUN, *net.Resolver, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("wireguard: %s: %w", c.name, err)
 	}
-	dev := device.NewDevice(t, bind, &device.Logger{Verbosef: device.DiscardLogf, Errorf: device.DiscardLogf})
+	var dev wgDevice
+	if c.amnezia != "" {
+		dev = newAmneziaDevice(t, bind)
+	} else {
+		dev = device.NewDevice(t, bind, &device.Logger{Verbosef: device.DiscardLogf, Errorf: device.DiscardLogf})
+	}
 	if err := dev.IpcSet(uapi.String()); err != nil {
 		dev.Close()
 		return nil, nil, fmt.Errorf("wireguard: %s: configure device: %w", c.name, err)

@@ -47,7 +47,7 @@ func keyPair(t testing.TB) (priv, pub [32]byte) {
 // on a netstack of its own (10.9.0.1, fd00:9::1), with an echo server on
 // TCP and UDP port 7.
 type testPeer struct {
-	dev       *device.Device
+	dev       wgDevice
 	tun       *netTUN
 	port      uint16
 	pub       [32]byte
@@ -129,6 +129,7 @@ type peerOpts struct {
 	stock        bool     // a peer that does not clear reserved bytes
 	port         uint16   // 0: any
 	priv         [32]byte // zero: a new key
+	amnezia      string   // AmneziaWG UAPI lines: an amneziawg-go peer
 }
 
 func startPeer(t testing.TB, o peerOpts) *testPeer {
@@ -150,9 +151,14 @@ func startPeer(t testing.TB, o peerOpts) *testPeer {
 	if !o.stock {
 		b = clearingBind{b}
 	}
-	p.dev = device.NewDevice(tn, b, &device.Logger{Verbosef: device.DiscardLogf, Errorf: device.DiscardLogf})
+	if o.amnezia != "" {
+		inner.raw = true
+		p.dev = newAmneziaDevice(tn, inner)
+	} else {
+		p.dev = device.NewDevice(tn, b, &device.Logger{Verbosef: device.DiscardLogf, Errorf: device.DiscardLogf})
+	}
 	p.tun = tn
-	cfg := fmt.Sprintf("private_key=%s\nlisten_port=%d\npublic_key=%s\nallowed_ip=10.9.0.2/32\nallowed_ip=fd00:9::2/128\n",
+	cfg := fmt.Sprintf("private_key=%s\nlisten_port=%d\n"+o.amnezia+"public_key=%s\nallowed_ip=10.9.0.2/32\nallowed_ip=fd00:9::2/128\n",
 		hex.EncodeToString(priv[:]), o.port, hex.EncodeToString(o.clientPub[:]))
 	if o.psk != ([32]byte{}) {
 		cfg += "preshared_key=" + hex.EncodeToString(o.psk[:]) + "\n"
@@ -442,6 +448,29 @@ func TestCloseEndsFlows(t *testing.T) {
 	}
 }
 
+// An AmneziaWG node talks to an amneziawg-go peer with the same junk and
+// header settings, and not to a plain WireGuard peer (the message types
+// differ).
+func TestAmneziaWG(t *testing.T) {
+	const uapi = "jc=3\njmin=40\njmax=70\ns1=15\ns2=20\nh1=1234567\nh2=2345678\nh3=3456789\nh4=4567890\n"
+	awg := func(n *node.Node) {
+		n.WireGuard.Amnezia = &node.AmneziaOptions{JunkCount: 3, JunkMin: 40, JunkMax: 70, S: [4]int{15, 20},
+			H: [4]string{"1234567", "2345678", "3456789", "4567890"}}
+	}
+	c, _, ctx := setup(t, peerOpts{amnezia: uapi}, awg)
+	a := flow.AddrFromAddrPort(echoAddr)
+	echoTCP(t, ctx, c, a, 1<<20)
+	echoUDP(t, ctx, c, a)
+
+	plain, _, ctx := setup(t, peerOpts{}, awg)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if conn, err := plain.DialContext(ctx, "tcp", a); err == nil {
+		conn.Close()
+		t.Fatal("an AmneziaWG client got through a plain WireGuard peer")
+	}
+}
+
 func TestNewChecksWithoutOpening(t *testing.T) {
 	priv, pub := keyPair(t)
 	good := func() *node.Node {
@@ -459,7 +488,10 @@ func TestNewChecksWithoutOpening(t *testing.T) {
 		{"bad private key", func(n *node.Node) { n.WireGuard.PrivateKey = "short" }, "private-key"},
 		{"bad peer key", func(n *node.Node) { n.WireGuard.Peers[0].PublicKey = "" }, "public-key"},
 		{"no address", func(n *node.Node) { n.WireGuard.Addresses = nil }, "address"},
-		{"amnezia", func(n *node.Node) { n.WireGuard.Amnezia = &node.AmneziaOptions{JunkCount: 4} }, "AmneziaWG"},
+		{"amnezia 1.5", func(n *node.Node) {
+			n.WireGuard.Amnezia = &node.AmneziaOptions{JunkCount: 4, I: [5]string{"<b 0xf6ab>"}}
+		}, "AmneziaWG 1.5"},
+		{"amnezia 2 ranges", func(n *node.Node) { n.WireGuard.Amnezia = &node.AmneziaOptions{H: [4]string{"100-200"}} }, "AmneziaWG 2"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n := good()
