@@ -1,46 +1,38 @@
 package e2e
 
 import (
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
-	"fmt"
 	"net"
-	"net/netip"
-	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/curve25519"
-	"golang.zx2c4.com/wireguard/conn"
-	"golang.zx2c4.com/wireguard/device"
-	"golang.zx2c4.com/wireguard/tun/netstack"
 
 	"github.com/skiffvpn/skiff/test/harness"
 )
 
 // TestWireGuard runs skiff's WireGuard outbound against a peer in the
-// test process: wireguard-go's device on wireguard-go's own netstack
-// (nothing of skiff's), behind a bind of the test's that, as WARP does,
-// writes reserved bytes into every message and expects the client's in
-// every message it receives. The peer's stack serves the hash TCP server
+// test process (harness.StartWireGuardPeer: wireguard-go's device on its
+// own netstack, writing and expecting reserved bytes as WARP does). The
+// peer's stack serves the hash TCP server
 // and the directional UDP server at 10.77.0.1, reached only through the
 // tunnel. 16 MiB each way checked by SHA-256, UDP, and a peer restart.
 func TestWireGuard(t *testing.T) {
-	clientPriv, clientPub := wgKeyPair(t)
-	peerPriv, peerPub := wgKeyPair(t)
+	clientPriv, clientPub, err := harness.WireGuardKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerPriv, peerPub, err := harness.WireGuardKeyPair()
+	if err != nil {
+		t.Fatal(err)
+	}
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := wgPeerConfig{priv: peerPriv, clientPub: clientPub, port: port,
-		toClient: [3]byte{9, 8, 7}, fromClient: [3]byte{168, 26, 21}}
+	cfg := harness.WireGuardPeerConfig{Priv: peerPriv, ClientPub: clientPub, Port: port,
+		ToClient: [3]byte{9, 8, 7}, FromClient: [3]byte{168, 26, 21},
+		TCP: map[int]func(net.Conn){80: hashConn}, UDP: map[int]func(net.PacketConn){53: harness.ServeDirectionalUDP}}
 	peer := startWGPeer(t, cfg)
 
-	link := fmt.Sprintf("wireguard://%s@127.0.0.1:%d/?publickey=%s&address=10.77.0.2%%2F32&mtu=1420&reserved=168%%2C26%%2C21&keepalive=5&dns=10.77.0.1#wg",
-		url.QueryEscape(base64.StdEncoding.EncodeToString(clientPriv[:])), port, url.QueryEscape(base64.StdEncoding.EncodeToString(peerPub[:])))
+	link := harness.WireGuardLink(cfg, clientPriv, peerPub)
 	_, proxy, err := harness.SkiffRun(t, []string{link})
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +43,11 @@ func TestWireGuard(t *testing.T) {
 	t.Run("tcp-down-16MiB", func(t *testing.T) { testTCPHash(t, proxy, hashAddr, harness.Download, 16<<20) })
 	t.Run("udp-down", func(t *testing.T) { testUDPSizes(t, proxy, udpAddr, harness.Download, []int{1, 512, 1200, 1300}) })
 	t.Run("udp-up", func(t *testing.T) { testUDPSizes(t, proxy, udpAddr, harness.Upload, []int{1, 512, 1200, 1300}) })
-	if peer.fromClient.Load() == 0 {
+	if peer.FromClient.Load() == 0 {
 		t.Error("the peer saw no message carrying the client's reserved bytes")
 	}
 	t.Run("peer-restart", func(t *testing.T) {
-		peer.stop()
+		peer.Stop()
 		peer = startWGPeer(t, cfg)
 		// The restarted peer has no session: skiff's next data goes
 		// unanswered until wireguard-go's rekey timer (5 s keepalive +
@@ -78,160 +70,13 @@ func TestWireGuard(t *testing.T) {
 	})
 }
 
-func wgKeyPair(t *testing.T) (priv, pub [32]byte) {
+// startWGPeer is harness.StartWireGuardPeer for t, stopped at cleanup.
+func startWGPeer(t *testing.T, cfg harness.WireGuardPeerConfig) *harness.WireGuardPeer {
 	t.Helper()
-	rand.Read(priv[:])
-	priv[0] &= 248
-	priv[31] = priv[31]&127 | 64
-	p, err := curve25519.X25519(priv[:], curve25519.Basepoint)
+	p, err := harness.StartWireGuardPeer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return priv, [32]byte(p)
-}
-
-type wgPeerConfig struct {
-	priv, clientPub [32]byte
-	port            int
-	toClient        [3]byte // reserved bytes the peer writes
-	fromClient      [3]byte // reserved bytes the peer expects
-}
-
-type wgPeer struct {
-	dev        *device.Device
-	fromClient *atomic.Int64 // messages that arrived with the expected reserved bytes
-	wg         sync.WaitGroup
-	closers    []func() error
-	once       sync.Once
-}
-
-func (p *wgPeer) stop() {
-	p.once.Do(func() {
-		for _, c := range p.closers {
-			c()
-		}
-		p.dev.Close()
-		p.wg.Wait()
-	})
-}
-
-// startWGPeer starts the peer on 127.0.0.1:cfg.port, stopped at cleanup.
-func startWGPeer(t *testing.T, cfg wgPeerConfig) *wgPeer {
-	t.Helper()
-	tn, tnet, err := netstack.CreateNetTUN([]netip.Addr{netip.MustParseAddr("10.77.0.1")}, nil, 1420)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &wgPeer{fromClient: new(atomic.Int64)}
-	bind := &reservedBind{port: cfg.port, send: cfg.toClient, want: cfg.fromClient, seen: p.fromClient}
-	p.dev = device.NewDevice(tn, bind, device.NewLogger(device.LogLevelSilent, ""))
-	uapi := fmt.Sprintf("private_key=%s\nlisten_port=%d\npublic_key=%s\nallowed_ip=10.77.0.2/32\n",
-		hex.EncodeToString(cfg.priv[:]), cfg.port, hex.EncodeToString(cfg.clientPub[:]))
-	if err := p.dev.IpcSet(uapi); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.dev.Up(); err != nil {
-		t.Fatal(err)
-	}
-	ln, err := tnet.ListenTCP(&net.TCPAddr{IP: net.IPv4(10, 77, 0, 1), Port: 80})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := tnet.ListenUDP(&net.UDPAddr{IP: net.IPv4(10, 77, 0, 1), Port: 53})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.closers = append(p.closers, ln.Close, pc.Close)
-	p.wg.Add(2)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.wg.Add(1)
-			go func() { defer p.wg.Done(); hashConn(c); c.Close() }()
-		}
-	}()
-	go func() { defer p.wg.Done(); harness.ServeDirectionalUDP(pc) }()
-	t.Cleanup(p.stop)
+	t.Cleanup(p.Stop)
 	return p
 }
-
-// reservedBind is a conn.Bind on one UDP socket that writes send into
-// bytes 1..3 of every message and counts received messages whose bytes
-// 1..3 are want before clearing them (stock wireguard-go drops a message
-// with those bytes set).
-type reservedBind struct {
-	port int
-	send [3]byte
-	want [3]byte
-	seen *atomic.Int64
-
-	mu sync.Mutex
-	uc *net.UDPConn
-}
-
-func (b *reservedBind) Open(uint16) ([]conn.ReceiveFunc, uint16, error) {
-	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: b.port})
-	if err != nil {
-		return nil, 0, err
-	}
-	b.mu.Lock()
-	b.uc = uc
-	b.mu.Unlock()
-	recv := func(packets [][]byte, sizes []int, eps []conn.Endpoint) (int, error) {
-		n, ap, err := uc.ReadFromUDPAddrPort(packets[0])
-		if err != nil {
-			return 0, err
-		}
-		if n >= 4 {
-			if [3]byte(packets[0][1:4]) == b.want {
-				b.seen.Add(1)
-			}
-			clear(packets[0][1:4])
-		}
-		sizes[0], eps[0] = n, &conn.StdNetEndpoint{AddrPort: ap}
-		return 1, nil
-	}
-	return []conn.ReceiveFunc{recv}, uint16(b.port), nil
-}
-
-func (b *reservedBind) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.uc == nil {
-		return nil
-	}
-	err := b.uc.Close()
-	b.uc = nil
-	return err
-}
-
-func (b *reservedBind) Send(bufs [][]byte, ep conn.Endpoint) error {
-	b.mu.Lock()
-	uc := b.uc
-	b.mu.Unlock()
-	if uc == nil {
-		return net.ErrClosed
-	}
-	dst := ep.(*conn.StdNetEndpoint).AddrPort
-	for _, buf := range bufs {
-		if len(buf) >= 4 {
-			copy(buf[1:4], b.send[:])
-		}
-		if _, err := uc.WriteToUDPAddrPort(buf, dst); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (b *reservedBind) ParseEndpoint(s string) (conn.Endpoint, error) {
-	ap, err := netip.ParseAddrPort(s)
-	return &conn.StdNetEndpoint{AddrPort: ap}, err
-}
-
-func (b *reservedBind) SetMark(uint32) error { return nil }
-func (b *reservedBind) BatchSize() int       { return 1 }
