@@ -8,9 +8,10 @@
 // bytes each way at once (measure.Conns), with skiff's RSS at each phase
 // and its peak.
 //
-// The peer runs in this process, so its CPU is not skiff's; sing-box as a
-// reference client needs a sing-box built with with_wireguard, which the
-// harness does not build yet. Not a timed test, not part of CI:
+// The peer runs in this process, so its CPU is not skiff's. There is no
+// reference client: sing-box v1.14.1 with with_wireguard needs
+// github.com/sagernet/wireguard-go v0.0.6, which the module proxy here
+// refuses (403). Not a timed test, not part of CI:
 //
 //	go run ./cmd/wgbench -runs 3 -duration 10s -conns 500
 package main
