@@ -19,6 +19,7 @@ var protocolNames = map[string]string{
 	node.Trojan:      "Trojan",
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
+	node.WireGuard:   "WireGuard",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
@@ -28,7 +29,10 @@ func protocolLabel(n *node.Node) string {
 	if !ok {
 		s = n.Protocol
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC {
+	if n.Protocol == node.WireGuard && n.WireGuard != nil && n.WireGuard.Amnezia != nil {
+		return "AmneziaWG"
+	}
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard {
 		return s
 	}
 	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {

@@ -1,5 +1,6 @@
 // Package link reads and writes proxy share links (hysteria2://, hy2://,
-// vless://, vmess://, ss://, trojan://, tuic://, anytls://): the one-line form
+// vless://, vmess://, ss://, trojan://, tuic://, anytls://,
+// wireguard://, wg://): the one-line form
 // in which users and subscriptions pass servers around.
 //
 // Parse turns one link into a validated node.Node; Format turns a node back
@@ -101,6 +102,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseTUIC(rest)
 	case "anytls":
 		n, err = parseAnyTLS(rest)
+	case "wireguard", "wg", "awg":
+		n, err = parseWireGuard(rest)
 	default:
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
@@ -154,6 +157,8 @@ func Format(n *node.Node) (string, error) {
 		return formatTUIC(n)
 	case node.AnyTLS:
 		return formatAnyTLS(n)
+	case node.WireGuard:
+		return formatWireGuard(n)
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
 }

@@ -25,6 +25,7 @@ const (
 	Trojan      = "trojan"
 	TUIC        = "tuic"
 	AnyTLS      = "anytls"
+	WireGuard   = "wireguard"
 )
 
 // Node is one server. Exactly one of the protocol fields is set, the one
@@ -51,6 +52,7 @@ type Node struct {
 	Trojan      *TrojanOptions      `json:"trojan,omitempty"`
 	TUIC        *TUICOptions        `json:"tuic,omitempty"`
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
+	WireGuard   *WireGuardOptions   `json:"wireguard,omitempty"`
 }
 
 // TLS is the TLS layer's settings.
@@ -240,7 +242,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.WireGuard != nil} {
 		if p {
 			set++
 		}
@@ -285,6 +287,13 @@ func (n *Node) Validate() error {
 	case AnyTLS:
 		if n.AnyTLS == nil {
 			return errors.New("node: anytls: options missing")
+		}
+	case WireGuard:
+		if n.WireGuard == nil {
+			return errors.New("node: wireguard: options missing")
+		}
+		if err := n.WireGuard.validate(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)

@@ -171,6 +171,8 @@ func NodeID(source string, n *node.Node) string {
 		field(n.TUIC.UUID)
 	case n.AnyTLS != nil:
 		field(n.AnyTLS.Password)
+	case n.WireGuard != nil:
+		field(n.WireGuard.PrivateKey)
 	}
 	if t := n.Transport; t != nil {
 		field(t.Type)

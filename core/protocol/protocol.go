@@ -19,6 +19,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/tuic"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/core/outbound/vmess"
+	"github.com/skiffvpn/skiff/core/outbound/wireguard"
 )
 
 // clients holds each protocol's constructor.
@@ -30,6 +31,7 @@ var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, e
 	node.Trojan:      client(trojan.New),
 	node.AnyTLS:      client(anytls.New),
 	node.TUIC:        client(tuic.New),
+	node.WireGuard:   client(wireguard.New),
 }
 
 // client makes a protocol's New return an outbound.Outbound (and a nil one

@@ -34,6 +34,10 @@ func TestUnusable(t *testing.T) {
 			&node.Lack{Feature: node.FeatureCipher, Value: "aes-256-cfb"}, "security"},
 		{"stream cipher", ss("rc4-md5", "secret"), &node.Lack{Feature: node.FeatureCipher, Value: "rc4-md5"}, "rc4-md5"},
 		{"wrong settings", ss("2022-blake3-aes-128-gcm", "not base64!"), nil, "key"},
+		{"amneziawg 1.5", &node.Node{Name: "n", Protocol: node.WireGuard, Server: "192.0.2.1", Port: 2408, WireGuard: &node.WireGuardOptions{
+			PrivateKey: "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=", Addresses: []string{"172.16.0.2/32"},
+			Peers: []node.WireGuardPeer{{PublicKey: "bmXOC+F1FxEMF9dyiK2H5/1SUtzH0JuVo51h2wPfgyo="}}, Amnezia: &node.AmneziaOptions{JunkCount: 4, I: [5]string{"<b 0xf6ab>"}}}},
+			&node.Lack{Feature: node.FeatureOption, Value: "amneziawg"}, "AmneziaWG 1.5"},
 	} {
 		reason, lack := Unusable(tt.n)
 		switch {

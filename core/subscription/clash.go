@@ -104,6 +104,8 @@ type clashProxy struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
+
+	raw *yaml.Node // the entry, for protocols that decode their own fields (wireguard.go)
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -136,7 +138,7 @@ func parseClash(root *yaml.Node, res *Result) error {
 	}
 	for _, entry := range proxies.Content {
 		line := entry.Line
-		var cp clashProxy
+		cp := clashProxy{raw: entry}
 		if err := entry.Decode(&cp); err != nil {
 			reason := yamlReason(err)
 			if name := mapValue(entry, "name"); name != nil && name.Kind == yaml.ScalarNode {
@@ -247,6 +249,9 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		Name:   strings.TrimSpace(cp.Name),
 		Server: strings.Trim(strings.TrimSpace(cp.Server), "[]"),
 		Port:   uint16(cp.Port),
+	}
+	if strings.EqualFold(cp.Type, "wireguard") {
+		return wireGuardNode(n, cp.raw) // its peers may carry the server
 	}
 	if n.Server == "" {
 		return nil, errors.New("server: missing")

@@ -153,6 +153,8 @@ type sbOutbound struct {
 		EarlyDataHeaderName string              `json:"early_data_header_name"`
 		ServiceName         string              `json:"service_name"`
 	} `json:"transport"`
+
+	raw json.RawMessage // the entry, for protocols that decode their own fields (wireguard.go)
 }
 
 // group is a selector or urltest outbound as a provider's group: its
@@ -197,7 +199,7 @@ func parseSingBox(body []byte, res *Result) error {
 		if err != nil {
 			return jsonError(body, err)
 		}
-		if key != "outbounds" {
+		if key != "outbounds" && key != "endpoints" { // endpoints: WireGuard since sing-box 1.11
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return jsonError(body, err)
@@ -216,7 +218,7 @@ func parseSingBox(body []byte, res *Result) error {
 			if err := dec.Decode(&raw); err != nil {
 				return jsonError(body, err)
 			}
-			var o sbOutbound
+			o := sbOutbound{raw: raw}
 			if err := json.Unmarshal(raw, &o); err != nil {
 				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid outbound: " + jsonFieldError(err)})
 				continue
@@ -300,6 +302,9 @@ func (o *sbOutbound) multiplex(n *node.Node) {
 
 func (o *sbOutbound) build() (*node.Node, error) {
 	n := &node.Node{Name: strings.TrimSpace(o.Tag), Server: strings.Trim(o.Server, "[]"), Port: o.ServerPort}
+	if o.Type == "wireguard" {
+		return singBoxWireGuard(n, o.raw) // an endpoint's peers carry the server
+	}
 	if n.Server == "" {
 		return nil, errors.New("server: missing")
 	}
