@@ -101,6 +101,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseTUIC(rest)
 	case "anytls":
 		n, err = parseAnyTLS(rest)
+	case "hysteria":
+		n, err = parseHysteria(rest)
 	default:
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
@@ -154,6 +156,8 @@ func Format(n *node.Node) (string, error) {
 		return formatTUIC(n)
 	case node.AnyTLS:
 		return formatAnyTLS(n)
+	case node.Hysteria:
+		return formatHysteria(n)
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
 }

@@ -25,6 +25,7 @@ const (
 	Trojan      = "trojan"
 	TUIC        = "tuic"
 	AnyTLS      = "anytls"
+	Hysteria    = "hysteria" // Hysteria v1
 )
 
 // Node is one server. Exactly one of the protocol fields is set, the one
@@ -49,6 +50,7 @@ type Node struct {
 	Trojan      *TrojanOptions      `json:"trojan,omitempty"`
 	TUIC        *TUICOptions        `json:"tuic,omitempty"`
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
+	Hysteria    *HysteriaOptions    `json:"hysteria,omitempty"`
 }
 
 // TLS is the TLS layer's settings.
@@ -199,7 +201,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.Hysteria != nil} {
 		if p {
 			set++
 		}
@@ -244,6 +246,10 @@ func (n *Node) Validate() error {
 	case AnyTLS:
 		if n.AnyTLS == nil {
 			return errors.New("node: anytls: options missing")
+		}
+	case Hysteria:
+		if err := n.Hysteria.validate(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)

@@ -57,13 +57,9 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var m udpMessage
-	for {
-		b, err := q.qc.ReceiveDatagram(context.Background())
-		if err != nil {
-			return // the connection is closed
-		}
+	quicconn.ReceiveDatagrams(q.qc, func(b []byte) {
 		if parseUDPMessage(b, &m) != nil {
-			continue
+			return
 		}
 		c.udpMu.RLock()
 		pc := c.udp[m.SessionID]
@@ -71,7 +67,7 @@ func (c *Client) receiveDatagrams(q *qconn) {
 		if pc != nil {
 			pc.deliver(&m)
 		}
-	}
+	})
 }
 
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.

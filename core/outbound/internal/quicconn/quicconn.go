@@ -1,9 +1,11 @@
-// Package quicconn holds what the QUIC proxy clients (Hysteria2, TUIC)
-// share: one live connection per client, dialled on first use and again
-// when it dies (Shared); name resolution and handshake errors; a QUIC
-// stream as a net.Conn (StreamConn); UDP fragment reassembly (Defragger);
-// and a deadline a select can wait on (Deadline). The protocols differ in
-// their wire formats and authentication, not in these.
+// Package quicconn holds what the QUIC proxy clients (Hysteria v1 and 2,
+// TUIC) share: one live connection per client, dialled on first use and
+// again when it dies (Shared); name resolution and handshake errors; a
+// QUIC stream as a net.Conn (StreamConn); a request's answer read under a
+// stall check (StallReader); UDP fragment reassembly (Defragger); the
+// datagram reader and its panic guard; and a deadline a select can wait
+// on (Deadline). The protocols differ in their wire formats and
+// authentication, not in these.
 package quicconn
 
 import (
