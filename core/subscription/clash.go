@@ -99,6 +99,7 @@ type clashProxy struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
+	clashHysteria `yaml:",inline"`
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -269,6 +270,12 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		n.Hysteria2 = &node.Hysteria2Options{
 			Auth: cp.Password, Ports: strings.ReplaceAll(cp.Ports, " ", ""), HopInterval: hop,
 			Obfs: cp.Obfs, ObfsPassword: cp.ObfsPassword, UpMbps: up, DownMbps: down,
+		}
+		tlsOn()
+		return n, nil
+	case "hysteria":
+		if err := cp.hysteria(n); err != nil {
+			return nil, err
 		}
 		tlsOn()
 		return n, nil
