@@ -1,23 +1,11 @@
 package e2e
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/skiffvpn/skiff/test/harness"
 )
-
-// hysteria1 is the kind name of the Hysteria v1 servers below; their
-// configuration and links are built here, not in the harness, since only
-// these tests use them.
-const hysteria1 harness.Kind = "hysteria"
-
-// Rates both ends declare, in Mbit/s. The server paces its sending with
-// Brutal at the client's download rate.
-const hy1Mbps = 1000
 
 // newHysteria1 describes a sing-box Hysteria v1 server with a fresh auth
 // string and, with obfs, an xplus key.
@@ -31,56 +19,22 @@ func newHysteria1(t *testing.T, obfs bool) *harness.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &harness.Server{Kind: hysteria1, Port: port, Cert: cert, Password: "auth-" + randomHex(12)}
+	s := &harness.Server{Kind: harness.HysteriaV1, Port: port, Cert: cert, Password: "auth-" + randomHex(12)}
 	if obfs {
 		s.ObfsPassword = "xplus-" + randomHex(12)
 	}
 	return s
 }
 
-// startHysteria1 starts sing-box's hysteria inbound for s.
+// startHysteria1 starts sing-box's hysteria inbound for s (UDP: nothing
+// to wait for once sing-box says it started).
 func startHysteria1(t *testing.T, s *harness.Server) *harness.Process {
 	t.Helper()
-	in := map[string]any{
-		"type": "hysteria", "tag": "in", "listen": "127.0.0.1", "listen_port": s.Port,
-		"up_mbps": hy1Mbps, "down_mbps": hy1Mbps,
-		"users": []map[string]any{{"name": "test", "auth_str": s.Password}},
-		"tls": map[string]any{
-			"enabled": true, "server_name": "localhost", "alpn": []string{"hysteria"},
-			"certificate_path": s.Cert.CertFile, "key_path": s.Cert.KeyFile,
-		},
-	}
-	if s.ObfsPassword != "" {
-		in["obfs"] = s.ObfsPassword
-	}
-	cfg, err := json.MarshalIndent(map[string]any{
-		"log":       map[string]any{"level": "info", "timestamp": true},
-		"inbounds":  []any{in},
-		"outbounds": []any{map[string]any{"type": "direct", "tag": "direct"}},
-	}, "", "  ")
+	cfg, err := s.ServerConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return harness.SingBox(t, "sing-box-hysteria", cfg)
-}
-
-// hysteria1Link is s's share link as v1.hysteria.network specifies it,
-// with auth as the auth string; the certificate is pinned.
-func hysteria1Link(s *harness.Server, auth string) string {
-	q := url.Values{}
-	q.Set("protocol", "udp")
-	q.Set("auth", auth)
-	q.Set("peer", "localhost")
-	q.Set("insecure", "1")
-	q.Set("pinSHA256", s.Cert.PinSHA256)
-	q.Set("upmbps", fmt.Sprint(hy1Mbps))
-	q.Set("downmbps", fmt.Sprint(hy1Mbps))
-	if s.ObfsPassword != "" {
-		q.Set("obfs", "xplus")
-		q.Set("obfsParam", s.ObfsPassword)
-	}
-	u := url.URL{Scheme: "hysteria", Host: s.Addr(), RawQuery: q.Encode(), Fragment: s.Name()}
-	return u.String()
 }
 
 // TestHysteria1 runs skiff's Hysteria v1 outbound against sing-box's
@@ -89,7 +43,6 @@ func hysteria1Link(s *harness.Server, auth string) string {
 // (those over about 1200 bytes go in fragments), and a server restart
 // (the UDP session asks the new connection for a new ID).
 func TestHysteria1(t *testing.T) {
-	skipIfSingBoxClient(t)
 	for _, obfs := range []bool{false, true} {
 		name := "plain"
 		if obfs {
@@ -98,7 +51,7 @@ func TestHysteria1(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := newHysteria1(t, obfs)
 			srv := startHysteria1(t, s)
-			_, proxy := startSkiff(t, s, hysteria1Link(s, s.Password))
+			proxy := startClient(t, s)
 			udpTarget := directionalUDP(t)
 			tcpTarget := hashTCP(t)
 			t.Run("tcp-up-16MiB", func(t *testing.T) { testTCPHash(t, proxy, tcpTarget, harness.Upload, 16<<20) })
@@ -136,6 +89,6 @@ func TestHysteria1WrongAuth(t *testing.T) {
 	startHysteria1(t, s)
 	wrong := *s
 	wrong.Password = "wrong-" + randomHex(8)
-	p, proxy := startSkiff(t, &wrong, hysteria1Link(s, wrong.Password))
+	p, proxy := startSkiff(t, &wrong, s.HysteriaV1Link(s.Trusting(), wrong.Password))
 	expectFailure(t, proxy, harness.TCPEcho(t), p, s, failure{steps: []string{"rejected"}})
 }
