@@ -19,6 +19,7 @@ var protocolNames = map[string]string{
 	node.Trojan:      "Trojan",
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
+	node.Hysteria:    "Hysteria",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
@@ -28,7 +29,7 @@ func protocolLabel(n *node.Node) string {
 	if !ok {
 		s = n.Protocol
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC {
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.Hysteria {
 		return s
 	}
 	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {
