@@ -42,13 +42,21 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	c.sessions[pc] = struct{}{}
 	c.udpMu.Unlock()
 	pc.wmu.Lock()
-	err = pc.bind(ctx, q)
-	pc.wmu.Unlock()
-	if err != nil {
+	defer pc.wmu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err = pc.bind(ctx, q)
+		if err == nil {
+			return pc, nil
+		}
+		if attempt == 0 && ctx.Err() == nil && !q.alive() {
+			// The connection died under the request: ask a new one.
+			if q, err = c.conns.Get(ctx); err == nil {
+				continue
+			}
+		}
 		pc.Close()
 		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.name, err)
 	}
-	return pc, nil
 }
 
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
