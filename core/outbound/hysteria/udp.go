@@ -113,7 +113,7 @@ func (pc *packetConn) bind(ctx context.Context, q *qconn) error {
 	q.udp[id] = pc
 	q.udpMu.Unlock()
 	pc.bmu.Lock()
-	closed := pc.Closed()
+	closed := pc.Closed() || pc.c.conns.Context().Err() != nil // the Client is closing: start no goroutine
 	if !closed {
 		pc.q, pc.id, pc.hold = q, id, st
 	}
