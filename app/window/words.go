@@ -20,6 +20,7 @@ var protocolNames = map[string]string{
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
 	node.WireGuard:   "WireGuard",
+	node.Hysteria:    "Hysteria",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
@@ -32,7 +33,7 @@ func protocolLabel(n *node.Node) string {
 	if n.Protocol == node.WireGuard && n.WireGuard != nil && n.WireGuard.Amnezia != nil {
 		return "AmneziaWG"
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard {
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard || n.Protocol == node.Hysteria {
 		return s
 	}
 	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {

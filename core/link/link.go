@@ -104,6 +104,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseAnyTLS(rest)
 	case "wireguard", "wg", "awg":
 		n, err = parseWireGuard(rest)
+	case "hysteria":
+		n, err = parseHysteria(rest)
 	default:
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
@@ -159,6 +161,8 @@ func Format(n *node.Node) (string, error) {
 		return formatAnyTLS(n)
 	case node.WireGuard:
 		return formatWireGuard(n)
+	case node.Hysteria:
+		return formatHysteria(n)
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
 }

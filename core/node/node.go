@@ -26,6 +26,7 @@ const (
 	TUIC        = "tuic"
 	AnyTLS      = "anytls"
 	WireGuard   = "wireguard"
+	Hysteria    = "hysteria" // Hysteria v1
 )
 
 // Node is one server. Exactly one of the protocol fields is set, the one
@@ -53,6 +54,7 @@ type Node struct {
 	TUIC        *TUICOptions        `json:"tuic,omitempty"`
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
 	WireGuard   *WireGuardOptions   `json:"wireguard,omitempty"`
+	Hysteria    *HysteriaOptions    `json:"hysteria,omitempty"`
 }
 
 // TLS is the TLS layer's settings.
@@ -242,7 +244,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.WireGuard != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.WireGuard != nil, n.Hysteria != nil} {
 		if p {
 			set++
 		}
@@ -293,6 +295,10 @@ func (n *Node) Validate() error {
 			return errors.New("node: wireguard: options missing")
 		}
 		if err := n.WireGuard.validate(); err != nil {
+			return err
+		}
+	case Hysteria:
+		if err := n.Hysteria.validate(); err != nil {
 			return err
 		}
 	default:
