@@ -7,11 +7,8 @@ import (
 )
 
 // muxProtocols are the protocols whose sing-box outbounds take multiplex
-// and Skiff carries it over. Shadowsocks is not among them yet: sing-box's
-// server sends empty chunks on a multiplexed stream, which Skiff's
-// Shadowsocks client refuses ("chunk of 0 bytes"), so flows after the
-// first failed (seen against sing-box v1.14.1, 2022-blake3-aes-128-gcm).
-var muxProtocols = map[string]bool{node.VLESS: true, node.VMess: true, node.Trojan: true}
+// and Skiff carries it over.
+var muxProtocols = map[string]bool{node.VLESS: true, node.VMess: true, node.Trojan: true, node.Shadowsocks: true}
 
 // newMuxed returns n's client with its multiplex: the protocol's own
 // client for n without it, carrying the sessions (core/outbound/mux).

@@ -88,7 +88,7 @@ var streamFieldCases = []struct {
 		func(n *node.Node) bool { return n.Multiplex == "yamux" }, "max_streams conflicts"},
 	{"sing-box shadowsocks multiplex", `{"outbounds":[{"type":"shadowsocks","tag":"a","server":"s.example","server_port":443,"method":"2022-blake3-aes-128-gcm",
 			"password":"AAAAAAAAAAAAAAAAAAAAAA==","multiplex":{"enabled":true,"protocol":"smux"}}]}`,
-		func(n *node.Node) bool { return n.Multiplex == "smux" }, `multiplex "smux" is not supported with shadowsocks`},
+		func(n *node.Node) bool { return n.Multiplex == "smux" }, ""},
 	{"sing-box mux unknown", `{"outbounds":[{"type":"vmess","tag":"a","server":"t.example","server_port":443,"uuid":"` + testUUID + `",
 			"multiplex":{"enabled":true,"protocol":"mplex"}}]}`,
 		func(n *node.Node) bool { return n.Multiplex == "mplex" }, `multiplex "mplex"`},

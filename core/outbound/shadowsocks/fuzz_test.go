@@ -83,6 +83,8 @@ func FuzzChunkReader(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{0xfe}, 20000), uint32(62), false)
 	// Chunks smaller than the read buffer (16 KiB), arriving 2 KiB at a time.
 	f.Add(bytes.Repeat([]byte{0xfd}, 50000), uint32(16<<12|2000<<3), false)
+	// Empty chunks between the others.
+	f.Add(bytes.Repeat([]byte{0xfc}, 5000), uint32(1<<30|9<<3), false)
 	s, pw := newTestServer(f, "2022-blake3-aes-128-gcm", false)
 	f.Fuzz(func(t *testing.T, data []byte, flip uint32, raw bool) {
 		c, err := New(&node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,
@@ -112,6 +114,11 @@ func FuzzChunkReader(f *testing.F) {
 			resp.Write(out.seal(data[:first]))
 			for rest := data[first:]; len(rest) > 0; {
 				n := min(len(rest), 1+int(rest[0])*7)
+				if flip&(1<<30) != 0 {
+					// An empty chunk before each, as sing-box's server
+					// writes on multiplexed streams.
+					resp.Write(out.chunk(nil))
+				}
 				resp.Write(out.chunk(rest[:n]))
 				rest = rest[n:]
 			}
@@ -227,4 +234,44 @@ func FuzzObfsReaders(f *testing.F) {
 			t.Fatalf("read %d bytes out of %d", len(got), len(b))
 		}
 	})
+}
+
+// TestEmptyChunks: a server's empty chunks (a length of 0 and a tag, as
+// sing-box's writes on multiplexed streams) are skipped, not refused.
+func TestEmptyChunks(t *testing.T) {
+	s, pw := newTestServer(t, "2022-blake3-aes-128-gcm", false)
+	c, err := New(&node.Node{Protocol: node.Shadowsocks, Server: "127.0.0.1", Port: 1,
+		Shadowsocks: &node.ShadowsocksOptions{Method: s.method, Password: pw}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac := &nettest.Arrivals{End: io.EOF}
+	sc := newStreamConn(ac, c, testDst)
+	if _, err := sc.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	rsalt := bytes.Repeat([]byte{7}, 16)
+	out := newCodec(s.sessionAEAD(rsalt))
+	hdr := []byte{1}
+	hdr = binary.BigEndian.AppendUint64(hdr, uint64(time.Now().Unix()))
+	hdr = append(hdr, ac.Sent.Bytes()[:16]...)
+	hdr = binary.BigEndian.AppendUint16(hdr, 4)
+	resp := new(bytes.Buffer)
+	resp.Write(rsalt)
+	resp.Write(out.seal(hdr))
+	resp.Write(out.seal([]byte("zero")))
+	want := []byte("zero one, two, three")
+	for _, w := range bytes.SplitAfter(want[4:], []byte(" ")) {
+		resp.Write(out.chunk(nil))
+		resp.Write(out.chunk(w))
+	}
+	resp.Write(out.chunk(nil))
+	ac.Every(resp.Bytes(), 5)
+	got, err := io.ReadAll(sc)
+	if err != nil {
+		t.Fatalf("read: %v (after %q)", err, got)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
 }

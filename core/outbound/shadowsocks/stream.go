@@ -69,7 +69,8 @@ type streamConn struct {
 	rw        readwait.Waiter    // For(Conn)'s, once readers set it
 	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
 	rwDone    bool               // rw and rtry are set
-	nextLen   int                // the opened length of the next chunk; 0: not read yet
+	nextLen   int                // the opened length of the next chunk, when lenOpen
+	lenOpen   bool               // nextLen is read (it may be 0: an empty chunk)
 	dry       bool               // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
 	small     [64]byte
 	respDone  bool
@@ -447,7 +448,7 @@ func (s *streamConn) Lend(min int) []byte {
 		return nil
 	}
 	if !s.buffered() {
-		if s.rerrLater != nil || (s.nextLen > 0 && s.nextLen <= min) {
+		if s.rerrLater != nil || (s.lenOpen && s.nextLen <= min) {
 			return nil // not one to lend: reading more is left to Read
 		}
 		if s.rbuf != nil && s.r > 0 && bufSize-s.r < s.nextLen+tagLen {
@@ -467,7 +468,7 @@ func (s *streamConn) Lend(min int) []byte {
 		return nil
 	}
 	n := s.nextLen
-	s.nextLen = 0
+	s.nextLen, s.lenOpen = 0, false
 	pl, err := s.open(n)
 	if err != nil {
 		s.rerrLater = s.readErr("read", err)
@@ -529,7 +530,7 @@ func (s *streamConn) buffered() bool {
 	if s.rerrLater != nil {
 		return false
 	}
-	if s.nextLen == 0 {
+	if !s.lenOpen {
 		if s.w-s.r < 2+tagLen {
 			return false
 		}
@@ -611,9 +612,10 @@ func (s *streamConn) openTo(dst []byte, n int) ([]byte, error) {
 
 // readChunk opens the next chunk: into p when it fits there (and returns
 // its length), otherwise into pend, of which it copies what fits into p.
-// EOF between chunks is the stream's orderly end.
+// EOF between chunks is the stream's orderly end. An empty chunk returns
+// 0 bytes.
 func (s *streamConn) readChunk(p []byte) (int, error) {
-	if s.nextLen == 0 {
+	if !s.lenOpen {
 		if err := s.fill(2 + tagLen); err != nil {
 			if err == io.EOF && s.w == s.r {
 				return 0, io.EOF
@@ -628,7 +630,7 @@ func (s *streamConn) readChunk(p []byte) (int, error) {
 		return 0, s.readErr("read", err)
 	}
 	n := s.nextLen
-	s.nextLen = 0
+	s.nextLen, s.lenOpen = 0, false
 	if len(p) >= n {
 		if _, err := s.openTo(p, n); err != nil {
 			return 0, s.readErr("read", err)
@@ -645,17 +647,18 @@ func (s *streamConn) readChunk(p []byte) (int, error) {
 }
 
 // openLen opens the length of the next chunk, which is in rbuf, into
-// nextLen.
+// nextLen. A length of 0 is an empty chunk (a length and a tag over
+// nothing): sing-box's server writes them on multiplexed streams.
 func (s *streamConn) openLen() error {
 	l, err := s.open(2)
 	if err != nil {
 		return s.readErr("read", err)
 	}
 	n := int(binary.BigEndian.Uint16(l))
-	if n == 0 || n > s.maxChunk {
+	if n > s.maxChunk {
 		return s.readErr("read", fmt.Errorf("chunk of %d bytes (at most %d)", n, s.maxChunk))
 	}
-	s.nextLen = n
+	s.nextLen, s.lenOpen = n, true
 	return nil
 }
 
