@@ -15,6 +15,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/anytls"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/shadowsocks"
+	"github.com/skiffvpn/skiff/core/outbound/ssh"
 	"github.com/skiffvpn/skiff/core/outbound/trojan"
 	"github.com/skiffvpn/skiff/core/outbound/tuic"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
@@ -30,6 +31,7 @@ var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, e
 	node.Trojan:      client(trojan.New),
 	node.AnyTLS:      client(anytls.New),
 	node.TUIC:        client(tuic.New),
+	node.SSH:         client(ssh.New),
 }
 
 // client makes a protocol's New return an outbound.Outbound (and a nil one

@@ -95,7 +95,8 @@ type clashProxy struct {
 		Enabled  bool   `yaml:"enabled"`
 		Protocol string `yaml:"protocol"`
 	} `yaml:"smux"`
-	SSOpts *struct {
+	clashSSH `yaml:",inline"`
+	SSOpts   *struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
@@ -338,6 +339,8 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password, IdleSessionCheckInterval: check, IdleSessionTimeout: timeout, MinIdleSession: cp.MinIdleSession}
 		tlsOn()
 		return n, nil
+	case "ssh":
+		return cp.sshNode(n), nil
 	case "":
 		return nil, errors.New("type: missing")
 	default:

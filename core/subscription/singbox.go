@@ -113,7 +113,8 @@ type sbOutbound struct {
 	GlobalPadding       bool        `json:"global_padding"`
 	AuthenticatedLength bool        `json:"authenticated_length"`
 	PacketEncoding      string      `json:"packet_encoding"`
-	Multiplex           *struct {
+	sbSSH
+	Multiplex *struct {
 		Enabled  bool   `json:"enabled"`
 		Protocol string `json:"protocol"`
 	} `json:"multiplex"`
@@ -346,6 +347,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 			IdleSessionTimeout: time.Duration(o.IdleSessionTimeout), MinIdleSession: o.MinIdleSession}
 		needTLS()
 		return n, nil
+	case "ssh":
+		return o.sshNode(n), nil
 	case "":
 		return nil, errors.New("type: missing")
 	default:
