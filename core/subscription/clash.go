@@ -302,7 +302,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		tlsOn()
 	case "ss", "shadowsocks":
 		n.Protocol = node.Shadowsocks
-		plugin, opts, err := sip003Plugin(cp.Plugin, cp.PluginOpts)
+		plugin, opts, err := sip003Plugin(cp.Plugin, cp.pluginOpts())
 		if err != nil {
 			return nil, err
 		}

@@ -114,6 +114,7 @@ type sbOutbound struct {
 	AuthenticatedLength bool        `json:"authenticated_length"`
 	PacketEncoding      string      `json:"packet_encoding"`
 	sbSSH
+	sbShadowTLS
 	Multiplex *struct {
 		Enabled  bool   `json:"enabled"`
 		Protocol string `json:"protocol"`
@@ -172,7 +173,9 @@ var sbSkip = map[string]bool{"direct": true, "block": true, "dns": true, "select
 // unusable outbound with the line it starts on.
 func parseSingBox(body []byte, res *Result) error {
 	notServer := map[string]bool{} // tags of direct, block and dns outbounds
+	var st shadowTLSDetours
 	defer func() {
+		st.resolve(res)
 		for i := range res.Groups {
 			g := &res.Groups[i]
 			kept := g.Members[:0:0]
@@ -221,7 +224,7 @@ func parseSingBox(body []byte, res *Result) error {
 				res.Groups = append(res.Groups, o.group(line))
 				continue
 			}
-			if sbSkip[o.Type] {
+			if sbSkip[o.Type] || st.take(&o) {
 				notServer[o.Tag] = true
 				continue
 			}
@@ -231,6 +234,7 @@ func parseSingBox(body []byte, res *Result) error {
 				continue
 			}
 			res.Nodes = append(res.Nodes, n)
+			st.note(&o, n, line)
 		}
 		if _, err := dec.Token(); err != nil {
 			return jsonError(body, err)

@@ -1,0 +1,52 @@
+package shadowsocks
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/transport/shadowtls"
+)
+
+// setShadowTLS reads shadow-tls's options (mihomo's plugin-opts: host,
+// password, version; with fingerprint, Clash's client-fingerprint, and
+// skip-cert-verify). Only version 3 is built in; mihomo's default, 2, is
+// refused with its name.
+func (c *Client) setShadowTLS(kv []pluginOpt) error {
+	cfg := shadowtls.Config{}
+	version := 2 // mihomo's default
+	for _, o := range kv {
+		switch o.key {
+		case "host":
+			cfg.ServerName = o.val
+		case "password":
+			cfg.Password = o.val
+		case "version":
+			v, err := strconv.Atoi(o.val)
+			if err != nil {
+				return errors.New("plugin shadow-tls: version: not a number")
+			}
+			version = v
+		case "fingerprint", "client-fingerprint":
+			cfg.Fingerprint = o.val
+		case "skip-cert-verify", "insecure":
+			cfg.Insecure = o.val == "" || o.val == "true" || o.val == "1"
+		default:
+			return node.Unsupportedf(node.FeaturePlugin, "shadow-tls "+o.key, "plugin shadow-tls: option %q is not supported", o.key)
+		}
+	}
+	switch version {
+	case 3:
+	case 1, 2:
+		return node.Unsupportedf(node.FeaturePlugin, fmt.Sprintf("shadow-tls v%d", version), "plugin shadow-tls: version %d is not supported (only 3)", version)
+	default:
+		return fmt.Errorf("plugin shadow-tls: version %d: want 1, 2 or 3", version)
+	}
+	stls, err := shadowtls.New(cfg)
+	if err != nil {
+		return fmt.Errorf("plugin %w", err)
+	}
+	c.stls = stls
+	return nil
+}

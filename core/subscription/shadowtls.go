@@ -1,0 +1,134 @@
+package subscription
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/profile"
+)
+
+// pluginOpts is a Clash proxy's plugin-opts, with its client-fingerprint
+// for shadow-tls, whose ClientHello it shapes (mihomo reads it there).
+func (cp *clashProxy) pluginOpts() map[string]any {
+	if cp.Plugin != "shadow-tls" || cp.ClientFingerprint == "" {
+		return cp.PluginOpts
+	}
+	opts := map[string]any{"fingerprint": cp.ClientFingerprint}
+	for k, v := range cp.PluginOpts {
+		opts[k] = v
+	}
+	return opts
+}
+
+// sbShadowTLS is what sing-box's shadowtls outbound adds (its tls block is
+// the site's handshake), and the detour by which another outbound goes
+// through one.
+type sbShadowTLS struct {
+	Version int    `json:"version"`
+	Detour  string `json:"detour"`
+}
+
+// shadowTLSDetours joins sing-box's shadowtls outbounds to the
+// Shadowsocks outbounds that detour through them: the node dials the
+// shadowtls server, with the shadow-tls plugin.
+type shadowTLSDetours struct {
+	servers map[string]sbOutbound // by tag
+	users   []detourUser
+}
+
+type detourUser struct {
+	n    *node.Node
+	tag  string
+	line int
+}
+
+// take keeps o if it is a shadowtls outbound, which is no node itself.
+func (d *shadowTLSDetours) take(o *sbOutbound) bool {
+	if o.Type != "shadowtls" {
+		return false
+	}
+	if d.servers == nil {
+		d.servers = map[string]sbOutbound{}
+	}
+	d.servers[o.Tag] = *o
+	return true
+}
+
+// note remembers n, made from o, when o detours.
+func (d *shadowTLSDetours) note(o *sbOutbound, n *node.Node, line int) {
+	if o.Detour != "" {
+		d.users = append(d.users, detourUser{n: n, tag: o.Detour, line: line})
+	}
+}
+
+// resolve moves each detouring node onto its shadowtls server. A detour
+// to an outbound that is not shadowtls is left as before (ignored); a
+// node other than Shadowsocks through shadowtls is dropped with a
+// warning, as Skiff carries only Shadowsocks through it.
+func (d *shadowTLSDetours) resolve(res *Result) {
+	drop := map[*node.Node]bool{}
+	for _, u := range d.users {
+		s, ok := d.servers[u.tag]
+		if !ok {
+			continue
+		}
+		if err := joinShadowTLS(u.n, &s); err != nil {
+			res.Warnings = append(res.Warnings, profile.Warning{Line: u.line, Reason: fmt.Sprintf("outbound %q: %v", u.n.Name, err)})
+			drop[u.n] = true
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := res.Nodes[:0]
+	for _, n := range res.Nodes {
+		if !drop[n] {
+			kept = append(kept, n)
+		}
+	}
+	res.Nodes = kept
+}
+
+// joinShadowTLS makes n dial s with the shadow-tls plugin.
+func joinShadowTLS(n *node.Node, s *sbOutbound) error {
+	if n.Protocol != node.Shadowsocks {
+		return fmt.Errorf("detour %q: only Shadowsocks is carried through shadowtls", s.Tag)
+	}
+	if n.Shadowsocks.Plugin != "" {
+		return fmt.Errorf("detour %q: a Shadowsocks plugin and shadowtls together", s.Tag)
+	}
+	if s.Server == "" || s.ServerPort == 0 {
+		return fmt.Errorf("detour %q: shadowtls outbound without server or server_port", s.Tag)
+	}
+	version := s.Version
+	if version == 0 {
+		version = 1 // sing-box's default
+	}
+	host := ""
+	opts := []string{}
+	if t := s.TLS; t != nil {
+		host = t.ServerName
+		if t.UTLS != nil && t.UTLS.Enabled {
+			fp := t.UTLS.Fingerprint
+			if fp == "" {
+				fp = "chrome"
+			}
+			opts = append(opts, "fingerprint="+sip003Escape(fp))
+		}
+		if t.Insecure {
+			opts = append(opts, "skip-cert-verify")
+		}
+	}
+	if host == "" {
+		host = s.Server
+	}
+	opts = append([]string{"host=" + sip003Escape(host), "password=" + sip003Escape(s.Password), "version=" + strconv.Itoa(version)}, opts...)
+	n.Server, n.Port = strings.Trim(s.Server, "[]"), s.ServerPort
+	n.Shadowsocks.Plugin, n.Shadowsocks.PluginOpts = "shadow-tls", strings.Join(opts, ";")
+	if n.Name == "" {
+		n.Name = n.Address()
+	}
+	return nil
+}

@@ -1,0 +1,24 @@
+package tlsconf
+
+import (
+	"fmt"
+	"net"
+
+	utls "github.com/refraction-networking/utls"
+)
+
+// UClient returns a uTLS client on conn that sends f's ClientHello with
+// the browser's own ALPN list, for a layer that drives the handshake
+// itself (ShadowTLS signs the hello's session id). The caller builds the
+// hello (BuildHandshakeState) or lets the handshake do it.
+func (f *Fingerprint) UClient(conn net.Conn, cfg *utls.Config) (*utls.UConn, error) {
+	id, spec, err := f.hello(nil)
+	if err != nil {
+		return nil, err
+	}
+	uc, err := newUClient(conn, cfg, id, spec)
+	if err != nil {
+		return nil, fmt.Errorf("tls: fingerprint %s: %w", f.name, err)
+	}
+	return uc, nil
+}
