@@ -5,14 +5,18 @@ go 1.26.3
 require (
 	fyne.io/fyne/v2 v2.7.1
 	github.com/Microsoft/go-winio v0.6.4
+	github.com/amnezia-vpn/amneziawg-go v0.2.12
+	github.com/go-text/typesetting v0.2.1
 	github.com/gobwas/ws v1.5.0
 	github.com/godbus/dbus/v5 v5.1.0
+	github.com/hashicorp/yamux v0.1.2
 	github.com/maxmind/mmdbwriter v1.0.0
 	github.com/nicksnyder/go-i18n/v2 v2.5.1
 	github.com/oschwald/maxminddb-golang/v2 v2.1.1
 	github.com/quic-go/quic-go v0.65.0
 	github.com/refraction-networking/utls v1.8.2
 	github.com/vishvananda/netlink v1.3.1
+	github.com/xtaci/smux v1.5.58
 	golang.org/x/crypto v0.59.0
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
@@ -37,7 +41,6 @@ require (
 	github.com/go-gl/gl v0.0.0-20231021071112-07e5d0ea2e71 // indirect
 	github.com/go-gl/glfw/v3.3/glfw v0.0.0-20240506104042-037f3cc74f2a // indirect
 	github.com/go-text/render v0.2.0 // indirect
-	github.com/go-text/typesetting v0.2.1 // indirect
 	github.com/gobwas/httphead v0.1.0 // indirect
 	github.com/google/btree v1.1.2 // indirect
 	github.com/hack-pad/go-indexeddb v0.3.2 // indirect
@@ -54,6 +57,7 @@ require (
 	github.com/srwiley/oksvg v0.0.0-20221011165216-be6e8873101c // indirect
 	github.com/srwiley/rasterx v0.0.0-20220730225603-2ab79fcdd4ef // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/tevino/abool/v2 v2.1.0 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	github.com/yuin/goldmark v1.7.8 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect

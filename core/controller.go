@@ -239,8 +239,11 @@ func (c *Controller) Status() Status {
 	c.mu.Lock()
 	st, r := c.status, c.run
 	c.mu.Unlock()
-	if r != nil && r.routing.group != nil {
-		st.Member = r.routing.group.Current()
+	if r != nil && r.routing.live != nil {
+		st.Member = r.routing.current()
+		r.routing.mu.Lock()
+		st.Outbound = r.routing.proxy
+		r.routing.mu.Unlock()
 	}
 	return st
 }
@@ -255,7 +258,10 @@ func (c *Controller) Groups() []GroupState {
 		return nil
 	}
 	var out []GroupState
-	for _, g := range r.routing.groups {
+	r.routing.mu.Lock()
+	groups := append([]*group.Group(nil), r.routing.groups...)
+	r.routing.mu.Unlock()
+	for _, g := range groups {
 		out = append(out, GroupState{Name: g.Name(), Mode: g.Mode(), Current: g.Current(), Members: g.Members()})
 	}
 	return out

@@ -86,7 +86,9 @@ var _ flow.Handler = (*Engine)(nil)
 // withPick asks a group to report, into *member, the server that carried
 // the flow. Flows to a plain outbound skip the closure and context value.
 func withPick(ctx context.Context, out outbound.Outbound, member *string) context.Context {
-	if _, ok := out.(*group.Group); !ok {
+	switch out.(type) {
+	case *group.Group, *switchable:
+	default:
 		return ctx
 	}
 	return group.WithPick(ctx, func(s string) { *member = cmp.Or(*member, s) })

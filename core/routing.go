@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
@@ -25,6 +26,16 @@ var ErrNoServer = errors.New("core: no server configured")
 // routing is what a run routes with: the router, the proxy target and the
 // group behind it (nil with one node), and everything to close at Stop.
 type routing struct {
+	// mu guards group, groups, nodes, byKey and proxy, which a live
+	// switch (Controller.Reselect) changes while flows are served.
+	mu       sync.Mutex
+	live     *switchable // the route's outbound (targets[TargetProxy]); nil without a route
+	byKey    map[string]outbound.Outbound
+	dialer   outbound.Dialer
+	policy   group.Policy
+	log      *slog.Logger
+	onSwitch func(group.Event)
+
 	router  *route.Table
 	final   string
 	rules   []rule.Rule
@@ -38,6 +49,8 @@ type routing struct {
 }
 
 func (r *routing) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	var errs []error
 	// The groups share their members' outbounds (group.Options.Shared):
 	// they stop probing first, then every outbound closes once.
@@ -65,7 +78,7 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 	r := &routing{targets: map[string]outbound.Outbound{
 		TargetDirect: direct.New(cfg.Dialer),
 		TargetBlock:  block.New(),
-	}}
+	}, byKey: map[string]outbound.Outbound{}, dialer: cfg.Dialer, policy: cfg.Policy, log: log, onSwitch: onSwitch}
 	defer func() {
 		if err != nil {
 			r.close()
@@ -83,6 +96,7 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 				}
 				built[n] = ob
 				r.nodes = append(r.nodes, ob)
+				r.byKey[nodeKey(n)] = ob
 			}
 			ms = append(ms, group.Member{Name: nodeName(n), Outbound: ob})
 		}
@@ -117,13 +131,16 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 		if err != nil {
 			return nil, err
 		}
-		r.targets[TargetProxy] = ob
+		r.live = &switchable{}
+		r.targets[TargetProxy] = r.live
 		r.proxy = TargetProxy
+		l := &liveRoute{ob: ob, name: ms[0].Name}
 		if g, ok := ob.(*group.Group); ok {
-			r.group = g
+			r.group, l.group = g, g
 		} else {
 			r.proxy = ms[0].Name
 		}
+		r.live.cur.Store(l)
 	}
 	for _, t := range cfg.Targets {
 		if t.Name == "" || r.targets[t.Name] != nil || t.Name == TargetProxy {

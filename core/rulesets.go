@@ -16,6 +16,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/ruleset"
 	"github.com/skiffvpn/skiff/internal/fetchguard"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // RuleSetState is one rule set of a run as the status shows it.
@@ -72,7 +73,7 @@ func newRuleSets(cfg *Config, targets map[string]outbound.Outbound, log *slog.Lo
 	// names resolved as the direct target resolves them. Through the
 	// proxy, the server connects, from its own network.
 	lookup := func(ctx context.Context, host string) ([]netip.Addr, error) {
-		return outbound.LookupNetIP(ctx, cfg.Dialer, "ip", host)
+		return sysdial.LookupNetIP(ctx, cfg.Dialer, "ip", host)
 	}
 	direct := fetchguard.Dial(outbound.HTTPDial(targets[TargetDirect], "rule-set dial"), lookup)
 	fetch := []ruleset.FetchFunc{ruleset.HTTPFetch(fetchClient(direct))}

@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/inbound/mixed"
 	"github.com/skiffvpn/skiff/core/netmon"
 	"github.com/skiffvpn/skiff/core/netstack"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/tun"
 )
@@ -27,6 +28,7 @@ type run struct {
 	tun     *tunRun // nil unless TUN mode
 	panics  *guard.Reporter
 	netmon  *netmon.Monitor
+	servers map[string]bool // TUN mode: the servers the tunnel lets pass (Reselect keeps to them)
 }
 
 // tunRun is the TUN half of a run.
@@ -67,6 +69,10 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		}
 		r.tun = &tunRun{tunnel: t}
 		cfg.Dialer = t.Dialer()
+		r.servers = map[string]bool{}
+		for _, n := range cfg.servers() {
+			r.servers[n.Server] = true
+		}
 	}
 	if cfg.Dialer == nil {
 		cfg.Dialer = proxyModeDialer()
@@ -224,7 +230,10 @@ func (r *run) networkChanged(ev netmon.Event, log *slog.Logger) {
 			log.Error("tun: re-install routes after a network change", "err", err)
 		}
 	}
-	for _, o := range r.routing.nodes {
+	r.routing.mu.Lock()
+	nodes := append([]outbound.Outbound(nil), r.routing.nodes...)
+	r.routing.mu.Unlock()
+	for _, o := range nodes {
 		if nc, ok := o.(networkChanger); ok {
 			nc.NetworkChanged()
 		}

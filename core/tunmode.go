@@ -12,6 +12,7 @@ import (
 	"github.com/skiffvpn/skiff/core/dns"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 	"github.com/skiffvpn/skiff/tun"
 	"github.com/skiffvpn/skiff/tun/crashwatch"
 )
@@ -92,7 +93,7 @@ func openTUN(ctx context.Context, tc *TUNConfig, nodes []*node.Node, log *slog.L
 	// dials (its sockets bypass the tunnel: by their mark on Linux, bound
 	// to the physical interface elsewhere).
 	// The lookups use marked sockets, which a kill switch lets through.
-	res := outbound.NewResolver((&outbound.SystemDialer{Mark: tun.DefaultMark}).DialContext)
+	res := sysdial.NewResolver((&outbound.SystemDialer{Mark: tun.DefaultMark}).DialContext)
 	for _, n := range nodes {
 		ips, err := serverAddrs(rctx, res, n.Server)
 		if err != nil {
@@ -153,7 +154,7 @@ func KillSwitchInForce() bool { return tun.KillSwitchOn("") }
 func proxyModeDialer() outbound.Dialer {
 	if runtime.GOOS == "linux" && tun.KillSwitchOn("") && canMark() {
 		d := &outbound.SystemDialer{Mark: tun.DefaultMark}
-		d.Resolver = outbound.NewResolver(d.DialContext)
+		d.Resolver = sysdial.NewResolver(d.DialContext)
 		return d
 	}
 	return &outbound.SystemDialer{}
@@ -191,6 +192,6 @@ func serverAddrs(ctx context.Context, r *net.Resolver, host string) ([]netip.Add
 // queries would come back into it).
 func tunDNS(t *tun.Tunnel, tc *TUNConfig, eng *Engine, rt *routing) (*dnsHandler, error) {
 	bypass := t.Dialer()
-	direct := &dns.SystemUpstream{Resolver: outbound.NewResolver(bypass.DialContext)}
+	direct := &dns.SystemUpstream{Resolver: sysdial.NewResolver(bypass.DialContext)}
 	return newDNSHandler(eng, tc.DNS, rt, direct)
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // bypass is the Dialer for Skiff's own sockets. On Linux the fwmark routes
@@ -26,18 +26,18 @@ type bypass struct {
 	wg       sync.WaitGroup
 }
 
-var _ outbound.Dialer = (*bypass)(nil)
+var _ sysdial.Dialer = (*bypass)(nil)
 
 func newBypass(mark uint32) *bypass {
 	b := &bypass{mark: mark, done: make(chan struct{}), kick: make(chan struct{}, 1)}
-	b.resolver = outbound.NewResolver(b.DialContext)
+	b.resolver = sysdial.NewResolver(b.DialContext)
 	return b
 }
 
-func (b *bypass) dialer() *outbound.SystemDialer {
+func (b *bypass) dialer() *sysdial.SystemDialer {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return &outbound.SystemDialer{Mark: b.mark, Interface: b.iface, Resolver: b.resolver}
+	return &sysdial.SystemDialer{Mark: b.mark, Interface: b.iface, Resolver: b.resolver}
 }
 
 // DialContext dials outside the tunnel.
@@ -51,7 +51,7 @@ func (b *bypass) ListenPacket(ctx context.Context, network, address string) (net
 }
 
 // NameResolver returns the resolver whose queries leave on the bypass's
-// sockets (outbound.LookupNetIP uses it).
+// sockets (sysdial.LookupNetIP uses it).
 func (b *bypass) NameResolver() *net.Resolver { return b.resolver }
 
 // Interface returns the interface sockets are bound to ("" when the mark

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -108,54 +106,12 @@ func addKillSwitchFilters(engine windows.Handle, rules []wfpRule, keys []windows
 	if err := fwpmCall(procFwpmSubLayerAdd0, uintptr(engine), uintptr(unsafe.Pointer(&sublayer)), 0); err != nil {
 		return fmt.Errorf("add the sublayer: %w", err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find Skiff's executable: %w", err)
-	}
-	p, err := windows.UTF16PtrFromString(exe)
+	appID, free, err := wfpAppID()
 	if err != nil {
 		return err
 	}
-	var appID *fwpByteBlob
-	if err := fwpmCall(procFwpmGetAppIdFromFileName0, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&appID))); err != nil {
-		return fmt.Errorf("application id of %s: %w", exe, err)
-	}
-	defer func() { fwpmCall(procFwpmFreeMemory0, uintptr(unsafe.Pointer(&appID))) }()
-
-	var arena wfpArena
-	for i, r := range rules {
-		desc, err := windows.UTF16PtrFromString(r.String())
-		if err != nil {
-			return err
-		}
-		conds := wfpConditions(&arena, r, 0, appID)
-		f := fwpmFilter0{
-			filterKey:   wfpGUID(keys[i+1]),
-			displayData: fwpmDisplayData0{name: name, description: desc},
-			flags:       fwpmFilterFlagPersistent,
-			layerKey:    fwpmLayerALEAuthConnectV4,
-			subLayerKey: sublayer.subLayerKey,
-			weight:      fwpValue0{typ: fwpUint8, value: uintptr(r.Weight)},
-			action:      fwpmAction0{typ: fwpActionBlock},
-		}
-		if r.V6 {
-			f.layerKey = fwpmLayerALEAuthConnectV6
-		}
-		if r.Permit {
-			f.action.typ = fwpActionPermit
-		}
-		if len(conds) > 0 {
-			f.numFilterConditions = uint32(len(conds))
-			f.filterCondition = &conds[0]
-		}
-		var id uint64
-		if err := fwpmCall(procFwpmFilterAdd0, uintptr(engine), uintptr(unsafe.Pointer(&f)), 0, uintptr(unsafe.Pointer(&id))); err != nil {
-			return fmt.Errorf("add filter %s: %w", r, err)
-		}
-		runtime.KeepAlive(conds)
-	}
-	runtime.KeepAlive(&arena)
-	return nil
+	defer free()
+	return addWFPFilters(engine, &sublayer, name, rules, 0, appID, keys[1:])
 }
 
 // deleteWFP deletes what a "wfp" change recorded (argv: "wfp", the

@@ -122,23 +122,48 @@ func (s *wfpSession) add(rules []wfpRule, tunnelLUID uint64, name *uint16) (err 
 
 	var appID *fwpByteBlob
 	if slices.ContainsFunc(rules, func(r wfpRule) bool { return r.App }) {
-		exe, err := os.Executable()
+		id, free, err := wfpAppID()
 		if err != nil {
-			return fmt.Errorf("tun: strict route: find Skiff's executable: %w", err)
+			return fmt.Errorf("tun: strict route: %w", err)
 		}
-		p, err := windows.UTF16PtrFromString(exe)
-		if err != nil {
-			return err
-		}
-		if err := fwpmCall(procFwpmGetAppIdFromFileName0, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&appID))); err != nil {
-			return fmt.Errorf("tun: strict route: application id of %s: %w", exe, err)
-		}
-		// A closure, so that appID stays alive until the engine frees it.
-		defer func() { fwpmCall(procFwpmFreeMemory0, uintptr(unsafe.Pointer(&appID))) }()
+		defer free()
+		appID = id
+	}
+	if err := addWFPFilters(s.engine, &sublayer, name, rules, tunnelLUID, appID, nil); err != nil {
+		return fmt.Errorf("tun: strict route: %w", err)
 	}
 
+	if err := fwpmCall(procFwpmTransactionCommit0, uintptr(s.engine)); err != nil {
+		return fmt.Errorf("tun: strict route: commit the filters: %w", err)
+	}
+	return nil
+}
+
+// wfpAppID returns the WFP application ID of Skiff's executable and the
+// function that frees it (a closure, so that the ID stays alive until the
+// engine frees it).
+func wfpAppID() (appID *fwpByteBlob, free func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, fmt.Errorf("find Skiff's executable: %w", err)
+	}
+	p, err := windows.UTF16PtrFromString(exe)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := fwpmCall(procFwpmGetAppIdFromFileName0, uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&appID))); err != nil {
+		return nil, nil, fmt.Errorf("application id of %s: %w", exe, err)
+	}
+	return appID, func() { fwpmCall(procFwpmFreeMemory0, uintptr(unsafe.Pointer(&appID))) }, nil
+}
+
+// addWFPFilters adds one filter per rule to sublayer, named name. keys,
+// when not nil, gives filter i the key keys[i] and makes every filter
+// persistent (the kill switch's, which outlive Skiff); otherwise the
+// engine picks the keys and the filters end with the session.
+func addWFPFilters(engine windows.Handle, sublayer *fwpmSublayer0, name *uint16, rules []wfpRule, tunnelLUID uint64, appID *fwpByteBlob, keys []windows.GUID) error {
 	var arena wfpArena
-	for _, r := range rules {
+	for i, r := range rules {
 		desc, err := windows.UTF16PtrFromString(r.String())
 		if err != nil {
 			return err
@@ -151,6 +176,10 @@ func (s *wfpSession) add(rules []wfpRule, tunnelLUID uint64, name *uint16) (err 
 			weight:      fwpValue0{typ: fwpUint8, value: uintptr(r.Weight)},
 			action:      fwpmAction0{typ: fwpActionBlock},
 		}
+		if keys != nil {
+			f.filterKey = wfpGUID(keys[i])
+			f.flags = fwpmFilterFlagPersistent
+		}
 		if r.V6 {
 			f.layerKey = fwpmLayerALEAuthConnectV6
 		}
@@ -162,16 +191,12 @@ func (s *wfpSession) add(rules []wfpRule, tunnelLUID uint64, name *uint16) (err 
 			f.filterCondition = &conds[0]
 		}
 		var id uint64
-		if err := fwpmCall(procFwpmFilterAdd0, uintptr(s.engine), uintptr(unsafe.Pointer(&f)), 0, uintptr(unsafe.Pointer(&id))); err != nil {
-			return fmt.Errorf("tun: strict route: add filter %s: %w", r, err)
+		if err := fwpmCall(procFwpmFilterAdd0, uintptr(engine), uintptr(unsafe.Pointer(&f)), 0, uintptr(unsafe.Pointer(&id))); err != nil {
+			return fmt.Errorf("add filter %s: %w", r, err)
 		}
 		runtime.KeepAlive(conds)
 	}
 	runtime.KeepAlive(&arena)
-
-	if err := fwpmCall(procFwpmTransactionCommit0, uintptr(s.engine)); err != nil {
-		return fmt.Errorf("tun: strict route: commit the filters: %w", err)
-	}
 	return nil
 }
 

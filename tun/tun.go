@@ -18,8 +18,8 @@ import (
 
 	wgtun "golang.zx2c4.com/wireguard/tun"
 
-	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/internal/pidalive"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // Defaults for Config.
@@ -173,7 +173,7 @@ func (t *Tunnel) MTU() int { return t.cfg.MTU }
 // Dialer returns the dialer for Skiff's own sockets (the outbounds' sockets
 // to their servers and the direct outbound): they bypass the tunnel, with
 // the fwmark on Linux and bound to the current default interface elsewhere.
-func (t *Tunnel) Dialer() outbound.Dialer { return t.bind }
+func (t *Tunnel) Dialer() sysdial.Dialer { return t.bind }
 
 // NetworkChanged is called when the network under the tunnel changed (see
 // package netmon): the bypass looks for the new default interface at once

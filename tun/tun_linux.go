@@ -20,7 +20,7 @@ func permissionError(err error) bool {
 
 // openPlatform creates the device (with IFF_VNET_HDR offloads where the
 // kernel has them), configures it through netlink and installs the policy
-// routing of planLinux. Skiff's sockets carry the fwmark, so they leave by
+// routing of policyLinux. Skiff's sockets carry the fwmark, so they leave by
 // the main table and follow its default route wherever it points: there is
 // no interface to track.
 func openPlatform(t *Tunnel) error {
@@ -86,7 +86,7 @@ func openPlatform(t *Tunnel) error {
 	if !cfg.AutoRoute {
 		return nil
 	}
-	routes, rules := planLinux(cfg, t.name)
+	routes, rules := policyLinux(cfg, t.name)
 	for _, r := range routes {
 		if err := t.state.record(Change{Kind: "route", Route: &r}); err != nil {
 			return err

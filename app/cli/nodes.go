@@ -33,6 +33,7 @@ type nodeJSON struct {
 	Ports        string         `json:"ports,omitempty"` // hysteria2 port hopping
 	Obfs         string         `json:"obfs,omitempty"`  // hysteria2 obfuscation type
 	Flow         string         `json:"flow,omitempty"`  // vless
+	Multiplex    string         `json:"multiplex,omitempty"`
 }
 
 type transportJSON struct {
@@ -51,6 +52,7 @@ type tlsJSON struct {
 	Pinned      bool     `json:"pinned,omitempty"`
 	Fingerprint string   `json:"fingerprint,omitempty"`
 	Reality     bool     `json:"reality,omitempty"`
+	ECH         bool     `json:"ech,omitempty"`
 }
 
 func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
@@ -58,13 +60,13 @@ func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 	ok, why := protocol.Supported(c)
 	j := nodeJSON{
 		ID: n.ID, Name: n.Name(), Protocol: c.Protocol, Server: c.Server, Port: c.Port,
-		Supported: ok, Reason: why, Selected: p.Selected == n.ID, Subscription: n.Subscription,
+		Supported: ok, Reason: why, Selected: p.Selected == n.ID, Subscription: n.Subscription, Multiplex: c.Multiplex,
 	}
 	if t := c.Transport; t != nil {
 		j.Transport = &transportJSON{Type: t.Type, Path: t.Path, Host: t.Host, ServiceName: t.ServiceName, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeader}
 	}
 	if t := c.TLS; t != nil {
-		j.TLS = &tlsJSON{SNI: t.SNI, ALPN: t.ALPN, Insecure: t.Insecure, Pinned: t.PinSHA256 != "", Fingerprint: t.Fingerprint, Reality: t.Reality != nil}
+		j.TLS = &tlsJSON{SNI: t.SNI, ALPN: t.ALPN, Insecure: t.Insecure, Pinned: t.PinSHA256 != "", Fingerprint: t.Fingerprint, Reality: t.Reality != nil, ECH: t.ECH != nil}
 	}
 	if h := c.Hysteria2; h != nil {
 		j.Ports, j.Obfs = h.Ports, h.Obfs

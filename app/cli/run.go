@@ -282,7 +282,7 @@ func runCmd(args []string, _ io.Reader, _, stderr io.Writer) int {
 		cfg.Policy.SpeedURL = rf.speedURL
 	}
 	if rf.lanDirect {
-		cfg.Rules, cfg.Final, _ = rule.Preset(rule.PresetTunnelAll, core.TargetProxy, core.TargetDirect, nil)
+		cfg.Rules, cfg.Final, _ = rule.Builtin(rule.BuiltinTunnelAll, core.TargetProxy, core.TargetDirect, nil)
 	}
 	if rf.tun.on {
 		cfg.TUN = rf.tun.config()

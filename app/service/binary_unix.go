@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 	"github.com/skiffvpn/skiff/internal/rootdir"
 )
 
@@ -47,35 +48,11 @@ func rootsOnly(exe string) error {
 	return rootdir.CheckAncestors(filepath.Dir(exe))
 }
 
-// copyBinary copies exe to dest through a temporary file beside it:
-// root's, 0755, synced, then renamed over dest.
+// copyBinary copies exe to dest atomically: 0755, then root's (the copy
+// is root's already when root runs it; the group may be the folder's).
 func copyBinary(exe, dest string) error {
-	src, err := os.Open(exe)
-	if err != nil {
+	if err := atomicfile.Copy(dest, exe, 0o755); err != nil {
 		return err
 	}
-	defer src.Close()
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = io.Copy(f, src)
-	if err == nil {
-		err = f.Chown(0, 0)
-	}
-	if err == nil {
-		err = f.Chmod(0o755)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, dest)
+	return os.Chown(dest, 0, 0)
 }

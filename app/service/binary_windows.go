@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 	"golang.org/x/sys/windows"
 )
 
@@ -42,28 +43,5 @@ func serviceBinary(exe string, out io.Writer) (string, error) {
 	return dest, nil
 }
 
-// copyFile copies src to dest through a temporary file beside it.
-func copyFile(src, dest string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	f, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = io.Copy(f, in)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, dest)
-}
+// copyFile copies src to dest atomically.
+func copyFile(src, dest string) error { return atomicfile.Copy(dest, src, 0o755) }

@@ -62,6 +62,10 @@ type homeView struct {
 	subNote   *widget.Label
 	ksBox     *fyne.Container // traffic is blocked: the kill switch is on and Skiff is not connected
 	flowNote  *widget.Label
+	flowBox   *fyne.Container // flowNote and its Details
+	flowWhy   string          // the core's words for the failure, for Details
+	flowDown  int64           // bytes down when the failure was noted; -1: not yet seen
+	flowAt    time.Time
 	graph     *Graph
 	rates     *widget.Label
 	totals    *widget.Label
@@ -69,13 +73,14 @@ type homeView struct {
 	memWindow *widget.Label
 	conns     *widget.Label
 
-	running bool
-	userErr string     // an error the window found before the core was asked
-	shown   api.Status // the status last drawn
-	drawn   bool       // whether shown was drawn at all
-	memAt   time.Time  // when the memory figures were last shown
-	ksStale bool       // the kill switch's state is to be read again
-	phase   phase      // the heading last drawn
+	running  bool
+	changing bool       // a mode change is asked of the core
+	userErr  string     // an error the window found before the core was asked
+	shown    api.Status // the status last drawn
+	drawn    bool       // whether shown was drawn at all
+	memAt    time.Time  // when the memory figures were last shown
+	ksStale  bool       // the kill switch's state is to be read again
+	phase    phase      // the heading last drawn
 
 	// The run's check: right after connecting, the core probes the
 	// route's servers, so the window says Connected only once one
@@ -138,7 +143,10 @@ func newHomeView(u *UI) *homeView {
 	h.flowNote = widget.NewLabel("")
 	h.flowNote.Wrapping = fyne.TextWrapWord
 	h.flowNote.Importance = widget.WarningImportance
-	h.flowNote.Hide()
+	flowMore := widget.NewButton(tr("home.details"), func() { showDetails(h.u.win, tr("home.detailsTitle"), h.flowWhy) })
+	flowMore.Importance = widget.LowImportance
+	h.flowBox = container.NewBorder(nil, nil, nil, container.NewCenter(flowMore), h.flowNote)
+	h.flowBox.Hide()
 	h.subNote = widget.NewLabel("")
 	h.subNote.Wrapping = fyne.TextWrapWord
 	h.subNote.Importance = widget.WarningImportance
@@ -162,7 +170,7 @@ func newHomeView(u *UI) *homeView {
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
 	modeRow := container.NewBorder(nil, nil, widget.NewLabel(tr("home.mode")), nil, h.mode)
-	top := container.NewVBox(head, h.empty, modeRow, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowNote, h.subNote)
+	top := container.NewVBox(head, h.empty, modeRow, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
 	// The figures take lines of their own so that longer languages fit
 	// at 800 px; the memory note wraps.
 	h.memCore.Wrapping = fyne.TextWrapWord
@@ -172,7 +180,9 @@ func newHomeView(u *UI) *homeView {
 		container.NewBorder(nil, nil, nil, nil, h.memCore),
 		h.memWindow,
 	)
-	h.obj = container.NewPadded(container.NewBorder(top, figures, nil, nil, h.graph))
+	// When the notes need more than the window has, Home scrolls: the
+	// graph keeps its least height, and no note is drawn over its legend.
+	h.obj = container.NewPadded(container.NewVScroll(container.NewBorder(top, figures, nil, nil, h.graph)))
 	h.setMode(u.Prefs().Mode)
 	h.update(api.Status{State: core.Stopped}, core.Snapshot{Memory: stats.ReadMemory()})
 	return h
@@ -234,11 +244,7 @@ func (h *homeView) onMode(string) {
 		}
 		mode = plan.ModeTUN
 	}
-	p := h.u.Prefs()
-	if p.Mode != mode && !(p.Mode == "" && mode == plan.ModeProxy) {
-		p.Mode = mode
-		h.u.setPrefs(p)
-	}
+	h.changeMode(mode)
 }
 
 func (h *homeView) onToggle() {
@@ -297,13 +303,35 @@ func (h *homeView) noteFailure(ev api.Notice) {
 		e = &api.Error{Code: api.CodeInternal, Message: ev.Message}
 	}
 	h.flowNote.SetText(tr("home.flowsFailing", M{"Time": fmtr().Clock(ev.Time), "Why": explain(e, h.u.service)}))
+	h.flowWhy = e.Message
+	h.flowDown, h.flowAt = -1, time.Now()
+	h.flowBox.Show()
+}
 
-	h.flowNote.Show()
+// goodTraffic is how much must come down after a failure was noted, and
+// how long after, for the note to go: the failures have stopped mattering.
+const (
+	goodTrafficBytes = 1 << 20
+	goodTrafficAfter = 10 * time.Second
+)
+
+// clearFlowNote hides the failure note once good traffic follows it.
+func (h *homeView) clearFlowNote(down int64) {
+	if !h.flowBox.Visible() {
+		return
+	}
+	if h.flowDown < 0 || down < h.flowDown {
+		h.flowDown = down
+		return
+	}
+	if down-h.flowDown >= goodTrafficBytes && time.Since(h.flowAt) >= goodTrafficAfter {
+		h.flowBox.Hide()
+	}
 }
 
 // FlowNote returns the connection failure Home shows, or "".
 func (h *homeView) FlowNote() string {
-	if !h.flowNote.Visible() {
+	if !h.flowBox.Visible() {
 		return ""
 	}
 	return h.flowNote.Text
@@ -337,6 +365,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 // update shows the core's state and figures.
 func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
+	h.clearFlowNote(s.Down)
 	h.check(st)
 	groups := h.u.routeGroups()
 	ph, why := h.phaseOf(st, groups)
@@ -345,7 +374,7 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 		h.phase = ph
 		h.drawState(st)
 		if st.State != core.Running {
-			h.flowNote.Hide() // failures of an earlier run
+			h.flowBox.Hide() // failures of an earlier run
 		}
 	}
 	stateChanged := st.State != h.shown.State || !h.drawn

@@ -16,8 +16,8 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
-	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
+	nodepkg "github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 )
@@ -51,12 +51,13 @@ type profilesView struct {
 
 	mu      sync.Mutex // guards latency, order and dirty: tests finish off the UI thread
 	latency map[string]string
-	order   map[string]int // place of each tested node after the last "test all": fastest first
+	probed  map[string]api.ProbeResult // the last probe of each node, for its colour and failure
+	order   map[string]int             // place of each tested node after the last "test all": fastest first
 	dirty   bool
 }
 
 func newProfilesView(u *UI) *profilesView {
-	v := &profilesView{u: u, p: profile.New(), source: sourceAll, latency: map[string]string{}}
+	v := &profilesView{u: u, p: profile.New(), source: sourceAll, latency: map[string]string{}, probed: map[string]api.ProbeResult{}}
 	v.url = widget.NewEntry()
 	v.url.SetPlaceHolder(tr("profiles.urlPlaceholder"))
 	v.url.OnSubmitted = func(string) { v.addFromEntry() }
@@ -145,6 +146,12 @@ func newProfilesView(u *UI) *profilesView {
 				detail.SetText(protocolLabel(&n.Config) + " · " + n.Config.Address() + " — " + lackWords(n.Lack, n.Unsupported))
 				test.SetIcon(theme.InfoIcon())
 				use.Disable()
+				if n.Lack != nil && n.Lack.Feature == nodepkg.FeatureInfo {
+					// The provider's note (traffic left, expiry): read,
+					// never tested or used.
+					name.SetText("ℹ " + n.Name())
+					detail.SetText(lackWords(n.Lack, n.Unsupported))
+				}
 			} else {
 				name.Importance = widget.MediumImportance
 				detail.Importance = widget.MediumImportance
@@ -156,7 +163,18 @@ func newProfilesView(u *UI) *profilesView {
 			detail.Refresh()
 			v.mu.Lock()
 			lat.SetText(v.latency[n.ID])
+			r, tested := v.probed[n.ID]
 			v.mu.Unlock()
+			lat.Importance = widget.MediumImportance
+			if tested && n.Unsupported == "" {
+				lat.Importance = latencyImportance(r)
+				if why := probeWhy(r); why != "" {
+					detail.SetText(detail.Text + " — " + tr("latency.failedWhy", M{"Why": why}))
+					detail.Importance = widget.DangerImportance
+					detail.Refresh()
+				}
+			}
+			lat.Refresh()
 			test.OnTapped = func() { v.test([]*profile.Node{n}) }
 			if n.Unsupported != "" {
 				test.OnTapped = func() {
@@ -515,25 +533,28 @@ func (v *profilesView) removeSource() {
 	}, v.u.win)
 }
 
-// use makes node id the profile's selection.
+// use makes node id the profile's selection; while connected, new flows
+// go through it at once (api.Backend.Select).
 func (v *profilesView) use(id string) {
-	if err := v.u.update(func(p *profile.Profile) error { p.Select(id); return nil }); err != nil {
-		v.say(tr("error.saveProfile", M{"Err": err.Error()}), true)
-		return
+	name := id
+	if n := v.p.Node(id); n != nil {
+		name = n.Name()
 	}
-	if v.u.status().State == core.Running {
-		v.say(tr("profiles.selectedReconnect"), false)
-	}
+	v.u.pick(api.SelectRequest{ID: id}, name, v.say)
 }
 
 // test measures the latency of nodes: the core probes each through its own
-// outbound, outside the tunnel (api.Backend.Probe).
+// outbound, outside the tunnel (api.Backend.Probe). Each node is asked on
+// its own, probeWorkers at once, so every result shows in its row as it
+// comes; after a test of several the list is sorted by latency, the dead
+// last (api.SortByLatency).
 func (v *profilesView) test(nodes []*profile.Node) {
 	var ids []string
 	v.mu.Lock()
 	for _, n := range nodes {
 		if n.Unsupported == "" {
 			v.latency[n.ID] = "…"
+			delete(v.probed, n.ID)
 			ids = append(ids, n.ID)
 		}
 	}
@@ -541,16 +562,33 @@ func (v *profilesView) test(nodes []*profile.Node) {
 	v.mu.Unlock()
 	v.nodeList.Refresh()
 	v.u.background(func(ctx context.Context) {
-		res, err := v.u.b.Probe(ctx, ids)
-		if err != nil {
-			for _, id := range ids {
-				v.setLatency(id, tr("latency.failed"))
+		res := make([]api.ProbeResult, len(ids))
+		sem := make(chan struct{}, probeWorkers)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
 			}
-			return
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r := api.ProbeResult{ID: id}
+				got, err := v.u.b.Probe(ctx, []string{id})
+				switch {
+				case err != nil:
+					r.Error = api.Wrap(err)
+				case len(got) == 1:
+					r = got[0]
+				}
+				res[i] = r
+				v.setResult(r)
+				v.u.do(v.flush) // in its row at the next frame
+			}()
 		}
-		for _, r := range res {
-			v.setLatency(r.ID, latencyText(r))
-		}
+		wg.Wait()
 		if len(res) > 1 {
 			api.SortByLatency(res)
 			v.mu.Lock()
@@ -565,6 +603,47 @@ func (v *profilesView) test(nodes []*profile.Node) {
 			v.filter()
 		}
 	})
+}
+
+// probeWorkers is how many nodes the window has probed at once: the
+// core's own bound for one call (probeParallel in core/api).
+const probeWorkers = 8
+
+// setResult records a probe's outcome for the node's row.
+func (v *profilesView) setResult(r api.ProbeResult) {
+	v.mu.Lock()
+	v.probed[r.ID] = r
+	v.mu.Unlock()
+	v.setLatency(r.ID, latencyText(r))
+}
+
+// latencyImportance colours a probe's outcome: fast green, slow amber,
+// failed red.
+func latencyImportance(r api.ProbeResult) widget.Importance {
+	switch {
+	case r.Error != nil || r.Timeout || r.Latency <= 0:
+		return widget.DangerImportance
+	case r.Latency <= 300*time.Millisecond:
+		return widget.SuccessImportance
+	case r.Latency <= time.Second:
+		return widget.WarningImportance
+	}
+	return widget.DangerImportance
+}
+
+// probeWhy is why a probe failed, in the core's short words ("" when it
+// did not).
+func probeWhy(r api.ProbeResult) string {
+	switch {
+	case r.Timeout:
+		return tr("latency.timeout")
+	case r.Error != nil:
+		if r.Error.Message != "" {
+			return r.Error.Message
+		}
+		return tr("latency.failed")
+	}
+	return ""
 }
 
 // fetchedString says what a fetch brought: "12 nodes (Clash), 2 not usable yet".

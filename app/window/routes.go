@@ -295,8 +295,7 @@ func (v *routesView) groupsPane() fyne.CanvasObject {
 	makeGroups := widget.NewButtonWithIcon(tr("routes.makeGroups"), theme.ContentAddIcon(), v.makeGroups)
 	useGroup := widget.NewButtonWithIcon(tr("routes.useGroup"), theme.ConfirmIcon(), func() {
 		if g := v.group(); g != nil {
-			id := g.ID
-			v.u.update(func(p *profile.Profile) error { p.Select(id); return nil })
+			v.u.pick(api.SelectRequest{ID: g.ID}, g.Name, v.sayNote)
 		}
 	})
 	removeGroup := widget.NewButtonWithIcon("", theme.DeleteIcon(), func() {
@@ -330,9 +329,10 @@ func (v *routesView) buildMemberList() {
 			health := widget.NewLabel("health")
 			health.Truncation = fyne.TextTruncateEllipsis
 			health.TextStyle.Italic = true
+			use := widget.NewButton(tr("pick.use"), nil)
 			up := widget.NewButtonWithIcon("", theme.MoveUpIcon(), nil)
 			down := widget.NewButtonWithIcon("", theme.MoveDownIcon(), nil)
-			return container.NewBorder(nil, nil, nil, container.NewHBox(up, down), container.NewVBox(name, health))
+			return container.NewBorder(nil, nil, nil, container.NewHBox(up, down, use), container.NewVBox(name, health))
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			box := o.(*fyne.Container)
@@ -349,6 +349,21 @@ func (v *routesView) buildMemberList() {
 			prefix := fmt.Sprintf("%d. ", i+1)
 			if label == v.current && v.current != "" {
 				prefix = "▶ "
+			}
+			g := v.group()
+			use := btns.Objects[2].(*widget.Button)
+			// A select group's member is picked here (live while
+			// connected); the chosen one is marked.
+			if g != nil && g.Type == profile.GroupSelector {
+				if g.Selected == id || (g.Selected == "" && i == 0) {
+					prefix = "● " + prefix
+				}
+				gid, member := g.ID, label
+				use.OnTapped = func() { v.u.pick(api.SelectRequest{Group: gid, ID: id}, member, v.sayNote) }
+				use.Show()
+			} else {
+				use.OnTapped = nil
+				use.Hide()
 			}
 			name.SetText(prefix + label + "  ·  " + proto)
 			health.SetText(v.healthOf(label, false))
@@ -811,6 +826,16 @@ func memberHealth(ms []group.MemberState, name string, d detail) string {
 		return s
 	}
 	return ""
+}
+
+// sayNote shows msg in the view's note (a pick's outcome).
+func (v *routesView) sayNote(msg string, bad bool) {
+	v.note.SetText(msg)
+	v.note.Importance = widget.MediumImportance
+	if bad {
+		v.note.Importance = widget.DangerImportance
+	}
+	v.note.Refresh()
 }
 
 // move moves member i of the selected group by delta places and saves.

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -40,6 +41,7 @@ type settingsView struct {
 
 	startLogin, startConn *widget.Check
 	resume                *widget.Check // the profile's ConnectAtStart
+	closeOnSwitch         *widget.Check // the profile's CloseOnSwitch
 	listen                *widget.Entry
 	proxyUser, proxyPass  *widget.Entry // the profile's Settings.Proxy
 	strict, ipv6          *widget.Check
@@ -50,6 +52,7 @@ type settingsView struct {
 	refresh, themeSel     *widget.Select
 	langSel               *widget.Select
 	status                *widget.Label
+	marked                map[*widget.Entry]string // the fields the last Save found bad, and why
 }
 
 // themes are the Theme choices in the order shown.
@@ -84,6 +87,7 @@ func newSettingsView(u *UI) *settingsView {
 	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
 	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
 	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
+	v.closeOnSwitch = widget.NewCheck(tr("settings.closeOnSwitch"), nil)
 	v.listen = widget.NewEntry()
 	v.listen.SetPlaceHolder("127.0.0.1:1080")
 	v.proxyUser = widget.NewEntry()
@@ -119,6 +123,7 @@ func newSettingsView(u *UI) *settingsView {
 	}
 	form := widget.NewForm(
 		widget.NewFormItem(tr("settings.startup"), container.NewVBox(v.startLogin, v.startConn, v.resume)),
+		widget.NewFormItem(tr("settings.switching"), v.closeOnSwitch),
 		widget.NewFormItem(tr("settings.listen"), v.listen),
 		widget.NewFormItem(tr("settings.proxyAuth"), container.NewVBox(v.proxyUser, v.proxyPass, authHint)),
 		widget.NewFormItem(tr("settings.tun"), container.NewVBox(v.strict, v.ipv6, v.killSwitch, tunNote)),
@@ -130,9 +135,42 @@ func newSettingsView(u *UI) *settingsView {
 		widget.NewFormItem(tr("settings.theme"), v.themeSel),
 		widget.NewFormItem(tr("settings.version"), widget.NewLabel(tr("settings.versionText", M{"Version": version.Get().String()}))),
 	)
-	v.obj = container.NewPadded(container.NewVScroll(container.NewVBox(form, container.NewHBox(save), v.status)))
+	// The outcome of Save (and every error found) is above the form, in
+	// sight whatever the scroll.
+	v.obj = container.NewPadded(container.NewBorder(v.status, nil, nil, nil, container.NewVScroll(container.NewVBox(form, container.NewHBox(save)))))
+	v.status.Hide()
+	for _, e := range []*widget.Entry{v.listen, v.mtu, v.probe, v.proxyUser} {
+		e.Validator = func(string) error { return nil } // typing clears the mark a Save put
+		e.AlwaysShowValidationError = true
+	}
 	v.showPrefs(u.Prefs())
+	// Language and theme apply when picked.
+	v.themeSel.OnChanged = func(string) { v.applyLook() }
+	v.langSel.OnChanged = func(string) { v.applyLook() }
 	return v
+}
+
+// applyLook saves and applies the theme and language shown.
+func (v *settingsView) applyLook() {
+	old := v.u.Prefs()
+	p := old
+	if i := v.themeSel.SelectedIndex(); i >= 0 {
+		p.Theme = themes[i]
+	}
+	p.Language = ""
+	if i := v.langSel.SelectedIndex(); i > 0 {
+		p.Language = i18n.Languages[i-1].Code
+	}
+	if p.Theme == old.Theme && p.Language == old.Language {
+		return
+	}
+	if err := v.u.setPrefs(p); err != nil {
+		v.say(err.Error(), true)
+		return
+	}
+	if p.Language != old.Language {
+		v.u.relabel() // the views are built again in the new language
+	}
 }
 
 func (v *settingsView) showPrefs(p Prefs) {
@@ -160,6 +198,7 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 	v.strict.SetChecked(s.TUN.Strict())
 	v.killSwitch.SetChecked(s.TUN.KillSwitch)
 	v.resume.SetChecked(s.ConnectAtStart)
+	v.closeOnSwitch.SetChecked(s.CloseOnSwitch)
 	if s.TUN.MTU > 0 {
 		v.mtu.SetText(strconv.Itoa(s.TUN.MTU))
 	} else {
@@ -195,16 +234,24 @@ func (v *settingsView) save() {
 	if i := v.langSel.SelectedIndex(); i > 0 {
 		p.Language = i18n.Languages[i-1].Code
 	}
+	// Every field is checked; every error is listed and its field marked.
+	var errs []string
+	bad := func(e *widget.Entry, msg string) {
+		errs = append(errs, msg)
+		e.SetValidationError(errors.New(msg))
+		v.marked[e] = msg
+	}
+	for _, e := range []*widget.Entry{v.listen, v.mtu, v.probe, v.proxyUser} {
+		e.SetValidationError(nil)
+	}
+	v.marked = map[*widget.Entry]string{}
 	listen := strings.TrimSpace(v.listen.Text)
 	if listen != "" {
 		host, port, err := net.SplitHostPort(listen)
 		if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
-			v.say(tr("settings.listenInvalid"), true)
-			return
-		}
-		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			v.say(tr("settings.portInvalid"), true)
-			return
+			bad(v.listen, tr("settings.listenInvalid"))
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			bad(v.listen, tr("settings.portInvalid"))
 		}
 	}
 	p.Listen = listen
@@ -212,22 +259,23 @@ func (v *settingsView) save() {
 	if s := strings.TrimSpace(v.mtu.Text); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1280 || n > 65535 {
-			v.say(tr("settings.mtuInvalid"), true)
-			return
+			bad(v.mtu, tr("settings.mtuInvalid"))
 		}
 		mtu = n
 	}
 	probe := strings.TrimSpace(v.probe.Text)
 	if probe != "" && !strings.HasPrefix(probe, "http://") && !strings.HasPrefix(probe, "https://") {
-		v.say(tr("settings.probeInvalid"), true)
-		return
+		bad(v.probe, tr("settings.probeInvalid"))
 	}
 	proxy := profile.Proxy{Username: strings.TrimSpace(v.proxyUser.Text), Password: v.proxyPass.Text}
 	if proxy.Username == "" {
 		proxy.Password = "" // no username: authentication off
 	}
 	if err := plan.CheckProxy(proxy); err != nil {
-		v.say(tr("settings.proxyAuthInvalid", M{"Err": err.Error()}), true)
+		bad(v.proxyUser, tr("settings.proxyAuthInvalid", M{"Err": err.Error()}))
+	}
+	if len(errs) > 0 {
+		v.say(strings.Join(errs, "\n"), true)
 		return
 	}
 	iv := 24 * time.Hour
@@ -249,6 +297,7 @@ func (v *settingsView) save() {
 		pr.Settings.TUN.StrictRoute = &strict
 		pr.Settings.TUN.KillSwitch = v.killSwitch.Checked
 		pr.Settings.ConnectAtStart = v.resume.Checked
+		pr.Settings.CloseOnSwitch = v.closeOnSwitch.Checked
 		pr.Settings.TUN.MTU = mtu
 		pr.Settings.ProbeURL = probe
 		pr.Settings.Proxy = proxy
@@ -278,6 +327,7 @@ func (v *settingsView) save() {
 
 func (v *settingsView) say(msg string, bad bool) {
 	v.status.SetText(msg)
+	v.status.Show()
 	if bad {
 		v.status.Importance = widget.DangerImportance
 	} else {

@@ -79,6 +79,7 @@ var lackKeys = map[node.Feature]string{
 	node.FeatureCipher:    "unsupported.cipher",
 	node.FeaturePlugin:    "unsupported.plugin",
 	node.FeatureOption:    "unsupported.option",
+	node.FeatureInfo:      "unsupported.info",
 }
 
 // spanString formats a span of time as ageString does ("12 s", "3 min").

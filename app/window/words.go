@@ -19,16 +19,20 @@ var protocolNames = map[string]string{
 	node.Trojan:      "Trojan",
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
+	node.WireGuard:   "WireGuard",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
-// "Hysteria2", "VLESS+WS+TLS".
+// "Hysteria2", "VLESS+WS+TLS", "Trojan+TLS+ECH+SMUX".
 func protocolLabel(n *node.Node) string {
 	s, ok := protocolNames[n.Protocol]
 	if !ok {
 		s = n.Protocol
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC {
+	if n.Protocol == node.WireGuard && n.WireGuard != nil && n.WireGuard.Amnezia != nil {
+		return "AmneziaWG"
+	}
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard {
 		return s
 	}
 	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {
@@ -40,6 +44,12 @@ func protocolLabel(n *node.Node) string {
 		} else {
 			s += "+TLS"
 		}
+		if n.TLS.ECH != nil {
+			s += "+ECH"
+		}
+	}
+	if n.Multiplex != "" {
+		s += "+" + strings.ToUpper(n.Multiplex)
 	}
 	return s
 }

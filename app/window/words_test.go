@@ -52,7 +52,9 @@ func TestExplain(t *testing.T) {
 }
 
 func TestProtocolLabel(t *testing.T) {
-	for l, want := range map[string]string{hy2Link: "Hysteria2", vlessLink: "VLESS+WS+TLS", vmessLink: "VMess"} {
+	for l, want := range map[string]string{hy2Link: "Hysteria2", vlessLink: "VLESS+WS+TLS", vmessLink: "VMess",
+		"wg://192.0.2.1:2408?pk=yAnz5TF%2BlXXJte14tji3zlMNq%2Bhd2rYUIgJBgB3fBmk%3D&pub=bmXOC%2BF1FxEMF9dyiK2H5%2F1SUtzH0JuVo51h2wPfgyo%3D&ip=172.16.0.2":      "WireGuard",
+		"wg://192.0.2.1:2408?pk=yAnz5TF%2BlXXJte14tji3zlMNq%2Bhd2rYUIgJBgB3fBmk%3D&pub=bmXOC%2BF1FxEMF9dyiK2H5%2F1SUtzH0JuVo51h2wPfgyo%3D&ip=172.16.0.2&jc=3": "AmneziaWG"} {
 		n, err := link.Parse(l)
 		if err != nil {
 			t.Fatal(err)
@@ -60,5 +62,9 @@ func TestProtocolLabel(t *testing.T) {
 		if got := protocolLabel(n); got != want {
 			t.Errorf("protocolLabel(%s) = %q, want %q", n.Name, got, want)
 		}
+	}
+	n := &node.Node{Protocol: node.Trojan, TLS: &node.TLS{ECH: &node.ECH{Config: []byte{1}}}, Multiplex: node.MultiplexSmux}
+	if got := protocolLabel(n); got != "Trojan+TLS+ECH+SMUX" {
+		t.Errorf("protocolLabel = %q", got)
 	}
 }

@@ -67,6 +67,15 @@ type Backend interface {
 	Import(ctx context.Context, r ImportRequest) (*ImportResult, error)
 	// Refresh fetches subscription id again.
 	Refresh(ctx context.Context, id string) (*ImportResult, error)
+	// Select saves a pick (the profile's selection, or a select group's
+	// member) and, when connected, applies it at once: new flows go to
+	// it, open ones stay (or close: Settings.CloseOnSwitch). See select.go.
+	Select(ctx context.Context, r SelectRequest) (*SelectResult, error)
+	// SetMode changes the running connection's mode (see mode.go):
+	// between the local proxy and the system proxy at once, to or from
+	// TUN by connecting again; refused with the reason when the profile
+	// cannot run it. Stopped, it does nothing.
+	SetMode(ctx context.Context, r ModeRequest) (*ModeResult, error)
 	// Probe measures the latency of the given nodes through each node's own
 	// outbound, outside the tunnel.
 	Probe(ctx context.Context, ids []string) ([]ProbeResult, error)

@@ -38,6 +38,8 @@ import (
 //	POST   /v1/import        ImportRequest     ImportResult
 //	POST   /v1/refresh       refreshRequest    ImportResult
 //	POST   /v1/probe         probeRequest      []ProbeResult
+//	POST   /v1/select        SelectRequest     SelectResult
+//	POST   /v1/mode          ModeRequest       ModeResult
 //	POST   /v1/rulesets/refresh  ruleSetsRequest  []core.RuleSetState
 
 // Body limits: most requests are a few hundred bytes; an import carries a
@@ -202,6 +204,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var req probeRequest
 		if decode(w, r, limit, &req) {
 			res, err := h.b.Probe(ctx, req.IDs)
+			reply(w, res, err)
+		}
+	case "POST mode":
+		var req ModeRequest
+		if decode(w, r, limit, &req) {
+			res, err := h.b.SetMode(ctx, req)
+			reply(w, res, err)
+		}
+	case "POST select":
+		var req SelectRequest
+		if decode(w, r, limit, &req) {
+			res, err := h.b.Select(ctx, req)
 			reply(w, res, err)
 		}
 	case "POST rulesets/refresh":

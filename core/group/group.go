@@ -3,32 +3,12 @@
 // user's selector. A Group is itself an outbound.Outbound, so groups nest
 // and the router need not know whether its target is a server or a group.
 //
-// Failover here is judged by live signals first: a dial that fails, or that
-// takes longer than a few of the member's own round trips, starts the next
-// member's dial in parallel (a hedge), and whichever connects first carries
-// the flow. Inbounds answer the app only once a dial has succeeded, so a
-// dead primary costs the app a short delay instead of a failed connection.
-// A dial that runs out of time fails its member only when the member has
-// answered nothing since (it is silent) or times out often: on a lossy
-// path the odd dial waits out retransmissions while the rest go through,
-// and leaving such a member would trade a working primary for a fallback.
-// Probes come second: they watch failing members with back-off, and a
-// member returns to the front only after several good probes in a row over
-// a minimum time, so that a lossy primary does not make the group flap. A
-// member that fails again soon after returning waits longer for its next
-// return (flap damping).
-//
-// A failover group also leaves a member that is throttled (slow, not
-// dead): every stream it hands out is counted (meter.go), and once a
-// second the member carrying new flows is judged by what it delivers
-// (judge.go). Looking throttled only buys a measurement: a short speed
-// probe through it and through the next member (throttle.go), and new
-// flows move only when the next delivers several times as much while the
-// member gives less than half of what its flows got before. Streams
-// starving on the member left are closed, so that their applications
-// reconnect through the next one. The member is re-measured by speed
-// probes at growing intervals and returns, after the same hysteresis and
-// flap damping as a dead one, when it delivers again.
+// Failover is judged by live signals first (a dial that fails or is slow
+// for the member's own round trips starts the next member's dial as a
+// hedge), probes second (with back-off, hysteresis and flap damping), and
+// a failover group also leaves a member that is throttled rather than
+// dead (meter.go, judge.go, throttle.go). docs/failover.md tells how these
+// fit together, with the timings.
 package group
 
 import (
@@ -71,6 +51,7 @@ type Member struct {
 // values.
 type Policy struct {
 	ProbeURL      string        // URL fetched through a member to probe it; a 204 endpoint
+	ProbeURLs     []string      // tried in order when ProbeURL fails (probetarget.go); nil: the defaults, empty: none
 	ProbeTimeout  time.Duration // a probe slower than this failed
 	Interval      time.Duration // probe period of healthy members while the group is in use
 	RetryMin      time.Duration // first re-probe of a failed member; doubles per failure
@@ -132,6 +113,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.ProbeURL == "" {
 		p.ProbeURL = d.ProbeURL
+	}
+	if p.ProbeURLs == nil {
+		p.ProbeURLs = defaultProbeURLs
 	}
 	if p.SpeedURL == "" {
 		p.SpeedURL = d.SpeedURL
@@ -564,6 +548,11 @@ type pickKey struct{}
 func WithPick(ctx context.Context, pick func(member string)) context.Context {
 	return context.WithValue(ctx, pickKey{}, pick)
 }
+
+// ReportPick tells the flow's WithPick func that member carried it: for
+// an outbound that stands for a group without being one (the core's
+// switchable route over one server).
+func ReportPick(ctx context.Context, member string) { reportPick(ctx, member) }
 
 func reportPick(ctx context.Context, member string) {
 	if pick, ok := ctx.Value(pickKey{}).(func(string)); ok {

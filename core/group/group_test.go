@@ -110,6 +110,7 @@ func servers(t *testing.T) (probeURL string, tcpEcho, udpEcho flow.Addr) {
 func fastPolicy(probeURL string) Policy {
 	return Policy{
 		ProbeURL:      probeURL,
+		ProbeURLs:     []string{}, // no fallbacks: nothing leaves the loopback
 		ProbeTimeout:  300 * time.Millisecond,
 		Interval:      time.Hour,
 		RetryMin:      20 * time.Millisecond,

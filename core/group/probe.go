@@ -20,6 +20,7 @@ func (g *Group) probeLoop() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	due := make([]time.Time, len(g.members)) // zero: probe now
+	seen := make([]int64, len(g.members))    // bytes each member's flows had received at its last probe
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -65,7 +66,7 @@ func (g *Group) probeLoop() {
 				}
 				var rtt time.Duration
 				err := guard.Do(ctx, "probe", func() (err error) {
-					rtt, err = Probe(ctx, g.members[i].Outbound, g.policy.ProbeURL, g.policy.ProbeTimeout)
+					rtt, err = g.probeMember(ctx, i)
 					return err
 				})
 				results <- result{i, rtt, err, ""}
@@ -79,9 +80,17 @@ func (g *Group) probeLoop() {
 				cancel() // the probes end soon; their results are dropped
 				return
 			}
-			if r.err != nil {
+			switch {
+			case r.err != nil && g.carried(r.i, &seen[r.i]) && g.health[r.i].get().usable():
+				// The probe's target is out of its reach, not the
+				// member: its flows got bytes meanwhile.
+				if g.log != nil {
+					g.log.Info("probe failed, but the member's flows carry data: not counted", "group", g.name, "member", g.members[r.i].Name, "err", r.err)
+				}
+			case r.err != nil:
 				g.failed(r.i, fmt.Errorf("probe: %w", r.err), true)
-			} else {
+			default:
+				g.carried(r.i, &seen[r.i])
 				g.change(func() (bool, string, Why) {
 					name := g.members[r.i].Name
 					before := g.health[r.i].get()

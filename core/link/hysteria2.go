@@ -76,7 +76,7 @@ func quicTLS(scheme string, q params) (*node.TLS, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.SNI == "" && t.ALPN == nil && !t.Insecure && t.PinSHA256 == "" && t.Fingerprint == "" {
+	if t.SNI == "" && t.ALPN == nil && !t.Insecure && t.PinSHA256 == "" && t.Fingerprint == "" && t.ECH == nil {
 		return nil, nil
 	}
 	return t, nil
@@ -103,7 +103,7 @@ func addQUICTLS(scheme string, q *query, t *node.TLS, insecureKey string) error 
 		return err
 	}
 	q.addNonEmpty("fp", t.Fingerprint)
-	return nil
+	return addECH(scheme, q, t.ECH)
 }
 
 // parsePortList checks a port-hopping list ("443,5000-6000") and returns

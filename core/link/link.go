@@ -1,7 +1,7 @@
 // Package link reads and writes proxy share links (hysteria2://, hy2://,
-// vless://, vmess://, ss://, trojan://, tuic://, anytls://, Hiddify's
-// ssh://): the one-line form in which users and subscriptions pass servers
-// around.
+// vless://, vmess://, ss://, trojan://, tuic://, anytls://,
+// wireguard://, wg://, Hiddify's ssh://): the one-line form in which users
+// and subscriptions pass servers around.
 //
 // Parse turns one link into a validated node.Node; Format turns a node back
 // into a canonical link that parses to an equal node. The formats come from
@@ -104,6 +104,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseAnyTLS(rest)
 	case "ssh":
 		n, err = parseSSH(rest)
+	case "wireguard", "wg", "awg":
+		n, err = parseWireGuard(rest)
 	default:
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
@@ -159,6 +161,8 @@ func Format(n *node.Node) (string, error) {
 		return formatAnyTLS(n)
 	case node.SSH:
 		return formatSSH(n)
+	case node.WireGuard:
+		return formatWireGuard(n)
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
 }

@@ -58,12 +58,17 @@ func tlsParams(scheme string, q params, insecureKeys ...string) (*node.TLS, erro
 	if err != nil {
 		return nil, err
 	}
+	ech, err := echParam(scheme, q.get("ech"))
+	if err != nil {
+		return nil, err
+	}
 	return &node.TLS{
 		SNI:         q.get("sni", "peer"),
 		ALPN:        splitList(q.get("alpn")),
 		Insecure:    ins,
 		PinSHA256:   p,
 		Fingerprint: fingerprint(q.get("fp")),
+		ECH:         ech,
 	}, nil
 }
 
@@ -135,6 +140,9 @@ func addStreamTLS(scheme string, q *query, t *node.TLS) error {
 		q.add("allowInsecure", "1")
 	}
 	if err := addPin(scheme, q, "pcs", t.PinSHA256); err != nil {
+		return err
+	}
+	if err := addECH(scheme, q, t.ECH); err != nil {
 		return err
 	}
 	if r := t.Reality; r != nil {

@@ -36,6 +36,7 @@ type vmessJSON struct {
 	FP            string `json:"fp"`
 	AllowInsecure string `json:"allowInsecure,omitempty"`
 	PinSHA256     string `json:"pinSHA256,omitempty"`
+	ECH           string `json:"ech,omitempty"` // as the URL forms' ech= (link/ech.go)
 }
 
 // parseVMess reads vmess://base64(JSON) (v2rayN; the base64 may be
@@ -138,7 +139,11 @@ func parseVMess(rest string) (*node.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		t = &node.TLS{SNI: str("sni"), ALPN: splitList(str("alpn")), Insecure: ins, PinSHA256: p, Fingerprint: fingerprint(str("fp"))}
+		ech, err := echParam(s, str("ech"))
+		if err != nil {
+			return nil, err
+		}
+		t = &node.TLS{SNI: str("sni"), ALPN: splitList(str("alpn")), Insecure: ins, PinSHA256: p, Fingerprint: fingerprint(str("fp")), ECH: ech}
 	default:
 		return nil, refuse(s, "tls", "unsupported", sec)
 	}
@@ -242,6 +247,9 @@ func formatVMess(n *node.Node) (string, error) {
 			if j.PinSHA256, err = pin(s, t.PinSHA256); err != nil {
 				return "", err
 			}
+		}
+		if j.ECH, err = echValue(s, t.ECH); err != nil {
+			return "", err
 		}
 	}
 	// JSON can carry only valid UTF-8.

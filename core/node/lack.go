@@ -15,6 +15,7 @@ const (
 	FeatureCipher    Feature = "cipher"    // an encryption method (Value: its name)
 	FeaturePlugin    Feature = "plugin"    // a Shadowsocks plugin or its mode (Value: its name)
 	FeatureOption    Feature = "option"    // any other setting (Value: the setting, as the link names it)
+	FeatureInfo      Feature = "info"      // no server at all: a line of the provider's information (traffic left, expiry) listed as a node
 )
 
 // Lack is what of a node Skiff cannot dial, as data for front ends that

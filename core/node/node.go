@@ -26,6 +26,7 @@ const (
 	TUIC        = "tuic"
 	AnyTLS      = "anytls"
 	SSH         = "ssh"
+	WireGuard   = "wireguard"
 )
 
 // Node is one server. Exactly one of the protocol fields is set, the one
@@ -42,6 +43,8 @@ type Node struct {
 	// (sing-box multiplex.protocol, Clash smux.protocol: "smux", "yamux",
 	// "h2mux"); empty: none. The stream outbounds refuse a node with one.
 	Multiplex string `json:"multiplex,omitempty"`
+	// MultiplexOptions tunes Multiplex; nil: the defaults.
+	MultiplexOptions *MultiplexOptions `json:"multiplexOptions,omitempty"`
 
 	Hysteria2   *Hysteria2Options   `json:"hysteria2,omitempty"`
 	VLESS       *VLESSOptions       `json:"vless,omitempty"`
@@ -51,6 +54,7 @@ type Node struct {
 	TUIC        *TUICOptions        `json:"tuic,omitempty"`
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
 	SSH         *SSHOptions         `json:"ssh,omitempty"`
+	WireGuard   *WireGuardOptions   `json:"wireguard,omitempty"`
 }
 
 // TLS is the TLS layer's settings.
@@ -65,6 +69,27 @@ type TLS struct {
 	// sing-box tls.disable_sni, Clash disable-sni); the certificate is
 	// still verified against SNI (or Server).
 	NoSNI bool `json:"noSNI,omitempty"`
+	// ECH is Encrypted Client Hello; nil: none. A node with it is dialled
+	// with ECH or not at all (tlsconf), never in clear.
+	ECH *ECH `json:"ech,omitempty"`
+}
+
+// ECH is Encrypted Client Hello's settings: the real server name travels
+// encrypted in an inner ClientHello, the outer one names the config's
+// public name.
+type ECH struct {
+	// Config is the ECHConfigList (the link's ech=, Clash
+	// ech-opts.config, sing-box tls.ech.config). Empty: it is looked up
+	// in the DNS HTTPS record of QueryServerName (else the SNI), through
+	// DNS when that is set.
+	Config []byte `json:"config,omitempty"`
+	// DNS is the server to look the config up with, as Xray links spell
+	// it ("https://1.1.1.1/dns-query"); empty: the system's.
+	DNS string `json:"dns,omitempty"`
+	// QueryServerName is the name whose HTTPS record holds the config
+	// (Clash query-server-name, sing-box query_server_name, Xray's
+	// "name+https://…"); empty: the SNI.
+	QueryServerName string `json:"queryServerName,omitempty"`
 }
 
 // Reality is VLESS+REALITY's settings.
@@ -72,6 +97,24 @@ type Reality struct {
 	PublicKey string `json:"publicKey"`
 	ShortID   string `json:"shortID,omitempty"`
 	SpiderX   string `json:"spiderX,omitempty"`
+}
+
+// Multiplexers (Node.Multiplex).
+const (
+	MultiplexSmux  = "smux"
+	MultiplexYamux = "yamux"
+	MultiplexH2    = "h2mux"
+)
+
+// MultiplexOptions is sing-box multiplex's (Clash smux's) settings besides
+// the protocol. Zero values mean sing-box's defaults: without MaxStreams,
+// up to 4 connections, each filled to 4 streams before the next opens
+// (core/outbound/mux).
+type MultiplexOptions struct {
+	MaxConnections int  `json:"maxConnections,omitempty"` // sessions open at most
+	MinStreams     int  `json:"minStreams,omitempty"`     // streams on a session before another is opened
+	MaxStreams     int  `json:"maxStreams,omitempty"`     // streams a session carries at most (excludes MaxConnections/MinStreams)
+	Padding        bool `json:"padding,omitempty"`        // sing-mux padding; a padding server refuses clients without it
 }
 
 // Transport types.
@@ -215,7 +258,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil, n.WireGuard != nil} {
 		if p {
 			set++
 		}
@@ -264,6 +307,13 @@ func (n *Node) Validate() error {
 	case SSH:
 		if n.SSH == nil {
 			return errors.New("node: ssh: options missing")
+		}
+	case WireGuard:
+		if n.WireGuard == nil {
+			return errors.New("node: wireguard: options missing")
+		}
+		if err := n.WireGuard.validate(); err != nil {
+			return err
 		}
 	default:
 		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)

@@ -19,7 +19,7 @@ func TestValidate(t *testing.T) {
 		{"no port", func(n *Node) { n.Port = 0 }, "port"},
 		{"two protocols", func(n *Node) { n.VLESS = &VLESSOptions{UUID: "u"} }, "exactly one"},
 		{"options of another protocol", func(n *Node) { n.Hysteria2 = nil; n.Trojan = &TrojanOptions{} }, "hysteria2"},
-		{"unknown protocol", func(n *Node) { n.Protocol = "wireguard" }, "protocol"},
+		{"unknown protocol", func(n *Node) { n.Protocol = "ssr" }, "protocol"},
 		{"unknown obfs", func(n *Node) { n.Hysteria2.Obfs = "xor" }, "obfs"},
 		{"salamander without password", func(n *Node) { n.Hysteria2.Obfs = "salamander" }, "obfs-password"},
 		{"unknown transport", func(n *Node) { n.Transport = &Transport{Type: "kcp"} }, "transport"},

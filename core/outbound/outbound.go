@@ -11,6 +11,16 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/internal/sysdial"
+)
+
+// Dialer opens the sockets an outbound uses to reach its server, and
+// SystemDialer is one on the operating system's sockets. Both are defined
+// in internal/sysdial (a leaf, so that tun can implement Dialer without
+// importing core) and named here because every outbound takes one.
+type (
+	Dialer       = sysdial.Dialer
+	SystemDialer = sysdial.SystemDialer
 )
 
 // Outbound carries flows to their destination.

@@ -2,11 +2,12 @@ package plan_test
 
 import (
 	"errors"
-	"github.com/skiffvpn/skiff/core/plan"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/plan"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/group"

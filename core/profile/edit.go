@@ -24,13 +24,32 @@ func (p *Profile) MoveMember(id string, i, j int) {
 	g.Members[i], g.Members[j] = g.Members[j], g.Members[i]
 }
 
-// RemoveSource removes subscription sub and its nodes; sub "" removes the
-// nodes added by hand.
+// RemoveSource removes subscription sub, its nodes and the groups its
+// import made; sub "" removes the nodes added by hand and the groups
+// Skiff made of them. A group of the user's that the removal leaves
+// empty goes too, and so does a selection that pointed at what went.
 func (p *Profile) RemoveSource(sub string) {
 	if sub != "" {
 		p.Subscriptions = slices.DeleteFunc(p.Subscriptions, func(s *Subscription) bool { return s.ID == sub })
 	}
 	p.Nodes = slices.DeleteFunc(p.Nodes, func(n *Node) bool { return n.Subscription == sub })
+	p.Groups = slices.DeleteFunc(p.Groups, func(g *Group) bool {
+		return g.Subscription == sub && (sub != "" || g.Origin == OriginAuto)
+	})
+	// A group emptied by the removal goes, and then a group that held
+	// only it (at most as many rounds as there are groups).
+	for range len(p.Groups) + 1 {
+		had := map[string]bool{}
+		for _, g := range p.Groups {
+			had[g.ID] = len(g.Members) > 0
+		}
+		p.Prune()
+		n := len(p.Groups)
+		p.Groups = slices.DeleteFunc(p.Groups, func(g *Group) bool { return had[g.ID] && len(g.Members) == 0 })
+		if len(p.Groups) == n {
+			break
+		}
+	}
 	p.Prune()
 }
 

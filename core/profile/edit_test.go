@@ -89,3 +89,71 @@ func TestEdits(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveSourceGroups: removing a subscription takes the groups its
+// import made, the user's groups it leaves empty (and those that held only
+// them), and the selection that pointed into them; nothing else.
+func TestRemoveSourceGroups(t *testing.T) {
+	doc := func() *Profile {
+		return &Profile{
+			Subscriptions: []*Subscription{{ID: "s1"}, {ID: "s2"}},
+			Nodes: []*Node{
+				{ID: "a1", Subscription: "s1"}, {ID: "a2", Subscription: "s1"},
+				{ID: "b1", Subscription: "s2"}, {ID: "h1"},
+			},
+			Groups: []*Group{
+				{ID: "proxy", Type: GroupSelector, Subscription: "s1", Origin: OriginProvider, Members: []string{"auto", "a1", "a2"}, Selected: "auto"},
+				{ID: "auto", Type: GroupURLTest, Subscription: "s1", Origin: OriginProvider, Members: []string{"a1", "a2"}},
+				{ID: "s1fast", Type: GroupURLTest, Subscription: "s1", Origin: OriginAuto, Members: []string{"a1", "a2"}},
+				{ID: "s2fast", Type: GroupURLTest, Subscription: "s2", Origin: OriginAuto, Members: []string{"b1"}},
+				{ID: "handfast", Type: GroupURLTest, Origin: OriginAuto, Members: []string{"h1"}},
+				{ID: "mine", Type: GroupFailover, Members: []string{"a1", "a2"}},
+				{ID: "outer", Type: GroupSelector, Members: []string{"mine"}, Selected: "mine"},
+				{ID: "mix", Type: GroupFailover, Members: []string{"a1", "b1", "h1"}},
+				{ID: "empty", Type: GroupFailover}, // the user's, empty before: kept
+			},
+		}
+	}
+	groups := func(p *Profile) []string {
+		var out []string
+		for _, g := range p.Groups {
+			out = append(out, g.ID)
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		selected  string
+		remove    string
+		groups    []string
+		wantSel   string
+		mixMember []string
+	}{
+		{"subscription with its selected group", "proxy", "s1", []string{"s2fast", "handfast", "mix", "empty"}, "", []string{"b1", "h1"}},
+		{"selection into a user group it empties", "outer", "s1", []string{"s2fast", "handfast", "mix", "empty"}, "", []string{"b1", "h1"}},
+		{"selection elsewhere stays", "s2fast", "s1", []string{"s2fast", "handfast", "mix", "empty"}, "s2fast", []string{"b1", "h1"}},
+		{"another subscription", "proxy", "s2", []string{"proxy", "auto", "s1fast", "handfast", "mine", "outer", "mix", "empty"}, "proxy", []string{"a1", "h1"}},
+		{"the nodes added by hand", "handfast", "", []string{"proxy", "auto", "s1fast", "s2fast", "mine", "outer", "mix", "empty"}, "", []string{"a1", "b1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := doc()
+			p.Selected = tt.selected
+			p.RemoveSource(tt.remove)
+			if got := groups(p); !slices.Equal(got, tt.groups) {
+				t.Errorf("groups %v, want %v", got, tt.groups)
+			}
+			if p.Selected != tt.wantSel {
+				t.Errorf("selected %q, want %q", p.Selected, tt.wantSel)
+			}
+			if g := p.Group("mix"); g == nil || !slices.Equal(g.Members, tt.mixMember) {
+				t.Errorf("mix %+v, want members %v", g, tt.mixMember)
+			}
+			for _, g := range p.Groups {
+				if len(g.Members) == 0 && g.ID != "empty" {
+					t.Errorf("group %s left empty", g.ID)
+				}
+			}
+		})
+	}
+}

@@ -171,6 +171,8 @@ func NodeID(source string, n *node.Node) string {
 		field(n.TUIC.UUID)
 	case n.AnyTLS != nil:
 		field(n.AnyTLS.Password)
+	case n.WireGuard != nil:
+		field(n.WireGuard.PrivateKey)
 	}
 	if t := n.Transport; t != nil {
 		field(t.Type)
@@ -321,6 +323,10 @@ type Settings struct {
 	// a crash) it connects again as it was connected when it stopped,
 	// unless the user had disconnected (core/api Local.Resume).
 	ConnectAtStart bool `json:"connectAtStart,omitempty"`
+	// CloseOnSwitch: a live switch (a pick while connected) closes the
+	// open flows on the old pick, so that their applications reconnect
+	// through the new one; off, they stay until they end.
+	CloseOnSwitch bool `json:"closeOnSwitch,omitempty"`
 }
 
 // TUN is the TUN mode's settings; core/plan applies them over the core's

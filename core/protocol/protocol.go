@@ -20,6 +20,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/tuic"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
 	"github.com/skiffvpn/skiff/core/outbound/vmess"
+	"github.com/skiffvpn/skiff/core/outbound/wireguard"
 )
 
 // clients holds each protocol's constructor.
@@ -32,6 +33,7 @@ var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, e
 	node.AnyTLS:      client(anytls.New),
 	node.TUIC:        client(tuic.New),
 	node.SSH:         client(ssh.New),
+	node.WireGuard:   client(wireguard.New),
 }
 
 // client makes a protocol's New return an outbound.Outbound (and a nil one
@@ -56,7 +58,13 @@ func NewOutbound(n *node.Node, d outbound.Dialer) (outbound.Outbound, error) {
 	if !ok {
 		return nil, node.Unsupportedf(node.FeatureProtocol, n.Protocol, "node %q: the %s protocol is not supported yet", n.Name, n.Protocol)
 	}
-	c, err := newClient(n, d)
+	var c outbound.Outbound
+	var err error
+	if n.Multiplex != "" {
+		c, err = newMuxed(n, d, newClient)
+	} else {
+		c, err = newClient(n, d)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("node %q: %w", n.Name, err)
 	}

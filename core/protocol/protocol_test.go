@@ -28,12 +28,16 @@ func TestUnusable(t *testing.T) {
 	}{
 		{"dialable", vless(func(*node.Node) {}), nil, ""},
 		{"transport", vless(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), &node.Lack{Feature: node.FeatureTransport, Value: "grpc"}, `transport "grpc"`},
-		{"multiplex", vless(func(n *node.Node) { n.Multiplex = "smux" }), &node.Lack{Feature: node.FeatureMultiplex, Value: "smux"}, `multiplex "smux"`},
+		{"multiplex", vless(func(n *node.Node) { n.Multiplex = "mux.cool" }), &node.Lack{Feature: node.FeatureMultiplex, Value: "mux.cool"}, `multiplex "mux.cool"`},
 		{"encryption", vless(func(n *node.Node) { n.VLESS.Encryption = "mlkem768x25519plus" }), &node.Lack{Feature: node.FeatureCipher, Value: "mlkem768x25519plus"}, "encryption"},
 		{"vmess security", &node.Node{Name: "n", Protocol: node.VMess, Server: "192.0.2.1", Port: 443, VMess: &node.VMessOptions{UUID: uuid, Security: "aes-256-cfb"}},
 			&node.Lack{Feature: node.FeatureCipher, Value: "aes-256-cfb"}, "security"},
 		{"stream cipher", ss("rc4-md5", "secret"), &node.Lack{Feature: node.FeatureCipher, Value: "rc4-md5"}, "rc4-md5"},
 		{"wrong settings", ss("2022-blake3-aes-128-gcm", "not base64!"), nil, "key"},
+		{"amneziawg 1.5", &node.Node{Name: "n", Protocol: node.WireGuard, Server: "192.0.2.1", Port: 2408, WireGuard: &node.WireGuardOptions{
+			PrivateKey: "yAnz5TF+lXXJte14tji3zlMNq+hd2rYUIgJBgB3fBmk=", Addresses: []string{"172.16.0.2/32"},
+			Peers: []node.WireGuardPeer{{PublicKey: "bmXOC+F1FxEMF9dyiK2H5/1SUtzH0JuVo51h2wPfgyo="}}, Amnezia: &node.AmneziaOptions{JunkCount: 4, I: [5]string{"<b 0xf6ab>"}}}},
+			&node.Lack{Feature: node.FeatureOption, Value: "amneziawg"}, "AmneziaWG 1.5"},
 	} {
 		reason, lack := Unusable(tt.n)
 		switch {

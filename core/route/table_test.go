@@ -11,7 +11,7 @@ import (
 )
 
 func TestTable(t *testing.T) {
-	rules, final, _ := rule.Preset(rule.PresetTunnelAll, "proxy", "direct", nil)
+	rules, final, _ := rule.Builtin(rule.BuiltinTunnelAll, "proxy", "direct", nil)
 	set, err := rule.Compile(rules, final)
 	if err != nil {
 		t.Fatal(err)

@@ -129,8 +129,8 @@ func TestParsePorts(t *testing.T) {
 	}
 }
 
-func TestPresets(t *testing.T) {
-	rules, final, ok := Preset(PresetBypassList, "proxy", "direct", []string{"corp.example", "10.8.0.0/16", "192.0.2.1"})
+func TestBuiltins(t *testing.T) {
+	rules, final, ok := Builtin(BuiltinBypassList, "proxy", "direct", []string{"corp.example", "10.8.0.0/16", "192.0.2.1"})
 	if !ok || final != "proxy" {
 		t.Fatal("preset missing")
 	}
@@ -148,7 +148,7 @@ func TestPresets(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", dst, got, want)
 		}
 	}
-	if _, _, ok := Preset("nope", "p", "d", nil); ok {
+	if _, _, ok := Builtin("nope", "p", "d", nil); ok {
 		t.Error("unknown preset reported as found")
 	}
 }

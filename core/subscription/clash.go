@@ -92,14 +92,21 @@ type clashProxy struct {
 	AuthenticatedLength  bool           `yaml:"authenticated-length"`
 	PacketEncoding       string         `yaml:"packet-encoding"`
 	Smux                 *struct {
-		Enabled  bool   `yaml:"enabled"`
-		Protocol string `yaml:"protocol"`
+		Enabled        bool   `yaml:"enabled"`
+		Protocol       string `yaml:"protocol"`
+		MaxConnections int    `yaml:"max-connections"`
+		MinStreams     int    `yaml:"min-streams"`
+		MaxStreams     int    `yaml:"max-streams"`
+		Padding        bool   `yaml:"padding"`
 	} `yaml:"smux"`
 	clashSSH `yaml:",inline"`
+	ECHOpts  *clashECH `yaml:"ech-opts"`
 	SSOpts   *struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
+
+	raw *yaml.Node // the entry, for protocols that decode their own fields (wireguard.go)
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -132,7 +139,7 @@ func parseClash(root *yaml.Node, res *Result) error {
 	}
 	for _, entry := range proxies.Content {
 		line := entry.Line
-		var cp clashProxy
+		cp := clashProxy{raw: entry}
 		if err := entry.Decode(&cp); err != nil {
 			reason := yamlReason(err)
 			if name := mapValue(entry, "name"); name != nil && name.Kind == yaml.ScalarNode {
@@ -227,11 +234,25 @@ func (cp *clashProxy) node() (*node.Node, error) {
 	return n, nil
 }
 
+// multiplex sets n's multiplex from cp's smux.
+func (cp *clashProxy) multiplex(n *node.Node) {
+	if m := cp.Smux; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // mihomo's default
+		}
+		n.MultiplexOptions = muxOptions(m.MaxConnections, m.MinStreams, m.MaxStreams, m.Padding)
+	}
+}
+
 func (cp *clashProxy) build() (*node.Node, error) {
 	n := &node.Node{
 		Name:   strings.TrimSpace(cp.Name),
 		Server: strings.Trim(strings.TrimSpace(cp.Server), "[]"),
 		Port:   uint16(cp.Port),
+	}
+	if strings.EqualFold(cp.Type, "wireguard") {
+		return wireGuardNode(n, cp.raw) // its peers may carry the server
 	}
 	if n.Server == "" {
 		return nil, errors.New("server: missing")
@@ -240,10 +261,14 @@ func (cp *clashProxy) build() (*node.Node, error) {
 	if sni == "" {
 		sni = cp.ServerName
 	}
+	ech, err := cp.ECHOpts.node()
+	if err != nil {
+		return nil, err
+	}
 	tlsOn := func() {
 		n.TLS = &node.TLS{
 			SNI: sni, ALPN: cp.ALPN, Insecure: cp.SkipCertVerify,
-			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint, NoSNI: cp.DisableSNI,
+			PinSHA256: normalizePin(cp.Fingerprint), Fingerprint: cp.ClientFingerprint, NoSNI: cp.DisableSNI, ECH: ech,
 		}
 		if r := cp.RealityOpts; r != nil {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
@@ -313,6 +338,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 				n.Shadowsocks.UDPOverTCPVersion = 1 // mihomo's default
 			}
 		}
+		cp.multiplex(n)
 		return n, nil
 	case "tuic":
 		if cp.UUID == "" && cp.Token != "" {
@@ -347,12 +373,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", cp.Type)
 	}
 	// The stream protocols' multiplexing and transport.
-	if m := cp.Smux; m != nil && m.Enabled {
-		n.Multiplex = m.Protocol
-		if n.Multiplex == "" {
-			n.Multiplex = "h2mux" // mihomo's default
-		}
-	}
+	cp.multiplex(n)
 	t, err := cp.transport()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -97,7 +98,12 @@ func autoGroup(source, name, typ string) *profile.Group {
 // dropped with one.
 func ProviderGroups(p *profile.Profile, source string, specs []Group) ([]*profile.Group, []profile.Warning) {
 	nodes := map[string]string{} // name → ID, the first of that name
+	info := map[string]bool{}    // the provider's information lines: in no group
 	for _, n := range p.Nodes {
+		if n.Subscription == source && n.Lack != nil && n.Lack.Feature == node.FeatureInfo {
+			info[n.Config.Name] = true
+			continue
+		}
 		if n.Subscription == source {
 			if _, dup := nodes[n.Config.Name]; !dup {
 				nodes[n.Config.Name] = n.ID
@@ -122,6 +128,9 @@ func ProviderGroups(p *profile.Profile, source string, specs []Group) ([]*profil
 		var missing []string
 		seen := map[string]bool{}
 		for _, m := range s.Members {
+			if info[m] {
+				continue
+			}
 			id := nodes[m]
 			if id == "" {
 				id = groups[m]

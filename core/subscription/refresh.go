@@ -14,7 +14,6 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/core/protocol"
 )
 
 // Refresh defaults.
@@ -125,7 +124,7 @@ func makeNodes(source string, nodes []*node.Node, old map[string]*profile.Node, 
 			continue
 		}
 		pn := &profile.Node{ID: id, Subscription: source, Config: *n}
-		pn.Unsupported, pn.Lack = protocol.Unusable(n)
+		pn.Unsupported, pn.Lack = unusable(n)
 		if o := old[id]; o != nil {
 			pn.Rename = o.Rename
 		}

@@ -116,8 +116,12 @@ type sbOutbound struct {
 	sbSSH
 	sbShadowTLS
 	Multiplex *struct {
-		Enabled  bool   `json:"enabled"`
-		Protocol string `json:"protocol"`
+		Enabled        bool   `json:"enabled"`
+		Protocol       string `json:"protocol"`
+		MaxConnections int    `json:"max_connections"`
+		MinStreams     int    `json:"min_streams"`
+		MaxStreams     int    `json:"max_streams"`
+		Padding        bool   `json:"padding"`
 	} `json:"multiplex"`
 	Obfs *struct {
 		Type     string `json:"type"`
@@ -139,6 +143,7 @@ type sbOutbound struct {
 			PublicKey string `json:"public_key"`
 			ShortID   string `json:"short_id"`
 		} `json:"reality"`
+		ECH *sbECH `json:"ech"`
 	} `json:"tls"`
 
 	Transport *struct {
@@ -150,6 +155,8 @@ type sbOutbound struct {
 		EarlyDataHeaderName string              `json:"early_data_header_name"`
 		ServiceName         string              `json:"service_name"`
 	} `json:"transport"`
+
+	raw json.RawMessage // the entry, for protocols that decode their own fields (wireguard.go)
 }
 
 // group is a selector or urltest outbound as a provider's group: its
@@ -196,7 +203,7 @@ func parseSingBox(body []byte, res *Result) error {
 		if err != nil {
 			return jsonError(body, err)
 		}
-		if key != "outbounds" {
+		if key != "outbounds" && key != "endpoints" { // endpoints: WireGuard since sing-box 1.11
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return jsonError(body, err)
@@ -215,7 +222,7 @@ func parseSingBox(body []byte, res *Result) error {
 			if err := dec.Decode(&raw); err != nil {
 				return jsonError(body, err)
 			}
-			var o sbOutbound
+			o := sbOutbound{raw: raw}
 			if err := json.Unmarshal(raw, &o); err != nil {
 				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid outbound: " + jsonFieldError(err)})
 				continue
@@ -287,8 +294,22 @@ func (o *sbOutbound) node() (*node.Node, error) {
 	return n, nil
 }
 
+// multiplex sets n's multiplex from o's.
+func (o *sbOutbound) multiplex(n *node.Node) {
+	if m := o.Multiplex; m != nil && m.Enabled {
+		n.Multiplex = m.Protocol
+		if n.Multiplex == "" {
+			n.Multiplex = "h2mux" // sing-box's default
+		}
+		n.MultiplexOptions = muxOptions(m.MaxConnections, m.MinStreams, m.MaxStreams, m.Padding)
+	}
+}
+
 func (o *sbOutbound) build() (*node.Node, error) {
 	n := &node.Node{Name: strings.TrimSpace(o.Tag), Server: strings.Trim(o.Server, "[]"), Port: o.ServerPort}
+	if o.Type == "wireguard" {
+		return singBoxWireGuard(n, o.raw) // an endpoint's peers carry the server
+	}
 	if n.Server == "" {
 		return nil, errors.New("server: missing")
 	}
@@ -302,6 +323,10 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		}
 		if r := t.Reality; r != nil && r.Enabled {
 			n.TLS.Reality = &node.Reality{PublicKey: r.PublicKey, ShortID: r.ShortID}
+		}
+		var err error
+		if n.TLS.ECH, err = t.ECH.node(); err != nil {
+			return nil, err
 		}
 	}
 	needTLS := func() {
@@ -338,6 +363,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 	case "shadowsocks":
 		n.Protocol = node.Shadowsocks
 		n.Shadowsocks = &node.ShadowsocksOptions{Method: o.Method, Password: o.Password, Plugin: o.Plugin, PluginOpts: o.PluginOpts, UDPOverTCP: o.UDPOverTCP.Enabled, UDPOverTCPVersion: o.UDPOverTCP.Version}
+		o.multiplex(n)
 		return n, nil
 	case "tuic":
 		n.Protocol = node.TUIC
@@ -358,12 +384,7 @@ func (o *sbOutbound) build() (*node.Node, error) {
 	default:
 		return nil, fmt.Errorf("type %q is not a protocol Skiff knows", o.Type)
 	}
-	if m := o.Multiplex; m != nil && m.Enabled {
-		n.Multiplex = m.Protocol
-		if n.Multiplex == "" {
-			n.Multiplex = "h2mux" // sing-box's default
-		}
-	}
+	o.multiplex(n)
 	if t := o.Transport; t != nil {
 		tr := &node.Transport{Path: t.Path, MaxEarlyData: t.MaxEarlyData, EarlyDataHeader: t.EarlyDataHeaderName, ServiceName: t.ServiceName}
 		if len(t.Host) > 0 {

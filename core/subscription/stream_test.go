@@ -59,8 +59,13 @@ var streamFieldCases = []struct {
 			return n.Trojan.Password == "pw" && n.TLS.SNI == "sni.example" && n.Transport.Path == "/tr"
 		}, ""},
 	{"clash trojan smux", `proxies:
-  - {name: a, type: trojan, server: t.example, port: 443, password: pw, smux: {enabled: true, protocol: smux}}`,
-		func(n *node.Node) bool { return n.Multiplex == "smux" }, `multiplex "smux"`},
+  - {name: a, type: trojan, server: t.example, port: 443, password: pw, smux: {enabled: true, protocol: smux, max-streams: 8, padding: true}}`,
+		func(n *node.Node) bool {
+			return n.Multiplex == "smux" && *n.MultiplexOptions == node.MultiplexOptions{MaxStreams: 8, Padding: true}
+		}, ""},
+	{"clash vless smux vision", `proxies:
+  - {name: a, type: vless, server: t.example, port: 443, uuid: ` + testUUID + `, tls: true, flow: xtls-rprx-vision, smux: {enabled: true}}`,
+		func(n *node.Node) bool { return n.Multiplex == "h2mux" }, "multiplex cannot go with flow"},
 	{"clash trojan ss-opts", `proxies:
   - {name: a, type: trojan, server: t.example, port: 443, password: pw, ss-opts: {enabled: true, method: chacha20-ietf-poly1305, password: x}}`,
 		func(n *node.Node) bool { return n.Trojan.SSMethod == "chacha20-ietf-poly1305" }, "shadowsocks layer"},
@@ -74,8 +79,19 @@ var streamFieldCases = []struct {
 			"packet_encoding":"packetaddr","authenticated_length":false}]}`,
 		func(n *node.Node) bool { return n.VMess.PacketEncoding == "packetaddr" }, `packet encoding "packetaddr"`},
 	{"sing-box trojan multiplex", `{"outbounds":[{"type":"trojan","tag":"a","server":"t.example","server_port":443,"password":"pw",
-			"tls":{"enabled":true},"multiplex":{"enabled":true}}]}`,
-		func(n *node.Node) bool { return n.Multiplex == "h2mux" }, `multiplex "h2mux"`},
+			"tls":{"enabled":true},"multiplex":{"enabled":true,"max_connections":2,"min_streams":3}}]}`,
+		func(n *node.Node) bool {
+			return n.Multiplex == "h2mux" && *n.MultiplexOptions == node.MultiplexOptions{MaxConnections: 2, MinStreams: 3}
+		}, ""},
+	{"sing-box vmess yamux conflict", `{"outbounds":[{"type":"vmess","tag":"a","server":"t.example","server_port":443,"uuid":"` + testUUID + `",
+			"multiplex":{"enabled":true,"protocol":"yamux","max_connections":2,"max_streams":3}}]}`,
+		func(n *node.Node) bool { return n.Multiplex == "yamux" }, "max_streams conflicts"},
+	{"sing-box shadowsocks multiplex", `{"outbounds":[{"type":"shadowsocks","tag":"a","server":"s.example","server_port":443,"method":"2022-blake3-aes-128-gcm",
+			"password":"AAAAAAAAAAAAAAAAAAAAAA==","multiplex":{"enabled":true,"protocol":"smux"}}]}`,
+		func(n *node.Node) bool { return n.Multiplex == "smux" }, `multiplex "smux" is not supported with shadowsocks`},
+	{"sing-box mux unknown", `{"outbounds":[{"type":"vmess","tag":"a","server":"t.example","server_port":443,"uuid":"` + testUUID + `",
+			"multiplex":{"enabled":true,"protocol":"mplex"}}]}`,
+		func(n *node.Node) bool { return n.Multiplex == "mplex" }, `multiplex "mplex"`},
 	{"sing-box trojan", `{"outbounds":[{"type":"trojan","tag":"a","server":"t.example","server_port":443,"password":"pw",
 			"tls":{"enabled":true,"server_name":"sni.example","insecure":true},"multiplex":{"enabled":false}}]}`,
 		func(n *node.Node) bool { return n.TLS.Insecure && n.Multiplex == "" }, ""},
@@ -83,26 +99,32 @@ var streamFieldCases = []struct {
 
 func TestTrojanVMessFields(t *testing.T) {
 	for _, tc := range streamFieldCases {
-		t.Run(tc.name, func(t *testing.T) {
-			res, err := Parse([]byte(tc.doc))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Nodes) != 1 {
-				t.Fatalf("%d nodes, warnings %v", len(res.Nodes), res.Warnings)
-			}
-			n := res.Nodes[0]
-			if !tc.check(n) {
-				t.Errorf("node %+v (vmess %+v, trojan %+v, transport %+v, tls %+v)", n, n.VMess, n.Trojan, n.Transport, n.TLS)
-			}
-			ok, why := protocol.Supported(n)
-			switch {
-			case tc.reason == "" && !ok:
-				t.Errorf("not supported: %s", why)
-			case tc.reason != "" && (ok || !strings.Contains(why, tc.reason)):
-				t.Errorf("supported %v %q; want greyed with %q", ok, why, tc.reason)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { checkFieldCase(t, tc.doc, tc.check, tc.reason) })
+	}
+}
+
+// checkFieldCase parses doc, which holds one node, checks it and whether
+// it is supported: reason "" wants it usable, else greyed with a reason
+// that contains reason.
+func checkFieldCase(t *testing.T, doc string, check func(*node.Node) bool, reason string) {
+	t.Helper()
+	res, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Nodes) != 1 {
+		t.Fatalf("%d nodes, warnings %v", len(res.Nodes), res.Warnings)
+	}
+	n := res.Nodes[0]
+	if !check(n) {
+		t.Errorf("node %+v (vmess %+v, trojan %+v, transport %+v, tls %+v)", n, n.VMess, n.Trojan, n.Transport, n.TLS)
+	}
+	ok, why := protocol.Supported(n)
+	switch {
+	case reason == "" && !ok:
+		t.Errorf("not supported: %s", why)
+	case reason != "" && (ok || !strings.Contains(why, reason)):
+		t.Errorf("supported %v %q; want greyed with %q", ok, why, reason)
 	}
 }
 

@@ -6,7 +6,9 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -15,6 +17,22 @@ import (
 // before any byte is written, so a secret is never readable by others, not
 // even for a moment).
 func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return Write(path, bytes.NewReader(data), perm)
+}
+
+// Copy copies the file src to path atomically with permissions perm.
+func Copy(path, src string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer in.Close()
+	return Write(path, in, perm)
+}
+
+// Write writes what r holds to path atomically with permissions perm, as
+// WriteFile does.
+func Write(path string, r io.Reader, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -31,7 +49,7 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	if err := f.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {

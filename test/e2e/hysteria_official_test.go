@@ -109,32 +109,35 @@ func testUDPSizes(t *testing.T, proxy, target string, dir byte, sizes []int) {
 // The client hashes what it receives and compares with its own copy.
 func hashTCP(t testing.TB) string {
 	t.Helper()
-	s, err := harness.ServeTCP(func(c net.Conn) {
-		var hdr [9]byte
-		if _, err := io.ReadFull(c, hdr[:]); err != nil {
-			return
-		}
-		n := int64(binary.BigEndian.Uint64(hdr[1:]))
-		switch hdr[0] {
-		case 'U':
-			h := sha256.New()
-			if _, err := io.CopyN(h, c, n); err != nil {
-				return
-			}
-			c.Write(h.Sum(nil))
-		case 'D':
-			var seed [8]byte
-			if _, err := io.ReadFull(c, seed[:]); err != nil {
-				return
-			}
-			io.Copy(c, io.LimitReader(newStream(seed[:]), n))
-		}
-	})
+	s, err := harness.ServeTCP(hashConn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s.Addr()
+}
+
+// hashConn serves one connection of the hash TCP server (hashTCP).
+func hashConn(c net.Conn) {
+	var hdr [9]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return
+	}
+	n := int64(binary.BigEndian.Uint64(hdr[1:]))
+	switch hdr[0] {
+	case 'U':
+		h := sha256.New()
+		if _, err := io.CopyN(h, c, n); err != nil {
+			return
+		}
+		c.Write(h.Sum(nil))
+	case 'D':
+		var seed [8]byte
+		if _, err := io.ReadFull(c, seed[:]); err != nil {
+			return
+		}
+		io.Copy(c, io.LimitReader(newStream(seed[:]), n))
+	}
 }
 
 // stream is an endless deterministic byte stream: SHA-256 of the seed and

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // Direct is an outbound.Outbound that dials destinations itself.
@@ -149,7 +150,7 @@ func (c *packetConn) resolve(a flow.Addr) (netip.Addr, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveTimeout)
 	defer cancel()
-	ips, err := outbound.LookupNetIP(ctx, c.d, ipNet, a.Name)
+	ips, err := sysdial.LookupNetIP(ctx, c.d, ipNet, a.Name)
 	if err != nil || len(ips) == 0 {
 		return netip.Addr{}, fmt.Errorf("direct: resolve %s: %w", a.Name, err)
 	}

@@ -2,42 +2,14 @@
 // sessions carried to a Hysteria 2 server over one QUIC connection, as
 // specified in apernet/hysteria's PROTOCOL.md.
 //
-// A Client keeps one QUIC connection (github.com/quic-go/quic-go) shared by
-// all its flows. It is dialled on first use (concurrent first uses wait for
-// the same dial) and authenticated with the HTTP/3 request POST
-// https://hysteria/auth; when it dies (idle timeout, the server closing it,
-// a network change, a stream request the server never acknowledges) the
-// next flow dials a new one. Each TCP flow is one bidirectional QUIC
-// stream; UDP sessions travel in QUIC datagrams, fragmented when a datagram
-// does not fit, and survive a reconnection (the server sees a new session).
-// The connection advertises a max_datagram_frame_size of 1200, as the
-// reference client does (quicconn.MaxDatagramFrameSize): the official
-// server's QUIC drops larger datagrams of its own instead of fragmenting.
-// A dead server is noticed by a stream request that gets no packet back
-// within about two seconds; a connection that carries only UDP notices it
-// by QUIC's idle timeout (30 s).
-//
-// Without obfuscation quic-go gets the *net.UDPConn from the
-// outbound.Dialer wrapped by udpgro, which adds receive offload (UDP_GRO:
-// tens of packets per read where the kernel has it) and keeps GSO, ECN and
-// recvmmsg batching on. Salamander obfuscation rewrites every packet; on
-// Linux its conn still reads in batches through udpgro and obfuscates GSO
-// batches packet by packet, elsewhere quic-go reads and writes it one
-// packet at a time.
-//
-// Port hopping: when the node lists several ports, each new QUIC connection
-// goes to a port picked at random from them, and every hop interval (the
-// node's HopInterval, 30 s by default, at least 5 s) the open connection
-// moves to another port of the set and a new local socket, as the
-// reference client does: see hopConn. Open streams and UDP sessions carry
-// on; the server sees its client change address and validates the new
-// path. A single-port node runs on one socket, as without hopping.
-//
-// Congestion control: the Hysteria-CC-RX header declares the node's
-// DownMbps, and the server paces its sending (downloads) to it with Brutal.
-// Upstream quic-go has no hook for a custom congestion controller, so
-// uploads use quic-go's built-in one (not Brutal): UpMbps is not used, and
-// the receive rate the server declares is parsed but not acted on.
+// A Client keeps one QUIC connection shared by all its flows, dialled on
+// first use and authenticated with HTTP/3 POST https://hysteria/auth; when
+// it dies the next flow dials a new one (quicconn.Shared). Each TCP flow is
+// one bidirectional stream; UDP sessions travel in QUIC datagrams,
+// fragmented when one does not fit (frag.go), and survive a reconnection.
+// Salamander obfuscation (salamander.go), port hopping (hop.go) and the
+// receive offload of the plain socket (core/transport/udpgro) wrap the
+// connection's UDP socket.
 package hysteria2
 
 import (
@@ -49,7 +21,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -97,15 +68,18 @@ type Client struct {
 	quicConf *quic.Config
 	h3       http3.Transport // settings for the HTTP/3 auth request only
 	auth     string
-	rxRate   uint64        // Hysteria-CC-RX: bytes/s, 0 unknown
+	// rxRate is the node's DownMbps, declared as Hysteria-CC-RX: the
+	// server paces downloads to it with Brutal. Upstream quic-go has no
+	// hook for a custom congestion controller, so uploads use quic-go's
+	// own (UpMbps is not used) and the rate the server declares is parsed
+	// but not acted on. bytes/s, 0 unknown.
+	rxRate   uint64
 	obfs     string        // Salamander password; "" without obfuscation
 	hopEvery time.Duration // hop interval with several ports
 
 	conns *quicconn.Shared[*qconn] // the live connection and the dial in progress
 
-	udpMu   sync.RWMutex
-	udp     map[uint32]*packetConn // open UDP sessions by session ID
-	nextSID uint32
+	udp *quicconn.Sessions[uint32, *packetConn] // open UDP sessions by session ID
 }
 
 // qconn is one authenticated QUIC connection and the socket it runs on.
@@ -189,7 +163,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		EnableDatagrams:                true,
 	}
 	c.conns = quicconn.NewShared("hysteria2", c.name, closeCodeOK, c.dial, c.run)
-	c.udp = make(map[uint32]*packetConn)
+	c.udp = quicconn.NewSessions[uint32, *packetConn]()
 	return c, nil
 }
 
@@ -385,11 +359,7 @@ func (c *Client) hopLoop(q *qconn) {
 // sessions end. A closed Client dials no more.
 func (c *Client) Close() error {
 	c.conns.Close(func() {
-		c.udpMu.Lock()
-		sessions := c.udp
-		c.udp = nil
-		c.udpMu.Unlock()
-		for _, pc := range sessions {
+		for _, pc := range c.udp.Close() {
 			pc.shut()
 		}
 	})
@@ -406,14 +376,5 @@ func (c *Client) PathStats() (outbound.PathStats, bool) {
 	if !ok {
 		return outbound.PathStats{}, false
 	}
-	s := q.qc.ConnectionStats()
-	return outbound.PathStats{
-		RTT:           s.SmoothedRTT,
-		MinRTT:        s.MinRTT,
-		BytesSent:     s.BytesSent,
-		BytesReceived: s.BytesReceived,
-		PacketsSent:   s.PacketsSent,
-		PacketsLost:   s.PacketsLost,
-		DeclaredRx:    c.rxRate,
-	}, true
+	return quicconn.PathStats(q.qc, c.rxRate), true
 }

@@ -37,20 +37,9 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		local:       q.qc.LocalAddr(),
 		wbuf:        make([]byte, 0, 1500),
 	}
-	c.udpMu.Lock()
-	if c.udp == nil {
-		c.udpMu.Unlock()
-		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errClientClosed)
+	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, err)
 	}
-	for {
-		c.nextSID++
-		if _, taken := c.udp[c.nextSID]; !taken {
-			break
-		}
-	}
-	pc.id = c.nextSID
-	c.udp[pc.id] = pc
-	c.udpMu.Unlock()
 	return pc, nil
 }
 
@@ -65,10 +54,7 @@ func (c *Client) receiveDatagrams(q *qconn) {
 		if parseUDPMessage(b, &m) != nil {
 			continue
 		}
-		c.udpMu.RLock()
-		pc := c.udp[m.SessionID]
-		c.udpMu.RUnlock()
-		if pc != nil {
+		if pc, ok := c.udp.Get(m.SessionID); ok {
 			pc.deliver(&m)
 		}
 	}
@@ -209,11 +195,7 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 // Close ends the session. The protocol has no message for that: the
 // server forgets idle sessions.
 func (pc *packetConn) Close() error {
-	pc.c.udpMu.Lock()
-	if pc.c.udp[pc.id] == pc {
-		delete(pc.c.udp, pc.id)
-	}
-	pc.c.udpMu.Unlock()
+	pc.c.udp.Remove(pc.id, func(s *packetConn) bool { return s == pc })
 	pc.shut()
 	return nil
 }

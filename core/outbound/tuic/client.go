@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,9 +77,7 @@ type Client struct {
 
 	conns *quicconn.Shared[*qconn]
 
-	udpMu     sync.RWMutex
-	udp       map[uint16]*packetConn // open UDP sessions by association ID
-	nextAssoc uint16
+	udp *quicconn.Sessions[uint16, *packetConn] // open UDP sessions by association ID
 }
 
 // qconn is one QUIC connection and the socket it runs on.
@@ -171,7 +168,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		EnableDatagrams:                true,
 	}
 	c.conns = quicconn.NewShared("tuic", c.name, closeCodeOK, c.dial, c.run)
-	c.udp = make(map[uint16]*packetConn)
+	c.udp = quicconn.NewSessions[uint16, *packetConn]()
 	return c, nil
 }
 
@@ -371,11 +368,7 @@ const authCloseWait = time.Second
 // sessions end. A closed Client dials no more.
 func (c *Client) Close() error {
 	c.conns.Close(func() {
-		c.udpMu.Lock()
-		sessions := c.udp
-		c.udp = nil
-		c.udpMu.Unlock()
-		for _, pc := range sessions {
+		for _, pc := range c.udp.Close() {
 			pc.shut()
 		}
 	})
@@ -400,13 +393,5 @@ func (c *Client) PathStats() (outbound.PathStats, bool) {
 	if !ok {
 		return outbound.PathStats{}, false
 	}
-	s := q.qc.ConnectionStats()
-	return outbound.PathStats{
-		RTT:           s.SmoothedRTT,
-		MinRTT:        s.MinRTT,
-		BytesSent:     s.BytesSent,
-		BytesReceived: s.BytesReceived,
-		PacketsSent:   s.PacketsSent,
-		PacketsLost:   s.PacketsLost,
-	}, true
+	return quicconn.PathStats(q.qc, 0), true
 }

@@ -30,24 +30,9 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, err
 	}
 	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.qc.LocalAddr(), wbuf: make([]byte, 0, 1500)}
-	c.udpMu.Lock()
-	if c.udp == nil {
-		c.udpMu.Unlock()
-		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, quicconn.ErrClientClosed)
+	if err := c.udp.Add(pc, func(id uint16) { pc.id = id }); err != nil {
+		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, err)
 	}
-	if len(c.udp) >= 1<<16 {
-		c.udpMu.Unlock()
-		return nil, fmt.Errorf("tuic: UDP to %s via %s: 65536 sessions open", dst, c.name)
-	}
-	for {
-		c.nextAssoc++
-		if _, taken := c.udp[c.nextAssoc]; !taken {
-			break
-		}
-	}
-	pc.id = c.nextAssoc
-	c.udp[pc.id] = pc
-	c.udpMu.Unlock()
 	return pc, nil
 }
 
@@ -94,10 +79,7 @@ func (c *Client) receiveStreams(q *qconn) {
 
 // deliver hands a packet (or a fragment) to its session.
 func (c *Client) deliver(p *packet) {
-	c.udpMu.RLock()
-	pc := c.udp[p.Assoc]
-	c.udpMu.RUnlock()
-	if pc != nil {
+	if pc, ok := c.udp.Get(p.Assoc); ok {
 		pc.deliver(p)
 	}
 }
@@ -217,11 +199,7 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 
 // Close ends the session and tells the server (Dissociate).
 func (pc *packetConn) Close() error {
-	pc.c.udpMu.Lock()
-	if pc.c.udp[pc.id] == pc {
-		delete(pc.c.udp, pc.id)
-	}
-	pc.c.udpMu.Unlock()
+	pc.c.udp.Remove(pc.id, func(s *packetConn) bool { return s == pc })
 	if !pc.Closed() {
 		if q, ok := pc.c.conns.Current(); ok {
 			if st, err := q.qc.OpenUniStream(); err == nil {

@@ -14,12 +14,16 @@ import (
 // tagSize is the AEAD tag of the body ciphers.
 const tagSize = 16
 
-// maxChunkPayload is the most plaintext one chunk carries: a 60 KiB relay
-// write is four chunks, each well under the 32 KiB Xray's reader allows.
-const maxChunkPayload = 16 << 10
-
 // maxPadding is the most global padding one chunk gets.
 const maxPadding = 63
+
+// maxChunkPayload is the most plaintext one chunk carries: a 60 KiB relay
+// write is four chunks, each well under the 32 KiB Xray's reader allows.
+// A whole chunk (payload, padding and tag) stays within 16 KiB: sing-box
+// reads a multiplexed VMess stream into 16 KiB buffers and refused the
+// 16,400-byte chunks of 16 KiB payloads ("short buffer: stream chunk need
+// 16400").
+const maxChunkPayload = 16<<10 - tagSize - maxPadding
 
 // chunkOverhead bounds what a chunk adds to its payload.
 const chunkOverhead = 2 + tagSize + maxPadding

@@ -28,6 +28,7 @@ type Stream struct {
 	fp      *Fingerprint // nil: crypto/tls
 	ucfg    *utls.Config // fp != nil
 	reality *realityKey  // nil: no REALITY
+	ech     bool         // the config lists are set: the handshake must accept ECH
 	grown   *Grown       // the connections' large record buffers (grow.go)
 }
 
@@ -36,13 +37,36 @@ type Stream struct {
 // transport's: http/1.1 for WebSocket, h2 for HTTP/2). An unknown
 // fingerprint or a malformed REALITY key is an error.
 func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
-	std, err := New(t, server, alpn...)
+	std, err := newConfig(t, server, alpn...)
 	if err != nil {
 		return nil, err
 	}
 	s := &Stream{std: std, grown: NewGrown(DefaultGrownBudget)}
 	if t == nil {
 		return s, nil
+	}
+	ech, err := echConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	if ech != nil {
+		if net.ParseIP(std.ServerName) != nil {
+			return nil, errors.New("tls: ECH needs a server name to hide (sni is an IP address)")
+		}
+		std.EncryptedClientHelloConfigList = ech
+		std.MinVersion = tls.VersionTLS13
+		// On rejection the server answered the outer hello, for the public
+		// name: its certificate is checked by the node's rules (not at all
+		// when the user turned verification off), and the handshake then
+		// fails with the rejection, whatever the check says.
+		insecure, roots := std.InsecureSkipVerify, std.RootCAs
+		std.EncryptedClientHelloRejectionVerify = func(cs tls.ConnectionState) error {
+			if insecure {
+				return nil
+			}
+			return verifyChain(cs.ServerName, cs.PeerCertificates, roots)
+		}
+		s.ech = true
 	}
 	fpName := t.Fingerprint
 	if t.NoSNI && (fpName != "" || t.Reality != nil) {
@@ -67,6 +91,17 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 	if s.fp, err = ParseFingerprint(fpName); err != nil {
 		return nil, err
 	}
+	if s.ech {
+		// uTLS turns the browser's GREASE ECH extension into the real one;
+		// a hello without it cannot carry ECH.
+		_, spec, err := s.fp.hello(std.NextProtos)
+		if err != nil {
+			return nil, err
+		}
+		if !echSpecOK(spec) {
+			return nil, node.Unsupportedf(node.FeatureOption, "ech+fp="+s.fp.name, "tls: ECH with the %s fingerprint is not supported (its ClientHello has no ECH extension); not dialled, to keep the server name hidden", s.fp.name)
+		}
+	}
 	s.ucfg = &utls.Config{
 		ServerName:         std.ServerName,
 		NextProtos:         std.NextProtos,
@@ -76,6 +111,13 @@ func NewStream(t *node.TLS, server string, alpn ...string) (*Stream, error) {
 		// A spec without a session ticket or PSK extension resumes nothing,
 		// as the browser it imitates would not.
 		PreferSkipResumptionOnNilExtension: true,
+	}
+	if s.ech {
+		s.ucfg.EncryptedClientHelloConfigList = std.EncryptedClientHelloConfigList
+		s.ucfg.MinVersion = utls.VersionTLS13
+		s.ucfg.EncryptedClientHelloRejectionVerify = func(cs utls.ConnectionState) error {
+			return std.EncryptedClientHelloRejectionVerify(tls.ConnectionState{ServerName: cs.ServerName, PeerCertificates: cs.PeerCertificates})
+		}
 	}
 	if t.PinSHA256 != "" {
 		pin, _ := ParsePin(t.PinSHA256) // New checked it
@@ -113,6 +155,9 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 		c := Client(raw, s.std)
 		c.grow = s.grown
 		if err := c.HandshakeContext(ctx); err != nil {
+			return nil, echError(err)
+		}
+		if err := s.checkECH(c); err != nil {
 			return nil, err
 		}
 		return c, nil
@@ -142,10 +187,34 @@ func (s *Stream) Client(ctx context.Context, raw net.Conn) (*Conn, error) {
 		if r != nil && r.refused != nil {
 			return nil, r.refused
 		}
-		return nil, err
+		return nil, echError(err)
 	}
 	dropHandshake(uc)
+	if err := s.checkECH(c); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// checkECH refuses a connection that was to use ECH and did not. Both
+// engines already fail such a handshake; this holds if either ever stops.
+func (s *Stream) checkECH(c *Conn) error {
+	if s.ech && !c.ConnectionState().ECHAccepted {
+		c.Close()
+		return fmt.Errorf("tls: %w", ErrECHRejected)
+	}
+	return nil
+}
+
+// echError wraps a handshake error that is an ECH rejection in
+// ErrECHRejected.
+func echError(err error) error {
+	var std *tls.ECHRejectionError
+	var u *utls.ECHRejectionError
+	if errors.As(err, &std) || errors.As(err, &u) {
+		return fmt.Errorf("tls: %w: %v", ErrECHRejected, err)
+	}
+	return err
 }
 
 // dropHandshake lets go of what uTLS keeps of a finished handshake in
@@ -193,6 +262,7 @@ func (u *uconn) stdState() tls.ConnectionState {
 		ServerName:         s.ServerName,
 		PeerCertificates:   s.PeerCertificates,
 		VerifiedChains:     s.VerifiedChains,
+		ECHAccepted:        s.ECHAccepted,
 	}
 }
 

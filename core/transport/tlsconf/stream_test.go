@@ -2,7 +2,6 @@ package tlsconf
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	utls "github.com/refraction-networking/utls"
 
@@ -232,17 +230,7 @@ func TestFingerprintTraffic(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		raw, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := s.Client(ctx, raw)
-		if err != nil {
-			raw.Close()
-		}
-		return c, err
+		return dialStream(t, s, ln.Addr().String())
 	}
 	for _, fp := range []string{"", "chrome", "firefox", "safari", "ios", "edge", "random", "randomized"} {
 		t.Run("fp="+fp, func(t *testing.T) {

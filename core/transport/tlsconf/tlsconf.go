@@ -33,7 +33,19 @@ var ErrPinMismatch = errors.New("certificate does not match the pinned SHA-256")
 // full handshake each: the server's certificate chain is parsed and
 // verified once, not per connection. A pinned certificate is checked on
 // resumed connections too (crypto/tls calls VerifyConnection for them).
+//
+// ECH is refused here (an *node.UnsupportedError): only Stream does it, and
+// a protocol that builds its TLS from New must not dial in clear a node
+// that asks for it.
 func New(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
+	if t != nil && t.ECH != nil {
+		return nil, node.Unsupportedf(node.FeatureOption, "ech", "tls: ECH is not supported with this protocol yet; not dialled, to keep the server name hidden")
+	}
+	return newConfig(t, server, alpn...)
+}
+
+// newConfig is New without the ECH check.
+func newConfig(t *node.TLS, server string, alpn ...string) (*tls.Config, error) {
 	c := &tls.Config{
 		ServerName:         server,
 		NextProtos:         alpn,

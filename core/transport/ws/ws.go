@@ -11,27 +11,11 @@
 // so the proxy's request reaches the server with the upgrade, saving a
 // round trip.
 //
-// Framing and the handshake come from github.com/gobwas/ws, chosen by the
-// benchmark in test/wsbench: client side over loopback TCP, the same
-// gobwas-based server for every library, one message per op, a 32 KiB read
-// buffer. Figures from 2026-11-30 on 2 cores shared with other builds, so
-// only differences of 2x or in allocations are meaningful:
-//
-//	                        write 64 B        write 32 KiB        read 64 B         read 32 KiB
-//	coder/websocket 1.8.15  3055 ns 4 allocs  1379 MB/s 4 allocs  1140 ns 8 allocs  1144 MB/s 8 allocs
-//	gorilla/websocket 1.5.3 1422 ns 1 alloc   2521 MB/s 1 alloc    119 ns 1 alloc    902 MB/s 1 alloc
-//	gobwas/ws 1.5.0         1345 ns 1 alloc   2304 MB/s 1 alloc    129 ns 0 allocs  1955 MB/s 0 allocs
-//	this package (gobwas)   0 allocs either way; within noise of the bare
-//	                        gobwas adapter on writes, 65-85 ns vs 45-55 ns per
-//	                        64 B read (a mutex and the lazy-upgrade check)
-//
-// coder/websocket pays for its context-aware API on every message and can
-// only take a caller's connection through an http.Client; gorilla and gobwas
-// are close on writes, gobwas reads without allocating and its
-// Dialer.Upgrade runs the handshake over any io.ReadWriter we hand it, with
-// the Host header and subprotocols under our control. gobwas accepts a 101
-// answer that echoes our Sec-WebSocket-Protocol value (Xray does) or echoes
-// none (sing-box); any other value fails the upgrade.
+// Framing and the handshake come from github.com/gobwas/ws: it reads
+// without allocating and runs the upgrade over any io.ReadWriter with our
+// Host header and subprotocols (the comparison: docs/benchmarks.md,
+// "WebSocket libraries"). It accepts a 101 answer that echoes our
+// Sec-WebSocket-Protocol (Xray) or none (sing-box).
 //
 // Over TLS, what a relay pays per byte is mostly syscalls, so the data path
 // avoids small ones. On a transport that can TryRead (tlsconf.Conn), Read

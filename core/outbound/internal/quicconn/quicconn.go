@@ -21,6 +21,7 @@ import (
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
+	"github.com/skiffvpn/skiff/internal/sysdial"
 )
 
 // ErrClientClosed is returned by a closed client.
@@ -214,10 +215,10 @@ func (s *Shared[C]) Close(stop func()) bool {
 }
 
 // Resolve returns host's address: the literal itself, or the first that
-// d's resolver returns (outbound.LookupNetIP). Errors start with "proto:
+// d's resolver returns (sysdial.LookupNetIP). Errors start with "proto:
 // dial name".
 func Resolve(ctx context.Context, d outbound.Dialer, proto, name, host string) (netip.Addr, error) {
-	ips, err := outbound.LookupNetIP(ctx, d, "ip", host)
+	ips, err := sysdial.LookupNetIP(ctx, d, "ip", host)
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("%s: dial %s: resolve: %w", proto, name, err)
 	}
@@ -287,4 +288,20 @@ func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
 			return
 		}
 	})
+}
+
+// PathStats turns a QUIC connection's figures into the failover group's
+// (outbound.PathStatser); declaredRx is the receive rate the client
+// declared to the server, 0 for none.
+func PathStats(qc *quic.Conn, declaredRx uint64) outbound.PathStats {
+	s := qc.ConnectionStats()
+	return outbound.PathStats{
+		RTT:           s.SmoothedRTT,
+		MinRTT:        s.MinRTT,
+		BytesSent:     s.BytesSent,
+		BytesReceived: s.BytesReceived,
+		PacketsSent:   s.PacketsSent,
+		PacketsLost:   s.PacketsLost,
+		DeclaredRx:    declaredRx,
+	}
 }

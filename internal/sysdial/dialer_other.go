@@ -1,6 +1,6 @@
 //go:build !linux
 
-package outbound
+package sysdial
 
 import (
 	"fmt"

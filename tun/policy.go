@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Rule is a Linux policy routing rule, as data: planned by planRules,
+// Rule is a Linux policy routing rule, as data: planned by policyLinux,
 // recorded in the state file, installed and removed through netlink.
 type Rule struct {
 	Family   int          `json:"family"` // 4 or 6
@@ -131,7 +131,7 @@ func exclusions(cfg *Config, family int) []netip.Prefix {
 	return keep
 }
 
-// planLinux returns the policy routing for cfg: routes into the device in
+// policyLinux returns the policy routing for cfg: routes into the device in
 // cfg.Table and the rules that choose that table. With priorities
 // P, P+1, … from cfg.RulePriority:
 //
@@ -158,7 +158,7 @@ func exclusions(cfg *Config, family int) []netip.Prefix {
 // default route from DHCP) would fail. The routes it lets win are the main
 // table's specific ones: the directly connected LAN, container bridges,
 // other VPNs' subnets.
-func planLinux(cfg *Config, dev string) ([]Route, []Rule) {
+func policyLinux(cfg *Config, dev string) ([]Route, []Rule) {
 	var routes []Route
 	var rules []Rule
 	P := cfg.RulePriority

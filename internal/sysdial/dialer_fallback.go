@@ -1,6 +1,6 @@
 //go:build !linux && !darwin && !windows
 
-package outbound
+package sysdial
 
 import "errors"
 

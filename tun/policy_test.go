@@ -83,7 +83,7 @@ func TestPlanLinux(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg()
-			routes, rules := planLinux(&cfg, "skiff0")
+			routes, rules := policyLinux(&cfg, "skiff0")
 			var got []string
 			for _, r := range rules {
 				got = append(got, r.String())
