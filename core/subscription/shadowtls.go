@@ -56,6 +56,20 @@ func (d *shadowTLSDetours) take(o *sbOutbound) bool {
 	return true
 }
 
+// detourServer stands in for the server of an outbound that names none
+// because its detour dials (sing-box's own example of shadowtls leaves
+// the shadowsocks outbound without server and server_port), so that the
+// node can be built; resolve puts the detour's server in its place or
+// drops the node.
+const detourServer = "detour.invalid"
+
+// serverless gives o, when it detours and names no server, detourServer.
+func (d *shadowTLSDetours) serverless(o *sbOutbound) {
+	if o.Detour != "" && o.Server == "" {
+		o.Server, o.ServerPort = detourServer, 1
+	}
+}
+
 // note remembers n, made from o, when o detours.
 func (d *shadowTLSDetours) note(o *sbOutbound, n *node.Node, line int) {
 	if o.Detour != "" {
@@ -72,6 +86,10 @@ func (d *shadowTLSDetours) resolve(res *Result) {
 	for _, u := range d.users {
 		s, ok := d.servers[u.tag]
 		if !ok {
+			if u.n.Server == detourServer {
+				res.Warnings = append(res.Warnings, profile.Warning{Line: u.line, Reason: fmt.Sprintf("outbound %q: server: missing (detour %q is not a shadowtls outbound)", u.n.Name, u.tag)})
+				drop[u.n] = true
+			}
 			continue
 		}
 		if err := joinShadowTLS(u.n, &s); err != nil {
@@ -125,9 +143,10 @@ func joinShadowTLS(n *node.Node, s *sbOutbound) error {
 		host = s.Server
 	}
 	opts = append([]string{"host=" + sip003Escape(host), "password=" + sip003Escape(s.Password), "version=" + strconv.Itoa(version)}, opts...)
+	unnamed := n.Name == "" || n.Name == n.Address()
 	n.Server, n.Port = strings.Trim(s.Server, "[]"), s.ServerPort
 	n.Shadowsocks.Plugin, n.Shadowsocks.PluginOpts = "shadow-tls", strings.Join(opts, ";")
-	if n.Name == "" {
+	if unnamed {
 		n.Name = n.Address()
 	}
 	return nil

@@ -235,6 +235,7 @@ func parseSingBox(body []byte, res *Result) error {
 				notServer[o.Tag] = true
 				continue
 			}
+			st.serverless(&o)
 			n, err := o.node()
 			if err != nil {
 				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})

@@ -210,23 +210,22 @@ func (s *sshd) importClash(t *testing.T) []string {
 	for _, l := range strings.Split(strings.TrimSpace(s.userKey), "\n") {
 		b.WriteString("      " + l + "\n")
 	}
-	sub := filepath.Join(t.TempDir(), "clash.yaml")
-	if err := os.WriteFile(sub, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(t.TempDir(), "profile")
-	if out, err := exec.Command(harness.NeedSkiff(t), "import", "--config-dir", conf, sub).CombinedOutput(); err != nil {
-		t.Fatalf("skiff import: %v: %s", err, out)
-	}
-	return []string{"--config-dir", conf, "--node", "sshkey"}
+	return importDoc(t, b.String(), "clash.yaml", "sshkey")
 }
 
 func startSkiffSSH(t *testing.T, s *sshd, links []string, extra ...string) (*harness.Process, string) {
 	t.Helper()
+	return skiffRunSecret(t, []string{s.password, s.keyPass}, links, extra...)
+}
+
+// skiffRunSecret is harness.SkiffRun that fails t when skiff's output, at
+// the end, holds one of secrets.
+func skiffRunSecret(t *testing.T, secrets, links []string, extra ...string) (*harness.Process, string) {
+	t.Helper()
 	p, proxy, err := harness.SkiffRun(t, links, extra...)
 	t.Cleanup(func() {
 		p.Stop()
-		for _, secret := range []string{s.password, s.keyPass} {
+		for _, secret := range secrets {
 			if strings.Contains(p.Output(), secret) {
 				t.Errorf("skiff's output contains a secret (%d characters)", len(secret))
 			}

@@ -266,9 +266,12 @@ func readRecord(r io.Reader, buf []byte) ([]byte, error) {
 	return buf[:recordHeader+n], nil
 }
 
+// grow returns b resized to n bytes, keeping its contents.
 func grow(b []byte, n int) []byte {
 	if cap(b) < n {
-		return make([]byte, n, max(n, 2*cap(b)))
+		nb := make([]byte, n, max(n, 2*cap(b)))
+		copy(nb, b)
+		return nb
 	}
 	return b[:n]
 }
