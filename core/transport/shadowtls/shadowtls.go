@@ -261,6 +261,9 @@ func readRecord(r io.Reader, buf []byte) ([]byte, error) {
 	n := int(buf[3])<<8 | int(buf[4])
 	buf = grow(buf, recordHeader+n)
 	if _, err := io.ReadFull(r, buf[recordHeader:recordHeader+n]); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF // a header without its body is no clean end
+		}
 		return nil, err
 	}
 	return buf[:recordHeader+n], nil
