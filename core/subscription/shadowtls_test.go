@@ -15,7 +15,7 @@ import (
 // without a server of its own, before or after it) become one Shadowsocks
 // node with the shadow-tls plugin that dials the ShadowTLS server; its
 // ss:// link parses back to the same node. What Skiff cannot carry is
-// greyed or dropped with the reason.
+// dropped with the reason.
 func TestShadowTLSForms(t *testing.T) {
 	want := &node.Node{Name: "st", Protocol: node.Shadowsocks, Server: "203.0.113.7", Port: 8443,
 		Shadowsocks: &node.ShadowsocksOptions{Method: "2022-blake3-aes-128-gcm", Password: "AAAAAAAAAAAAAAAAAAAAAA==", Plugin: "shadow-tls"}}
@@ -71,8 +71,8 @@ func TestShadowTLSForms(t *testing.T) {
 		}
 	}
 
-	// v2 is greyed with its name; a detour to nothing that names no
-	// server, and VLESS through shadowtls, are dropped with the reason.
+	// v2 is kept; a detour to nothing that names no server, and VLESS
+	// through shadowtls, are dropped with the reason.
 	res, err := Parse([]byte(`{"outbounds": [
   {"type": "shadowsocks", "tag": "v2", "method": "aes-128-gcm", "password": "p", "detour": "st2"},
   {"type": "shadowtls", "tag": "st2", "server": "203.0.113.7", "server_port": 443, "version": 2, "password": "x", "tls": {"enabled": true, "server_name": "a.example"}},
@@ -85,8 +85,8 @@ func TestShadowTLSForms(t *testing.T) {
 	if len(res.Nodes) != 1 || res.Nodes[0].Name != "v2" {
 		t.Fatalf("nodes %v, want only v2", res.Nodes)
 	}
-	if ok, why := protocol.Supported(res.Nodes[0]); ok || !strings.Contains(why, "version 2") {
-		t.Errorf("v2: %v %q", ok, why)
+	if ok, why := protocol.Supported(res.Nodes[0]); !ok || !strings.Contains(res.Nodes[0].Shadowsocks.PluginOpts, "version=2") {
+		t.Errorf("v2: %v %q %q", ok, why, res.Nodes[0].Shadowsocks.PluginOpts)
 	}
 	warned := strings.Join(func() []string {
 		var w []string

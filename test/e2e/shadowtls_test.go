@@ -29,7 +29,9 @@ const stlsMethod = "2022-blake3-aes-128-gcm"
 // inbound, its handshake borrowed from a TLS 1.3 site of the test's on
 // loopback.
 type stlsServer struct {
-	site       *harness.TLSSite
+	version    int
+	site       *harness.TLSSite // v2, v3: TLS 1.3
+	site12     net.Listener     // v1: TLS 1.2 (its server watches a 1.2 handshake end)
 	cert       *harness.Cert
 	port       int
 	password   string // ShadowTLS user's
@@ -39,23 +41,26 @@ type stlsServer struct {
 	log        string // output of the servers stopped before
 }
 
-func newSTLSServer(t *testing.T) *stlsServer {
+func newSTLSServer(t *testing.T, version int) *stlsServer {
 	t.Helper()
 	dir := t.TempDir()
 	cert, err := harness.NewCert(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	site, err := harness.StartTLSSite(cert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { site.Close() })
 	port, err := harness.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stlsServer{site: site, cert: cert, port: port, password: "st-" + randomHex(12), ssPassword: ssSecret(stlsMethod), dir: dir}
+	s := &stlsServer{version: version, cert: cert, port: port, password: "st-" + randomHex(12), ssPassword: ssSecret(stlsMethod), dir: dir}
+	if version == 1 {
+		s.site12 = startTLS12Site(t, cert)
+	} else {
+		if s.site, err = harness.StartTLSSite(cert); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.site.Close() })
+	}
 	s.start(t)
 	t.Cleanup(func() {
 		s.stop()
@@ -66,18 +71,60 @@ func newSTLSServer(t *testing.T) *stlsServer {
 	return s
 }
 
+// startTLS12Site is a TLS 1.2 site for v1, which completes handshakes
+// and closes; the caller's test stops it.
+func startTLS12Site(t *testing.T, cert *harness.Cert) net.Listener {
+	t.Helper()
+	pair, err := tls.X509KeyPair(cert.CertPEM, cert.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{pair}, MaxVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				if c.(*tls.Conn).Handshake() == nil {
+					io.Copy(io.Discard, c)
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln
+}
+
 func (s *stlsServer) config() []byte {
+	st := map[string]any{
+		"type": "shadowtls", "tag": "st-in", "listen": "127.0.0.1", "listen_port": s.port,
+		"version": s.version,
+		"detour":  "ss-in",
+	}
+	switch s.version {
+	case 3:
+		st["users"] = []map[string]any{{"name": "test", "password": s.password}}
+		st["strict_mode"] = true
+		st["handshake"] = map[string]any{"server": "127.0.0.1", "server_port": s.site.Port()}
+	case 2:
+		st["password"] = s.password
+		st["handshake"] = map[string]any{"server": "127.0.0.1", "server_port": s.site.Port()}
+	case 1:
+		st["handshake"] = map[string]any{"server": "127.0.0.1", "server_port": s.site12.Addr().(*net.TCPAddr).Port}
+	}
 	cfg := map[string]any{
 		"log": map[string]any{"level": "debug", "timestamp": true},
 		"inbounds": []any{
-			map[string]any{
-				"type": "shadowtls", "tag": "st-in", "listen": "127.0.0.1", "listen_port": s.port,
-				"version":     3,
-				"users":       []map[string]any{{"name": "test", "password": s.password}},
-				"handshake":   map[string]any{"server": "127.0.0.1", "server_port": s.site.Port()},
-				"strict_mode": true,
-				"detour":      "ss-in",
-			},
+			st,
 			map[string]any{
 				"type": "shadowsocks", "tag": "ss-in", "listen": "127.0.0.1", "network": "tcp",
 				"method": stlsMethod, "password": s.ssPassword,
@@ -118,7 +165,10 @@ func (s *stlsServer) addr() string { return net.JoinHostPort("127.0.0.1", strcon
 // certificate is the test's own, so verification is skipped: it protects
 // nothing here (Shadowsocks encrypts), as in the field's configurations.
 func (s *stlsServer) link(password string) string {
-	opts := "shadow-tls;host=localhost;password=" + password + ";version=3;skip-cert-verify"
+	opts := "shadow-tls;host=localhost;version=" + strconv.Itoa(s.version) + ";skip-cert-verify"
+	if s.version != 1 {
+		opts += ";password=" + password
+	}
 	return "ss://" + url.PathEscape(stlsMethod) + ":" + url.PathEscape(s.ssPassword) + "@" + s.addr() +
 		"/?plugin=" + url.QueryEscape(opts) + "#stls-link"
 }
@@ -138,9 +188,17 @@ func (s *stlsServer) clash() string {
     plugin-opts:
       host: localhost
       password: %q
-      version: 3
       skip-cert-verify: true
-`, s.port, stlsMethod, s.ssPassword, s.password)
+%s`, s.port, stlsMethod, s.ssPassword, s.password, s.clashVersion())
+}
+
+// clashVersion is plugin-opts' version line: none for 2, mihomo's
+// default.
+func (s *stlsServer) clashVersion() string {
+	if s.version == 2 {
+		return ""
+	}
+	return fmt.Sprintf("      version: %d\n", s.version)
 }
 
 // singBoxOutbounds are sing-box's client form: a shadowsocks outbound
@@ -150,7 +208,7 @@ func (s *stlsServer) singBoxOutbounds() []any {
 		map[string]any{"type": "shadowsocks", "tag": "stls-sb", "method": stlsMethod, "password": s.ssPassword, "detour": "st-out"},
 		map[string]any{
 			"type": "shadowtls", "tag": "st-out", "server": "127.0.0.1", "server_port": s.port,
-			"version": 3, "password": s.password,
+			"version": s.version, "password": s.password,
 			"tls": map[string]any{
 				"enabled": true, "server_name": "localhost", "insecure": true,
 				"utls": map[string]any{"enabled": true, "fingerprint": "chrome"},
@@ -224,19 +282,25 @@ func startSTLSClient(t *testing.T, s *stlsServer, form string) (*harness.Process
 // echoed both ways with a hash check, then again after the server was
 // restarted; the site whose handshake is borrowed sees handshakes but
 // never a byte of the flows.
+//
+// Versions 2 (Clash's form without a version: mihomo's default) and 1
+// (against a TLS 1.2 site) run the same checks in two forms each.
 func TestShadowTLS(t *testing.T) {
-	for _, form := range []string{"link", "clash", "sing-box"} {
-		t.Run(form, func(t *testing.T) {
-			s := newSTLSServer(t)
-			_, proxy := startSTLSClient(t, s, form)
+	for _, tc := range []struct {
+		version int
+		form    string
+	}{{3, "link"}, {3, "clash"}, {3, "sing-box"}, {2, "link"}, {2, "clash"}, {1, "link"}, {1, "sing-box"}} {
+		t.Run(fmt.Sprintf("v%d-%s", tc.version, tc.form), func(t *testing.T) {
+			s := newSTLSServer(t, tc.version)
+			_, proxy := startSTLSClient(t, s, tc.form)
 			echo := harness.TCPEcho(t)
 			testTCPEchoTo(t, proxy, echo, 16<<20)
 			testTCPEchoTo(t, proxy, echo, 64<<10)
-			if s.site.Handshook.Load() == 0 {
+			if s.site != nil && s.site.Handshook.Load() == 0 {
 				t.Fatal("the site saw no handshake: ShadowTLS did not borrow it")
 			}
-			if n := s.site.AppBytes.Load(); n != 0 {
-				t.Fatalf("the site received %d application bytes: flows leaked to it", n)
+			if s.site != nil && s.site.AppBytes.Load() != 0 {
+				t.Fatalf("the site received %d application bytes: flows leaked to it", s.site.AppBytes.Load())
 			}
 
 			s.stop()
@@ -252,7 +316,7 @@ func TestShadowTLS(t *testing.T) {
 // (the site receives none), and says why. To anyone else the port is the
 // site: a plain TLS client gets its certificate and its page.
 func TestShadowTLSWrongPassword(t *testing.T) {
-	s := newSTLSServer(t)
+	s := newSTLSServer(t, 3)
 	if clientIsSingBox() {
 		t.Skip("Skiff's refusal")
 	}

@@ -3,7 +3,7 @@
 // request salt, replay windows, the multi-user iPSK:uPSK form of SIP023)
 // and the classic AEAD methods (SIP004), over TCP and UDP, and the three
 // SIP003 plugins subscriptions carry, built in: obfs-local (http and tls),
-// v2ray-plugin (WebSocket, optionally over TLS) and shadow-tls (v3).
+// v2ray-plugin (WebSocket, optionally over TLS) and shadow-tls (v1-v3).
 //
 // A stream is one TCP connection per flow; its request header goes out
 // with the flow's first bytes. A UDP session is one UDP socket toward the
@@ -49,7 +49,7 @@ type Client struct {
 	obfsHTTP *obfsConfig       // obfs-local (http or tls); nil: none
 	ws       *ws.Config        // v2ray-plugin; nil: none
 	tls      *tls.Config       // v2ray-plugin tls; nil: none
-	stls     *shadowtls.Client // shadow-tls (v3); nil: none
+	stls     *shadowtls.Client // shadow-tls; nil: none
 	// muxTarget is the destination of v2ray-plugin's Mux.Cool
 	// sub-connection: the server itself, as v2ray-plugin's client names it
 	// (its server sends every sub-connection to its Shadowsocks server).

@@ -11,8 +11,8 @@ import (
 
 // setShadowTLS reads shadow-tls's options (mihomo's plugin-opts: host,
 // password, version; with fingerprint, Clash's client-fingerprint, and
-// skip-cert-verify). Only version 3 is built in; mihomo's default, 2, is
-// refused with its name.
+// skip-cert-verify). A node that names no version is mihomo's default,
+// 2.
 func (c *Client) setShadowTLS(kv []pluginOpt) error {
 	cfg := shadowtls.Config{}
 	version := 2 // mihomo's default
@@ -36,13 +36,10 @@ func (c *Client) setShadowTLS(kv []pluginOpt) error {
 			return node.Unsupportedf(node.FeaturePlugin, "shadow-tls "+o.key, "plugin shadow-tls: option %q is not supported", o.key)
 		}
 	}
-	switch version {
-	case 3:
-	case 1, 2:
-		return node.Unsupportedf(node.FeaturePlugin, fmt.Sprintf("shadow-tls v%d", version), "plugin shadow-tls: version %d is not supported (only 3)", version)
-	default:
+	if version < 1 || version > 3 {
 		return fmt.Errorf("plugin shadow-tls: version %d: want 1, 2 or 3", version)
 	}
+	cfg.Version = version
 	stls, err := shadowtls.New(cfg)
 	if err != nil {
 		return fmt.Errorf("plugin %w", err)

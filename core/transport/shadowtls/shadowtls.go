@@ -1,10 +1,11 @@
-// Package shadowtls is the client of ShadowTLS v3 (ihciah/shadow-tls
-// docs/protocol-v3-en.md), a TCP layer that borrows a real site's TLS 1.3
+// Package shadowtls is the client of ShadowTLS (v3: ihciah/shadow-tls
+// docs/protocol-v3-en.md; the older v1 and v2 in v2.go), a TCP layer that
+// borrows a real site's TLS 1.3
 // handshake: the client shakes hands with the site through the ShadowTLS
 // server, then both switch to their own framing on the same connection,
 // carrying an inner protocol (Shadowsocks) that does the encryption.
 //
-// The handshake (Client.Handshake):
+// v3's handshake (Client.Handshake):
 //   - the ClientHello (uTLS, a browser's) carries a 32-byte session id of
 //     28 random bytes and HMAC-SHA1(password, ClientHello with those last
 //     4 bytes zero)[:4], by which the server knows the client; anyone else
@@ -75,9 +76,11 @@ const (
 // ShadowTLS v3, or someone in the path answering with the site itself.
 var ErrNotShadowTLS = errors.New("the server did not prove the ShadowTLS password (wrong password, not a ShadowTLS v3 server, or the site itself answered)")
 
-// Config is a ShadowTLS v3 client's settings.
+// Config is a ShadowTLS client's settings.
 type Config struct {
-	Password    string
+	// Version is the protocol's: 1, 2 or 3; 0 is 3.
+	Version     int
+	Password    string // not used by version 1
 	ServerName  string // SNI of the site whose handshake is borrowed
 	Fingerprint string // uTLS ClientHello ("chrome", …); empty: chrome
 	Insecure    bool   // do not verify the site's certificate
@@ -85,8 +88,9 @@ type Config struct {
 	RootCAs *x509.CertPool
 }
 
-// Client runs ShadowTLS v3 handshakes. It is safe for concurrent use.
+// Client runs ShadowTLS handshakes. It is safe for concurrent use.
 type Client struct {
+	version  int
 	password []byte
 	fp       *tlsconf.Fingerprint
 	ucfg     *utls.Config
@@ -94,7 +98,14 @@ type Client struct {
 
 // New checks cfg and returns its client.
 func New(cfg Config) (*Client, error) {
-	if cfg.Password == "" {
+	version := cfg.Version
+	if version == 0 {
+		version = 3
+	}
+	if version < 1 || version > 3 {
+		return nil, fmt.Errorf("shadowtls: version %d: want 1, 2 or 3", version)
+	}
+	if cfg.Password == "" && version != 1 {
 		return nil, errors.New("shadowtls: password: empty")
 	}
 	if cfg.ServerName == "" {
@@ -108,15 +119,19 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shadowtls: %w", err)
 	}
-	return &Client{password: []byte(cfg.Password), fp: fp, ucfg: &utls.Config{
+	c := &Client{version: version, password: []byte(cfg.Password), fp: fp, ucfg: &utls.Config{
 		ServerName:         cfg.ServerName,
 		InsecureSkipVerify: cfg.Insecure,
 		RootCAs:            cfg.RootCAs,
-		MinVersion:         utls.VersionTLS13, // v3 needs the site's TLS 1.3
 		// A resumed handshake would carry a PSK binder over the hello,
-		// which the session id's HMAC then breaks; none is offered.
+		// which the session id's HMAC then breaks; none is offered (nor
+		// by v1 and v2, whose server hands the site a fresh handshake).
 		SessionTicketsDisabled: true,
-	}}, nil
+	}}
+	if version == 3 {
+		c.ucfg.MinVersion = utls.VersionTLS13 // v3 needs the site's TLS 1.3
+	}
+	return c, nil
 }
 
 // Handshake runs the borrowed handshake over raw, bounded by ctx, and
@@ -129,6 +144,9 @@ func (c *Client) Handshake(ctx context.Context, raw net.Conn) (net.Conn, error) 
 	}
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
+	if c.version != 3 {
+		return c.handshakeV1V2(ctx, raw)
+	}
 
 	hs := &handshakeConn{Conn: raw, password: c.password}
 	uc, err := c.fp.UClient(hs, c.ucfg.Clone())

@@ -321,3 +321,74 @@ func FuzzHandshakeRead(f *testing.F) {
 		}
 	})
 }
+
+// TestV2Framing: v2's writes are ApplicationData records of at most 2^14
+// bytes, the first led by the 8-byte HMAC of what the server sent during
+// the handshake; reads return the records' data and end at an alert.
+func TestV2Framing(t *testing.T) {
+	m := hmacSHA1("pw")
+	m.Write([]byte("the server's handshake bytes"))
+	prefix := m.Sum(nil)[:v2PrefixSize]
+	var wire bytes.Buffer
+	wire.Write(record(typeApplicationData, []byte("hello ")))
+	wire.Write(record(typeApplicationData, []byte("world")))
+	wire.Write(record(typeAlert, []byte{1, 0}))
+	raw := &readConn{r: &wire}
+	c := &v2Conn{Conn: raw, prefix: prefix}
+	if got, err := io.ReadAll(c); err != nil || string(got) != "hello world" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	big := make([]byte, 20000)
+	rand.Read(big)
+	if n, err := c.Write(big); n != len(big) || err != nil {
+		t.Fatalf("write %d, %v", n, err)
+	}
+	c.Write([]byte("more"))
+	var data []byte
+	out := raw.w.Bytes()
+	for i := 0; len(out) > 0; i++ {
+		rec, err := readRecord(bytes.NewReader(out), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = out[len(rec):]
+		if rec[0] != typeApplicationData || len(rec) > recordHeader+1<<14 {
+			t.Fatalf("record %d: type %d, %d bytes", i, rec[0], len(rec))
+		}
+		body := rec[recordHeader:]
+		if i == 0 {
+			if !bytes.Equal(body[:v2PrefixSize], prefix) {
+				t.Fatal("the first record does not lead with the HMAC")
+			}
+			body = body[v2PrefixSize:]
+		}
+		data = append(data, body...)
+	}
+	if !bytes.Equal(data, append(big, "more"...)) {
+		t.Fatal("the records do not carry the data")
+	}
+	for name, in := range map[string][]byte{
+		"handshake record": record(typeHandshake, []byte{4, 0, 0, 0}),
+		"cut":              record(typeApplicationData, []byte("data"))[:7],
+	} {
+		if _, err := io.ReadAll(&v2Conn{Conn: &readConn{r: bytes.NewReader(in)}}); err == nil {
+			t.Errorf("%s: read without error", name)
+		}
+	}
+}
+
+// FuzzV2Read: v2's reads return no more than came in and end in an error
+// unless the input is whole records.
+func FuzzV2Read(f *testing.F) {
+	f.Add(append(record(typeApplicationData, []byte("data")), record(typeAlert, []byte{1, 0})...))
+	f.Add([]byte{23, 3, 3, 0xff, 0xff, 1})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := io.ReadAll(&v2Conn{Conn: &readConn{r: bytes.NewReader(in)}})
+		if len(got) > len(in) {
+			t.Fatalf("read %d bytes out of %d", len(got), len(in))
+		}
+		if err == nil && !wholeRecords(in) {
+			t.Fatal("a cut record read without error")
+		}
+	})
+}
