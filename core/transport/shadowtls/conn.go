@@ -23,11 +23,8 @@ var (
 type Conn struct {
 	net.Conn // the TCP connection
 
-	rmu  sync.Mutex
-	in   *reader
-	rbuf []byte // the current record
-	data []byte // its data not yet read
-	rerr error
+	rd records // opened by in
+	in *reader
 
 	wmu  sync.Mutex
 	out  hash.Hash // client to server: seeded ServerRandom+"C"
@@ -104,27 +101,47 @@ func check(m hash.Hash, data, tag, scratch []byte) bool {
 }
 
 // Read returns data of the server's records.
-func (c *Conn) Read(p []byte) (int, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	for len(c.data) == 0 {
-		if c.rerr != nil {
-			return 0, c.rerr
+func (c *Conn) Read(p []byte) (int, error) { return c.rd.read(c.Conn, p, c.in.open) }
+
+// records hands out the data of the records read from a connection, as an
+// open function finds it in each (nil: a record to drop); open's error,
+// or the connection's, ends the stream.
+type records struct {
+	mu   sync.Mutex
+	rbuf []byte // the current record
+	data []byte // its data not yet read
+	err  error
+}
+
+func (r *records) read(conn io.Reader, p []byte, open func(rec []byte) ([]byte, error)) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.data) == 0 {
+		if r.err != nil {
+			return 0, r.err
 		}
-		rec, err := readRecord(c.Conn, c.rbuf[:0])
+		rec, err := readRecord(conn, r.rbuf[:0])
 		if err != nil {
 			if err == io.ErrUnexpectedEOF {
 				err = fmt.Errorf("shadowtls: connection ended inside a record: %w", err)
 			}
-			c.rerr = err
+			r.err = err
 			continue
 		}
-		c.rbuf = rec
-		c.data, c.rerr = c.in.open(rec)
+		r.rbuf = rec
+		r.data, r.err = open(rec)
 	}
-	n := copy(p, c.data)
-	c.data = c.data[n:]
+	n := copy(p, r.data)
+	r.data = r.data[n:]
 	return n, nil
+}
+
+// closeWrite ends the sending half of conn, a TCP connection.
+func closeWrite(conn net.Conn) error {
+	if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return errors.ErrUnsupported
 }
 
 // Write sends p as records of at most maxData bytes each.
@@ -151,9 +168,4 @@ func (c *Conn) Write(p []byte) (int, error) {
 }
 
 // CloseWrite ends the sending half of the TCP connection.
-func (c *Conn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+func (c *Conn) CloseWrite() error { return closeWrite(c.Conn) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha1"
-	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -66,10 +65,7 @@ func (c *Client) handshakeV1V2(ctx context.Context, raw net.Conn) (net.Conn, err
 type v2Conn struct {
 	net.Conn
 
-	rmu  sync.Mutex
-	rbuf []byte
-	data []byte
-	rerr error
+	rd records
 
 	wmu    sync.Mutex
 	prefix []byte // sent before the first write's data; nil after
@@ -78,31 +74,16 @@ type v2Conn struct {
 
 // Read returns the data of the server's records; an alert ends the
 // stream.
-func (c *v2Conn) Read(p []byte) (int, error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	for len(c.data) == 0 {
-		if c.rerr != nil {
-			return 0, c.rerr
-		}
-		rec, err := readRecord(c.Conn, c.rbuf[:0])
-		if err != nil {
-			c.rerr = err
-			continue
-		}
-		c.rbuf = rec
-		switch rec[0] {
-		case typeApplicationData:
-			c.data = rec[recordHeader:]
-		case typeAlert:
-			c.rerr = io.EOF
-		default:
-			c.rerr = fmt.Errorf("%w of type %d", errRecord, rec[0])
-		}
+func (c *v2Conn) Read(p []byte) (int, error) { return c.rd.read(c.Conn, p, openV2) }
+
+func openV2(rec []byte) ([]byte, error) {
+	switch rec[0] {
+	case typeApplicationData:
+		return rec[recordHeader:], nil
+	case typeAlert:
+		return nil, io.EOF
 	}
-	n := copy(p, c.data)
-	c.data = c.data[n:]
-	return n, nil
+	return nil, fmt.Errorf("%w of type %d", errRecord, rec[0])
 }
 
 // Write sends p as records of at most 2^14 bytes of data each.
@@ -131,9 +112,4 @@ func (c *v2Conn) Write(p []byte) (int, error) {
 }
 
 // CloseWrite ends the sending half of the TCP connection.
-func (c *v2Conn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+func (c *v2Conn) CloseWrite() error { return closeWrite(c.Conn) }
