@@ -101,3 +101,27 @@ func TestShadowTLSForms(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShadowTLSDetours: whatever sing-box document carries shadowtls
+// outbounds and detours, the nodes are valid and none keeps the stand-in
+// server of a detour.
+func FuzzShadowTLSDetours(f *testing.F) {
+	f.Add([]byte(`{"outbounds": [{"type": "shadowsocks", "tag": "a", "method": "aes-128-gcm", "password": "p", "detour": "b"},
+ {"type": "shadowtls", "tag": "b", "server": "203.0.113.7", "server_port": 443, "version": 3, "password": "x", "tls": {"enabled": true, "server_name": "s.example", "utls": {"enabled": true}}}]}`))
+	f.Add([]byte(`{"outbounds": [{"type": "shadowtls", "tag": "b", "server": "[2001:db8::1]", "server_port": 443, "version": 2, "password": "x"},
+ {"type": "shadowsocks", "method": "aes-128-gcm", "password": "p", "detour": "b", "plugin": "obfs-local"},
+ {"type": "shadowsocks", "tag": "c", "method": "aes-128-gcm", "password": "p", "detour": "c"},
+ {"type": "trojan", "tag": "t", "password": "p", "detour": "b"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		res := &Result{Format: FormatSingBox}
+		if err := parseSingBox(b, res); err != nil {
+			return
+		}
+		checkResult(t, res, nil)
+		for _, n := range res.Nodes {
+			if n.Server == detourServer {
+				t.Fatalf("node %q kept the detour's stand-in server", n.Name)
+			}
+		}
+	})
+}
