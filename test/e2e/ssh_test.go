@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -99,7 +100,7 @@ PermitRootLogin no
 AllowUsers %s
 AllowTcpForwarding yes
 StrictModes no
-LogLevel VERBOSE
+LogLevel DEBUG1
 `, port, filepath.Join(dir, "host"), filepath.Join(dir, "sshd.pid"), filepath.Join(dir, "authorized_keys"), sshUser)
 	if err := os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -213,6 +214,22 @@ func (s *sshd) importClash(t *testing.T) []string {
 	return importDoc(t, b.String(), "clash.yaml", "sshkey")
 }
 
+// importSingBox imports a sing-box document with one ssh outbound logging
+// in with the user's encrypted key (private_key as a list of the PEM's
+// lines, as sing-box writes it), and returns skiff run's flags for it.
+func (s *sshd) importSingBox(t *testing.T) []string {
+	t.Helper()
+	doc, err := json.Marshal(map[string]any{"outbounds": []any{map[string]any{
+		"type": "ssh", "tag": "sshkey", "server": "127.0.0.1", "server_port": s.port, "user": sshUser,
+		"private_key": strings.Split(strings.TrimSpace(s.userKey), "\n"), "private_key_passphrase": s.keyPass,
+		"host_key": []string{s.hostKey}, "client_version": "SSH-2.0-OpenSSH_9.2p1 skiff-e2e",
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return importDoc(t, string(doc), "sing-box.json", "sshkey")
+}
+
 func startSkiffSSH(t *testing.T, s *sshd, links []string, extra ...string) (*harness.Process, string) {
 	t.Helper()
 	return skiffRunSecret(t, []string{s.password, s.keyPass}, links, extra...)
@@ -262,13 +279,26 @@ func TestSSHPassword(t *testing.T) {
 }
 
 // TestSSHKey: login with an encrypted OpenSSH key and its passphrase from
-// a Clash document (skiff import), 16 MiB echoed both ways.
+// a Clash and a sing-box document (skiff import), 16 MiB echoed both
+// ways; sing-box's client_version is the one sshd sees.
 func TestSSHKey(t *testing.T) {
 	s := newSSHD(t)
-	_, proxy := startSkiffSSH(t, s, nil, s.importClash(t)...)
-	testTCPEchoTo(t, proxy, harness.TCPEcho(t), 16<<20)
-	if !strings.Contains(s.proc.Output(), "Accepted publickey for "+sshUser) {
-		t.Fatalf("sshd did not log a key login:\n%s", s.proc.Output())
+	for _, form := range []string{"clash", "sing-box"} {
+		t.Run(form, func(t *testing.T) {
+			flags := s.importClash(t)
+			if form == "sing-box" {
+				flags = s.importSingBox(t)
+			}
+			before := strings.Count(s.proc.Output(), "Accepted publickey for "+sshUser)
+			_, proxy := startSkiffSSH(t, s, nil, flags...)
+			testTCPEchoTo(t, proxy, harness.TCPEcho(t), 16<<20)
+			if strings.Count(s.proc.Output(), "Accepted publickey for "+sshUser) != before+1 {
+				t.Fatalf("sshd did not log a key login:\n%s", s.proc.Output())
+			}
+			if form == "sing-box" && !strings.Contains(s.proc.Output(), "OpenSSH_9.2p1 skiff-e2e") {
+				t.Fatalf("sshd did not see the client version:\n%s", s.proc.Output())
+			}
+		})
 	}
 }
 
