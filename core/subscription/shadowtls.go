@@ -9,15 +9,26 @@ import (
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
-// pluginOpts is a Clash proxy's plugin-opts, with its client-fingerprint
-// for shadow-tls, whose ClientHello it shapes (mihomo reads it there).
+// pluginOpts is a Clash proxy's plugin-opts; for shadow-tls with the
+// proxy's client-fingerprint, whose ClientHello it shapes (mihomo reads it
+// there), and its alpn list comma separated (SIP003 options are flat).
 func (cp *clashProxy) pluginOpts() map[string]any {
-	if cp.Plugin != "shadow-tls" || cp.ClientFingerprint == "" {
+	if cp.Plugin != "shadow-tls" {
 		return cp.PluginOpts
 	}
-	opts := map[string]any{"fingerprint": cp.ClientFingerprint}
+	opts := map[string]any{}
+	if cp.ClientFingerprint != "" {
+		opts["client-fingerprint"] = cp.ClientFingerprint
+	}
 	for k, v := range cp.PluginOpts {
 		opts[k] = v
+		if l, ok := v.([]any); ok && k == "alpn" {
+			s := make([]string, len(l))
+			for i, a := range l {
+				s[i] = fmt.Sprint(a)
+			}
+			opts[k] = strings.Join(s, ",")
+		}
 	}
 	return opts
 }
@@ -133,7 +144,10 @@ func joinShadowTLS(n *node.Node, s *sbOutbound) error {
 			if fp == "" {
 				fp = "chrome"
 			}
-			opts = append(opts, "fingerprint="+sip003Escape(fp))
+			opts = append(opts, "client-fingerprint="+sip003Escape(fp))
+		}
+		if len(t.ALPN) > 0 {
+			opts = append(opts, "alpn="+sip003Escape(strings.Join(t.ALPN, ",")))
 		}
 		if t.Insecure {
 			opts = append(opts, "skip-cert-verify")

@@ -28,10 +28,10 @@ func TestShadowTLSForms(t *testing.T) {
     password: AAAAAAAAAAAAAAAAAAAAAA==
     client-fingerprint: chrome
     plugin: shadow-tls
-    plugin-opts: {host: cloud.tencent.com, password: "st;pw", version: 3}
+    plugin-opts: {host: cloud.tencent.com, password: "st;pw", version: 3, alpn: [h2, http/1.1]}
 `
 	const stOut = `{"type": "shadowtls", "tag": "st-out", "server": "203.0.113.7", "server_port": 8443, "version": 3, "password": "st;pw",
-   "tls": {"enabled": true, "server_name": "cloud.tencent.com", "utls": {"enabled": true, "fingerprint": "chrome"}}}`
+   "tls": {"enabled": true, "server_name": "cloud.tencent.com", "alpn": ["h2", "http/1.1"], "utls": {"enabled": true, "fingerprint": "chrome"}}}`
 	const ssOut = `{"type": "shadowsocks", "tag": "st", "method": "2022-blake3-aes-128-gcm", "password": "AAAAAAAAAAAAAAAAAAAAAA==", "detour": "st-out"}`
 	const ssOutServer = `{"type": "shadowsocks", "tag": "st", "server": "127.0.0.1", "server_port": 1, "method": "2022-blake3-aes-128-gcm", "password": "AAAAAAAAAAAAAAAAAAAAAA==", "detour": "st-out"}`
 	for name, doc := range map[string]string{
@@ -52,7 +52,7 @@ func TestShadowTLSForms(t *testing.T) {
 		if !reflect.DeepEqual(n, want) {
 			t.Errorf("%s: %+v %+v, want %+v %+v", name, n, n.Shadowsocks, want, want.Shadowsocks)
 		}
-		for _, o := range []string{"host=cloud.tencent.com", `password=st\;pw`, "version=3", "fingerprint=chrome"} {
+		for _, o := range []string{"host=cloud.tencent.com", `password=st\;pw`, "version=3", "client-fingerprint=chrome", "alpn=h2,http/1.1"} {
 			if !strings.Contains(strings.Join(got, ";"), o) {
 				t.Errorf("%s: plugin options %q lack %q", name, got, o)
 			}

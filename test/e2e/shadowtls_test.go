@@ -161,20 +161,24 @@ func (s *stlsServer) stop() {
 func (s *stlsServer) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // link is the ss:// link with the shadow-tls plugin (SIP003 options, as
-// mihomo and Skiff write them) and the given ShadowTLS password. The site's
-// certificate is the test's own, so verification is skipped: it protects
-// nothing here (Shadowsocks encrypts), as in the field's configurations.
-func (s *stlsServer) link(password string) string {
+// mihomo and Skiff write them), the given ShadowTLS password and options
+// opt. The site's certificate is the test's own, so verification is
+// skipped: it protects nothing here (Shadowsocks encrypts), as in the
+// field's configurations.
+func (s *stlsServer) link(password string, opt ...string) string {
 	opts := "shadow-tls;host=localhost;version=" + strconv.Itoa(s.version) + ";skip-cert-verify"
 	if s.version != 1 {
 		opts += ";password=" + password
+	}
+	for _, o := range opt {
+		opts += ";" + o
 	}
 	return "ss://" + url.PathEscape(stlsMethod) + ":" + url.PathEscape(s.ssPassword) + "@" + s.addr() +
 		"/?plugin=" + url.QueryEscape(opts) + "#stls-link"
 }
 
 // clash is a Clash (mihomo) document with the server as ss + plugin
-// shadow-tls.
+// shadow-tls, the site's certificate pinned (mihomo's fingerprint).
 func (s *stlsServer) clash() string {
 	return fmt.Sprintf(`proxies:
   - name: stls-clash
@@ -189,7 +193,9 @@ func (s *stlsServer) clash() string {
       host: localhost
       password: %q
       skip-cert-verify: true
-%s`, s.port, stlsMethod, s.ssPassword, s.password, s.clashVersion())
+      fingerprint: %s
+      alpn: [h2, http/1.1]
+%s`, s.port, stlsMethod, s.ssPassword, s.password, s.cert.PinSHA256, s.clashVersion())
 }
 
 // clashVersion is plugin-opts' version line: none for 2, mihomo's
@@ -310,6 +316,39 @@ func TestShadowTLS(t *testing.T) {
 	}
 }
 
+// TestShadowTLSWrongPin: a site whose certificate is not the pinned one
+// is refused with the reason, before any byte of the flow.
+func TestShadowTLSWrongPin(t *testing.T) {
+	s := newSTLSServer(t, 3)
+	if clientIsSingBox() {
+		t.Skip("Skiff's refusal")
+	}
+	p, proxy := skiffRunSecret(t, []string{s.password, s.ssPassword}, []string{s.link(s.password, "fingerprint="+strings.Repeat("ab", 32))})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if c, err := harness.DialSOCKS(ctx, proxy, harness.TCPEcho(t)); err == nil {
+		c.Close()
+		t.Fatal("the SOCKS connect succeeded through a site with another certificate than the pinned one")
+	}
+	waitLog(t, p, "does not match the pinned SHA-256")
+	if n := s.site.AppBytes.Load(); n != 0 {
+		t.Fatalf("the site received %d application bytes", n)
+	}
+}
+
+// waitLog waits up to 5 s for skiff's output to say text, and fails t
+// when it does not.
+func waitLog(t *testing.T, p *harness.Process, text string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Output(), text) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(p.Output(), text) {
+		t.Fatalf("skiff's log does not say %q:\n%s", text, p.Output())
+	}
+}
+
 // TestShadowTLSWrongPassword: with a wrong ShadowTLS password the server
 // hands the connection to the site, whose handshake then carries no
 // server proof: Skiff refuses the connection before any byte of the flow
@@ -330,14 +369,7 @@ func TestShadowTLSWrongPassword(t *testing.T) {
 		c.Close()
 		t.Fatal("the SOCKS connect succeeded with a wrong ShadowTLS password")
 	}
-	const why = "did not prove the ShadowTLS password"
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(p.Output(), why) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if !strings.Contains(p.Output(), why) {
-		t.Fatalf("skiff's log does not say %q:\n%s", why, p.Output())
-	}
+	waitLog(t, p, "did not prove the ShadowTLS password")
 	if s.site.Handshook.Load() == 0 {
 		t.Fatal("the wrong password's connection did not reach the site")
 	}

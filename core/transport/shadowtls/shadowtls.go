@@ -30,6 +30,7 @@
 package shadowtls
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -83,7 +84,12 @@ type Config struct {
 	Password    string // not used by version 1
 	ServerName  string // SNI of the site whose handshake is borrowed
 	Fingerprint string // uTLS ClientHello ("chrome", …); empty: chrome
-	Insecure    bool   // do not verify the site's certificate
+	// ALPN replaces the fingerprint's ALPN list; empty: the browser's.
+	ALPN     []string
+	Insecure bool // do not verify the site's certificate's chain
+	// PinSHA256 is the SHA-256 of the site's leaf certificate, checked
+	// even when Insecure (tlsconf's rule for node.TLS.PinSHA256); nil: none.
+	PinSHA256 []byte
 	// RootCAs verifies the site's certificate; nil: the system's roots.
 	RootCAs *x509.CertPool
 }
@@ -92,6 +98,7 @@ type Config struct {
 type Client struct {
 	version  int
 	password []byte
+	alpn     []string
 	fp       *tlsconf.Fingerprint
 	ucfg     *utls.Config
 }
@@ -119,7 +126,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shadowtls: %w", err)
 	}
-	c := &Client{version: version, password: []byte(cfg.Password), fp: fp, ucfg: &utls.Config{
+	c := &Client{version: version, password: []byte(cfg.Password), alpn: cfg.ALPN, fp: fp, ucfg: &utls.Config{
 		ServerName:         cfg.ServerName,
 		InsecureSkipVerify: cfg.Insecure,
 		RootCAs:            cfg.RootCAs,
@@ -130,6 +137,18 @@ func New(cfg Config) (*Client, error) {
 	}}
 	if version == 3 {
 		c.ucfg.MinVersion = utls.VersionTLS13 // v3 needs the site's TLS 1.3
+	}
+	if pin := cfg.PinSHA256; pin != nil {
+		name := cfg.ServerName
+		c.ucfg.VerifyConnection = func(cs utls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("shadowtls: %s: no certificate: %w", name, tlsconf.ErrPinMismatch)
+			}
+			if sum := sha256.Sum256(cs.PeerCertificates[0].Raw); !bytes.Equal(sum[:], pin) {
+				return fmt.Errorf("shadowtls: %s: %w", name, tlsconf.ErrPinMismatch)
+			}
+			return nil
+		}
 	}
 	return c, nil
 }
@@ -149,7 +168,7 @@ func (c *Client) Handshake(ctx context.Context, raw net.Conn) (net.Conn, error) 
 	}
 
 	hs := &handshakeConn{Conn: raw, password: c.password}
-	uc, err := c.fp.UClient(hs, c.ucfg.Clone())
+	uc, err := c.fp.UClient(hs, c.ucfg.Clone(), c.alpn)
 	if err != nil {
 		return nil, fmt.Errorf("shadowtls: %w", err)
 	}

@@ -44,7 +44,7 @@ func (h *hashingConn) Read(p []byte) (int, error) {
 // untouched) and returns the connection of version c.version.
 func (c *Client) handshakeV1V2(ctx context.Context, raw net.Conn) (net.Conn, error) {
 	hc := &hashingConn{Conn: raw, mac: hmac.New(sha1.New, c.password)}
-	uc, err := c.fp.UClient(hc, c.ucfg.Clone())
+	uc, err := c.fp.UClient(hc, c.ucfg.Clone(), c.alpn)
 	if err != nil {
 		return nil, fmt.Errorf("shadowtls: %w", err)
 	}

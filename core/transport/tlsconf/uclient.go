@@ -8,11 +8,12 @@ import (
 )
 
 // UClient returns a uTLS client on conn that sends f's ClientHello with
-// the browser's own ALPN list, for a layer that drives the handshake
-// itself (ShadowTLS signs the hello's session id). The caller builds the
-// hello (BuildHandshakeState) or lets the handshake do it.
-func (f *Fingerprint) UClient(conn net.Conn, cfg *utls.Config) (*utls.UConn, error) {
-	id, spec, err := f.hello(nil)
+// alpn as its ALPN list (none: the browser's own), for a layer that
+// drives the handshake itself (ShadowTLS signs the hello's session id).
+// The caller builds the hello (BuildHandshakeState) or lets the handshake
+// do it.
+func (f *Fingerprint) UClient(conn net.Conn, cfg *utls.Config, alpn []string) (*utls.UConn, error) {
+	id, spec, err := f.hello(alpn)
 	if err != nil {
 		return nil, err
 	}
