@@ -21,6 +21,7 @@ var protocolNames = map[string]string{
 	node.AnyTLS:      "AnyTLS",
 	node.WireGuard:   "WireGuard",
 	node.SSH:         "SSH",
+	node.Hysteria:    "Hysteria",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
@@ -33,7 +34,7 @@ func protocolLabel(n *node.Node) string {
 	if n.Protocol == node.WireGuard && n.WireGuard != nil && n.WireGuard.Amnezia != nil {
 		return "AmneziaWG"
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard || n.Protocol == node.SSH {
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard || n.Protocol == node.SSH || n.Protocol == node.Hysteria {
 		return s
 	}
 	if n.Shadowsocks != nil && n.Shadowsocks.Plugin == "shadow-tls" {

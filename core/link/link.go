@@ -106,6 +106,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseSSH(rest)
 	case "wireguard", "wg", "awg":
 		n, err = parseWireGuard(rest)
+	case "hysteria":
+		n, err = parseHysteria(rest)
 	default:
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
@@ -163,6 +165,8 @@ func Format(n *node.Node) (string, error) {
 		return formatSSH(n)
 	case node.WireGuard:
 		return formatWireGuard(n)
+	case node.Hysteria:
+		return formatHysteria(n)
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
 }

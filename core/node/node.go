@@ -27,6 +27,7 @@ const (
 	AnyTLS      = "anytls"
 	SSH         = "ssh"
 	WireGuard   = "wireguard"
+	Hysteria    = "hysteria" // Hysteria v1
 )
 
 // Node is one server. Exactly one of the protocol fields is set, the one
@@ -55,6 +56,7 @@ type Node struct {
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
 	SSH         *SSHOptions         `json:"ssh,omitempty"`
 	WireGuard   *WireGuardOptions   `json:"wireguard,omitempty"`
+	Hysteria    *HysteriaOptions    `json:"hysteria,omitempty"`
 }
 
 // TLS is the TLS layer's settings.
@@ -258,7 +260,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil, n.WireGuard != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil, n.WireGuard != nil, n.Hysteria != nil} {
 		if p {
 			set++
 		}
@@ -313,6 +315,10 @@ func (n *Node) Validate() error {
 			return errors.New("node: wireguard: options missing")
 		}
 		if err := n.WireGuard.validate(); err != nil {
+			return err
+		}
+	case Hysteria:
+		if err := n.Hysteria.validate(); err != nil {
 			return err
 		}
 	default:

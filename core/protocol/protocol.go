@@ -13,6 +13,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/anytls"
+	"github.com/skiffvpn/skiff/core/outbound/hysteria"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/shadowsocks"
 	"github.com/skiffvpn/skiff/core/outbound/ssh"
@@ -34,6 +35,7 @@ var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, e
 	node.TUIC:        client(tuic.New),
 	node.SSH:         client(ssh.New),
 	node.WireGuard:   client(wireguard.New),
+	node.Hysteria:    client(hysteria.New),
 }
 
 // client makes a protocol's New return an outbound.Outbound (and a nil one

@@ -106,7 +106,8 @@ type clashProxy struct {
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
 
-	raw *yaml.Node // the entry, for protocols that decode their own fields (wireguard.go)
+	raw           *yaml.Node // the entry, for protocols that decode their own fields (wireguard.go)
+	clashHysteria `yaml:",inline"`
 }
 
 // clashPort accepts a port written as a number or a string.
@@ -295,6 +296,12 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		n.Hysteria2 = &node.Hysteria2Options{
 			Auth: cp.Password, Ports: strings.ReplaceAll(cp.Ports, " ", ""), HopInterval: hop,
 			Obfs: cp.Obfs, ObfsPassword: cp.ObfsPassword, UpMbps: up, DownMbps: down,
+		}
+		tlsOn()
+		return n, nil
+	case "hysteria":
+		if err := cp.hysteria(n); err != nil {
+			return nil, err
 		}
 		tlsOn()
 		return n, nil

@@ -123,10 +123,8 @@ type sbOutbound struct {
 		MaxStreams     int    `json:"max_streams"`
 		Padding        bool   `json:"padding"`
 	} `json:"multiplex"`
-	Obfs *struct {
-		Type     string `json:"type"`
-		Password string `json:"password"`
-	} `json:"obfs"`
+	Obfs *sbObfs `json:"obfs"`
+	sbHysteria
 
 	TLS *struct {
 		Enabled    bool     `json:"enabled"`
@@ -348,6 +346,12 @@ func (o *sbOutbound) build() (*node.Node, error) {
 		}
 		if o.Obfs != nil {
 			n.Hysteria2.Obfs, n.Hysteria2.ObfsPassword = o.Obfs.Type, o.Obfs.Password
+		}
+		needTLS()
+		return n, nil
+	case "hysteria":
+		if err := o.hysteria(n); err != nil {
+			return nil, err
 		}
 		needTLS()
 		return n, nil

@@ -156,6 +156,8 @@ func (s *Server) ServerConfig() ([]byte, error) {
 			in["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case HysteriaV1:
+		s.hysteriaV1Inbound(in, tls)
 	case TUIC:
 		in["type"] = "tuic"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "password": s.Password}}
@@ -208,7 +210,7 @@ type ClientTLS struct {
 // Trusting returns the ClientTLS under which a client accepts the test
 // certificate: Hysteria2 links pin it, VLESS links skip verification.
 func (s *Server) Trusting() ClientTLS {
-	if s.Kind == Hysteria2 || s.Kind == TUIC {
+	if s.Kind == Hysteria2 || s.Kind == TUIC || s.Kind == HysteriaV1 {
 		return ClientTLS{Insecure: true, Pin: s.Cert.PinSHA256}
 	}
 	return ClientTLS{Insecure: true}
@@ -232,6 +234,8 @@ func (s *Server) Link(tls ClientTLS) string {
 		}
 		u := url.URL{Scheme: "hysteria2", User: url.User(s.Password), Host: s.linkAddr(), Path: "/", RawQuery: q.Encode(), Fragment: s.Name()}
 		return u.String()
+	case HysteriaV1:
+		return s.HysteriaV1Link(tls, s.Password)
 	case TUIC:
 		q.Set("alpn", "h3")
 		q.Set("congestion_control", "cubic")
@@ -382,6 +386,8 @@ func (s *Server) ClientOutbound() map[string]any {
 			out["obfs"] = map[string]any{"type": "salamander", "password": s.ObfsPassword}
 		}
 		tls["alpn"] = []string{"h3"}
+	case HysteriaV1:
+		s.hysteriaV1Outbound(out, tls)
 	case AnyTLS:
 		out["type"] = "anytls"
 		out["password"] = s.Password

@@ -315,26 +315,12 @@ func (c *Client) run(q *qconn) {
 		c.conns.Go(func() { c.hopLoop(q) })
 	}
 	if q.udp {
-		c.receiveCaught(q)
+		quicconn.Guarded(q.qc, closeCodeProtocol, q.panics, "hysteria2 datagram reader", func() { c.receiveDatagrams(q) })
 	}
 	<-q.qc.Context().Done()
 	c.conns.Forget(q)
 	q.tr.Close()
 	q.sock.Close()
-}
-
-// receiveCaught is receiveDatagrams with a panic ending this connection
-// rather than the process (see package guard): the next flow dials anew.
-func (c *Client) receiveCaught(q *qconn) {
-	panicked := true
-	defer func() {
-		if panicked {
-			q.qc.CloseWithError(closeCodeProtocol, "")
-		}
-	}()
-	defer q.panics.Recover("hysteria2 datagram reader")
-	c.receiveDatagrams(q)
-	panicked = false
 }
 
 // hopLoop moves q to a new server port every hop interval until q dies. A

@@ -2,6 +2,9 @@ package hysteria2
 
 import "github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 
+// maxUDPPacket is the largest UDP payload.
+const maxUDPPacket = quicconn.MaxUDPPacket
+
 // fragmentPlan says how to cut a UDP payload into fragments whose messages
 // fit in maxSize bytes: count fragments of at most chunk payload bytes.
 func fragmentPlan(headerLen, payloadLen, maxSize int) (chunk, count int, err error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -16,10 +15,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// errStalled says the server acknowledged nothing while a stream request
-// waited for its answer: the connection is dead even if QUIC has not timed
-// out yet (a restarted server drops the old connection's packets).
-var errStalled = errors.New("server not responding")
+var errStalled = quicconn.ErrStalled
 
 // reqBufPool holds TCP request buffers: a request is at most
 // 2+2+2048+2+512 bytes.
@@ -31,13 +27,8 @@ var reqBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2600); return 
 // here. A connection that turns out dead is replaced and the request sent
 // again, once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	switch network {
-	case "tcp", "tcp4", "tcp6":
-	default:
-		return nil, fmt.Errorf("hysteria2: %s via %s: network %q not supported", dst, c.name, network)
-	}
-	if !dst.IsValid() {
-		return nil, fmt.Errorf("hysteria2: via %s: invalid destination", c.name)
+	if err := quicconn.CheckStream("hysteria2", c.name, network, dst); err != nil {
+		return nil, err
 	}
 	addr := dst.String()
 	if len(addr) > maxAddressLen {
@@ -79,12 +70,12 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 	}
 
 	// Wait for the answer; ctx cancels the wait through the deadline.
-	r := responseReader{st: st, qc: q.qc, ctx: ctx, rx: rx, stall: stallTimeout(q.qc)}
+	r := quicconn.StallReader{St: st, QC: q.qc, Ctx: ctx, RX: rx, Stall: stallTimeout(q.qc)}
 	stop := func() bool { return true }
 	if ctx.Done() != nil {
 		stop = context.AfterFunc(ctx, func() { st.SetReadDeadline(time.Unix(1, 0)) })
 	}
-	st.SetReadDeadline(time.Now().Add(r.stall))
+	st.SetReadDeadline(time.Now().Add(r.Stall))
 	ok, msg, err := readTCPResponse(&r)
 	if !stop() && err == nil {
 		err = ctx.Err() // ctx ended just as the answer came: the deadline is spoilt
@@ -114,35 +105,3 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 // the server. The server acknowledges the request within an RTT or so,
 // even when its own upstream dial takes longer.
 func stallTimeout(qc *quic.Conn) time.Duration { return quicconn.StallTimeout(qc) }
-
-// responseReader reads the TCP response under a rolling deadline: each
-// time the deadline passes it checks that packets came from the server
-// meanwhile, and gives up with errStalled when none did.
-type responseReader struct {
-	st    *quic.Stream
-	qc    *quic.Conn
-	ctx   context.Context
-	rx    uint64 // packets received when last checked
-	stall time.Duration
-}
-
-func (r *responseReader) Read(p []byte) (int, error) {
-	for {
-		n, err := r.st.Read(p)
-		if n > 0 || err == nil || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return n, err
-		}
-		if err := r.ctx.Err(); err != nil {
-			return 0, err
-		}
-		rx := r.qc.ConnectionStats().PacketsReceived
-		if rx == r.rx {
-			return 0, errStalled
-		}
-		r.rx = rx
-		r.st.SetReadDeadline(time.Now().Add(r.stall))
-		if err := r.ctx.Err(); err != nil {
-			return 0, err // ctx ended while the deadline was reset
-		}
-	}
-}

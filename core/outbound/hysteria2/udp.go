@@ -46,18 +46,14 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var m udpMessage
-	for {
-		b, err := q.qc.ReceiveDatagram(context.Background())
-		if err != nil {
-			return // the connection is closed
-		}
+	quicconn.ReceiveDatagrams(q.qc, func(b []byte) {
 		if parseUDPMessage(b, &m) != nil {
-			continue
+			return
 		}
 		if pc, ok := c.udp.Get(m.SessionID); ok {
 			pc.deliver(&m)
 		}
-	}
+	})
 }
 
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.

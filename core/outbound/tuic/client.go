@@ -275,17 +275,9 @@ func (c *Client) run(q *qconn) {
 }
 
 // guarded runs f for q with a panic ending this connection rather than
-// the process (see package guard): the next flow dials anew.
+// the process (quicconn.Guarded).
 func (c *Client) guarded(q *qconn, what string, f func(*qconn)) {
-	panicked := true
-	defer func() {
-		if panicked {
-			q.qc.CloseWithError(closeCodeOK, "")
-		}
-	}()
-	defer q.panics.Recover(what)
-	f(q)
-	panicked = false
+	quicconn.Guarded(q.qc, closeCodeOK, q.panics, what, func() { f(q) })
 }
 
 // heartbeatLoop sends the Heartbeat command every heartbeat interval

@@ -17,13 +17,8 @@ import (
 // shows as the stream ending. A connection found dead on opening the
 // stream is replaced and the request sent again, once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	switch network {
-	case "tcp", "tcp4", "tcp6":
-	default:
-		return nil, fmt.Errorf("tuic: %s via %s: network %q not supported", dst, c.name, network)
-	}
-	if !dst.IsValid() {
-		return nil, fmt.Errorf("tuic: via %s: invalid destination", c.name)
+	if err := quicconn.CheckStream("tuic", c.name, network, dst); err != nil {
+		return nil, err
 	}
 	var buf [2 + 1 + 1 + 255 + 2]byte
 	req, err := appendConnect(buf[:0], dst)

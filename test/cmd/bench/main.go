@@ -415,6 +415,8 @@ func target(proto string) string {
 		return "≥1.56x / ≥1.71x / ≤0.26x"
 	case "tuic":
 		return "- / ≥1.5x / ≤0.45x" // issue 14
+	case "hysteria":
+		return "- / ≥1.2x / ≤0.45x" // issue 33
 	case "anytls":
 		return "- / ≥1.3x / ≤0.5x" // issue 14
 	case "vless-ws", "vless-tcp":

@@ -1,9 +1,11 @@
-// Package quicconn holds what the QUIC proxy clients (Hysteria2, TUIC)
-// share: one live connection per client, dialled on first use and again
-// when it dies (Shared); name resolution and handshake errors; a QUIC
-// stream as a net.Conn (StreamConn); UDP fragment reassembly (Defragger);
-// and a deadline a select can wait on (Deadline). The protocols differ in
-// their wire formats and authentication, not in these.
+// Package quicconn holds what the QUIC proxy clients (Hysteria v1 and 2,
+// TUIC) share: one live connection per client, dialled on first use and
+// again when it dies (Shared); name resolution and handshake errors; a
+// QUIC stream as a net.Conn (StreamConn); a request's answer read under a
+// stall check (StallReader); UDP fragment reassembly (Defragger); the
+// datagram reader and its panic guard; and a deadline a select can wait
+// on (Deadline). The protocols differ in their wire formats and
+// authentication, not in these.
 package quicconn
 
 import (
@@ -288,20 +290,4 @@ func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
 			return
 		}
 	})
-}
-
-// PathStats turns a QUIC connection's figures into the failover group's
-// (outbound.PathStatser); declaredRx is the receive rate the client
-// declared to the server, 0 for none.
-func PathStats(qc *quic.Conn, declaredRx uint64) outbound.PathStats {
-	s := qc.ConnectionStats()
-	return outbound.PathStats{
-		RTT:           s.SmoothedRTT,
-		MinRTT:        s.MinRTT,
-		BytesSent:     s.BytesSent,
-		BytesReceived: s.BytesReceived,
-		PacketsSent:   s.PacketsSent,
-		PacketsLost:   s.PacketsLost,
-		DeclaredRx:    declaredRx,
-	}
 }

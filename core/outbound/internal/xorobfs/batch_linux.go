@@ -1,4 +1,4 @@
-package hysteria2
+package xorobfs
 
 import (
 	"encoding/binary"
@@ -12,14 +12,14 @@ import (
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
-// salamanderBatchSize is how many packets one ReadBatch returns at most:
-// as many as quic-go asks for.
-const salamanderBatchSize = 8
+// batchSize is how many packets one ReadBatch returns at most: as many as
+// quic-go asks for.
+const batchSize = 8
 
-// salamanderWireSize holds one obfuscated packet: quic-go's largest
-// (1452 bytes) plus the salt, with room to spare. A longer one could not
-// be a packet of this connection and is dropped.
-const salamanderWireSize = 2048
+// wireSize holds one obfuscated packet: quic-go's largest (1452 bytes)
+// plus the salt, with room to spare. A longer one could not be a packet of
+// this connection and is dropped.
+const wireSize = 2048
 
 // batchReader reads several datagrams per call: a *udpgro.Conn, or x/net's
 // recvmmsg on the bare socket.
@@ -27,39 +27,39 @@ type batchReader interface {
 	ReadBatch(ms []ipv4.Message, flags int) (int, error)
 }
 
-// salamanderBatchConn is Salamander on a UDP socket, shaped so that quic-go
+// batchConn is the obfuscation on a UDP socket, shaped so that quic-go
 // keeps its fast path: it is an OOBCapablePacketConn (ECN and packet info
 // pass through, and GSO batches are obfuscated packet by packet, each with
 // its own salt) and reads in batches, through udpgro's receive offload
 // when the kernel has it.
-type salamanderBatchConn struct {
-	*salamanderConn
+type batchConn struct {
+	*conn
 	br batchReader
 
-	// Under salamanderConn.rmu:
+	// Under conn.rmu:
 	rms []ipv4.Message // the wire packets of one batch
 	one udpgro.Single
 
-	// Under salamanderConn.wmu:
+	// Under conn.wmu:
 	woob []byte // the caller's control messages with the segment size changed
 }
 
-// newObfsConn wraps sock with Salamander, keeping batched reads, GSO and
-// ECN when sock is a UDP socket.
-func newObfsConn(sock net.PacketConn, password string) net.PacketConn {
-	s := newSalamanderConn(sock, password)
-	if s.udp == nil {
-		return s
+// NewConn wraps sock with scheme s and password, keeping batched reads,
+// GSO and ECN when sock is a UDP socket.
+func NewConn(sock net.PacketConn, s Scheme, password string) net.PacketConn {
+	o := newConn(sock, s, password)
+	if o.udp == nil {
+		return o
 	}
-	c := &salamanderBatchConn{salamanderConn: s, rms: make([]ipv4.Message, salamanderBatchSize)}
-	if br, ok := udpgro.Wrap(s.udp).(batchReader); ok {
+	c := &batchConn{conn: o, rms: make([]ipv4.Message, batchSize)}
+	if br, ok := udpgro.Wrap(o.udp).(batchReader); ok {
 		c.br = br
 	} else {
-		c.br = ipv4.NewPacketConn(s.udp)
+		c.br = ipv4.NewPacketConn(o.udp)
 	}
-	buf := make([]byte, salamanderBatchSize*salamanderWireSize)
+	buf := make([]byte, batchSize*wireSize)
 	for i := range c.rms {
-		c.rms[i].Buffers = [][]byte{buf[i*salamanderWireSize : (i+1)*salamanderWireSize : (i+1)*salamanderWireSize]}
+		c.rms[i].Buffers = [][]byte{buf[i*wireSize : (i+1)*wireSize : (i+1)*wireSize]}
 	}
 	return c
 }
@@ -68,13 +68,13 @@ func newObfsConn(sock net.PacketConn, password string) net.PacketConn {
 // buffer, with their senders and control messages; packets too short to
 // carry a salt, or too long to be QUIC's, are dropped. It returns at least
 // one packet unless it fails.
-func (c *salamanderBatchConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
+func (c *batchConn) ReadBatch(ms []ipv4.Message, flags int) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	return c.readBatch(ms, flags)
 }
 
-func (c *salamanderBatchConn) readBatch(ms []ipv4.Message, flags int) (int, error) {
+func (c *batchConn) readBatch(ms []ipv4.Message, flags int) (int, error) {
 	k := min(len(ms), len(c.rms))
 	if k == 0 {
 		return 0, nil
@@ -82,14 +82,14 @@ func (c *salamanderBatchConn) readBatch(ms []ipv4.Message, flags int) (int, erro
 	for {
 		for i := range k {
 			r := &c.rms[i]
-			r.Buffers[0] = r.Buffers[0][:salamanderWireSize]
+			r.Buffers[0] = r.Buffers[0][:wireSize]
 			r.OOB = ms[i].OOB // control messages go straight to the caller
 			r.Addr = nil
 		}
 		n, err := c.br.ReadBatch(c.rms[:k], flags)
 		if n <= 0 {
 			if err == nil {
-				err = errors.New("salamander: empty batch")
+				err = errors.New("obfuscation: empty batch")
 			}
 			return 0, err
 		}
@@ -100,7 +100,7 @@ func (c *salamanderBatchConn) readBatch(ms []ipv4.Message, flags int) (int, erro
 			if r.Flags&unix.MSG_TRUNC != 0 || len(m.Buffers) == 0 {
 				continue
 			}
-			p := c.rs.deobfuscate(m.Buffers[0], r.Buffers[0][:r.N])
+			p := c.rs.Deobfuscate(m.Buffers[0], r.Buffers[0][:r.N])
 			if p < 0 {
 				continue
 			}
@@ -119,19 +119,19 @@ func (c *salamanderBatchConn) readBatch(ms []ipv4.Message, flags int) (int, erro
 }
 
 // ReadFrom reads one packet, deobfuscated.
-func (c *salamanderBatchConn) ReadFrom(p []byte) (int, net.Addr, error) {
+func (c *batchConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	n, _, _, addr, err := c.readOne(p, nil)
 	return n, addr, err
 }
 
 // ReadMsgUDP reads one packet, deobfuscated, and its control messages.
-func (c *salamanderBatchConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+func (c *batchConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
 	n, oobn, flags, a, err := c.readOne(b, oob)
 	addr, _ = a.(*net.UDPAddr)
 	return n, oobn, flags, addr, err
 }
 
-func (c *salamanderBatchConn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
+func (c *batchConn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	return c.one.Read(c.readBatch, b, oob)
@@ -140,24 +140,25 @@ func (c *salamanderBatchConn) readOne(b, oob []byte) (n, oobn, flags int, addr n
 // WriteMsgUDP obfuscates b and sends it. When oob asks for GSO
 // (UDP_SEGMENT), b is a run of packets of that size: each is obfuscated
 // with its own salt, and the segment size grows by the salt's length.
-func (c *salamanderBatchConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
+func (c *batchConn) WriteMsgUDP(b, oob []byte, addr *net.UDPAddr) (n, oobn int, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	seg, at := segmentSize(oob)
 	if seg == 0 {
 		seg = max(len(b), 1)
 	}
-	if len(b)+(len(b)/seg+1)*salamanderSaltLen > len(c.wbuf) {
-		return 0, 0, errSalamanderShort
+	salt := c.ws.saltLen
+	if len(b)+(len(b)/seg+1)*salt > len(c.wbuf) {
+		return 0, 0, errTooLarge
 	}
 	w := 0
 	for off := 0; off < len(b) || off == 0; off += seg {
-		c.rng.Read(c.salt[:])
-		w += c.ws.obfuscate(c.wbuf[w:], b[off:min(off+seg, len(b))], c.salt[:])
+		c.rng.Read(c.salt)
+		w += c.ws.Obfuscate(c.wbuf[w:], b[off:min(off+seg, len(b))], c.salt)
 	}
 	if at >= 0 {
 		c.woob = append(c.woob[:0], oob...)
-		binary.NativeEndian.PutUint16(c.woob[at:], uint16(seg+salamanderSaltLen))
+		binary.NativeEndian.PutUint16(c.woob[at:], uint16(seg+salt))
 		oob = c.woob
 	}
 	_, oobn, err = c.udp.WriteMsgUDPAddrPort(c.wbuf[:w], oob, udpgro.AddrPort(addr))
@@ -185,7 +186,18 @@ func segmentSize(oob []byte) (size, at int) {
 }
 
 // Close closes the socket.
-func (c *salamanderBatchConn) Close() error { return c.udp.Close() }
+func (c *batchConn) Close() error { return c.udp.Close() }
 
 // SyscallConn returns the socket's raw connection, for socket options.
-func (c *salamanderBatchConn) SyscallConn() (syscall.RawConn, error) { return c.udp.SyscallConn() }
+func (c *batchConn) SyscallConn() (syscall.RawConn, error) { return c.udp.SyscallConn() }
+
+// Offload reports whether pc (from NewConn) is the batching conn and, if
+// so, the receive-offload reader it reads through (nil without offload).
+func Offload(pc net.PacketConn) (g *udpgro.Conn, batched bool) {
+	c, ok := pc.(*batchConn)
+	if !ok {
+		return nil, false
+	}
+	g, _ = c.br.(*udpgro.Conn)
+	return g, true
+}
