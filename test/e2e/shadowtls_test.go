@@ -271,6 +271,8 @@ func startSTLSClient(t *testing.T, s *stlsServer, form string) (*harness.Process
 	switch form {
 	case "link":
 		links = []string{s.link(s.password)}
+	case "link-firefox", "link-safari", "link-ios":
+		links = []string{s.link(s.password, "client-fingerprint="+strings.TrimPrefix(form, "link-"))}
 	case "clash":
 		extra = importDoc(t, s.clash(), "clash.yaml", "stls-clash")
 	case "sing-box":
@@ -289,13 +291,15 @@ func startSTLSClient(t *testing.T, s *stlsServer, form string) (*harness.Process
 // restarted; the site whose handshake is borrowed sees handshakes but
 // never a byte of the flows.
 //
-// Versions 2 (Clash's form without a version: mihomo's default) and 1
-// (against a TLS 1.2 site) run the same checks in two forms each.
+// The link also runs with the Firefox, Safari and iOS ClientHellos (the
+// others with Chrome's). Versions 2 (Clash's form without a version:
+// mihomo's default) and 1 (against a TLS 1.2 site) run the same checks in
+// two forms each.
 func TestShadowTLS(t *testing.T) {
 	for _, tc := range []struct {
 		version int
 		form    string
-	}{{3, "link"}, {3, "clash"}, {3, "sing-box"}, {2, "link"}, {2, "clash"}, {1, "link"}, {1, "sing-box"}} {
+	}{{3, "link"}, {3, "clash"}, {3, "sing-box"}, {3, "link-firefox"}, {3, "link-safari"}, {3, "link-ios"}, {2, "link"}, {2, "clash"}, {1, "link"}, {1, "sing-box"}} {
 		t.Run(fmt.Sprintf("v%d-%s", tc.version, tc.form), func(t *testing.T) {
 			s := newSTLSServer(t, tc.version)
 			_, proxy := startSTLSClient(t, s, tc.form)
