@@ -402,3 +402,37 @@ func TestShadowTLSWrongPassword(t *testing.T) {
 		t.Fatalf("the site's page through the ShadowTLS port: %q, %v", line, err)
 	}
 }
+
+// TestShadowTLSV2WrongPassword: v2 lets the client prove itself but not
+// the server, so a wrong password is not noticed at the handshake: the
+// server hands the connection to the site, which cannot read the records
+// that follow (it reads no application byte), and the flow carries
+// nothing back.
+func TestShadowTLSV2WrongPassword(t *testing.T) {
+	s := newSTLSServer(t, 2)
+	if clientIsSingBox() {
+		t.Skip("Skiff's flow")
+	}
+	_, proxy := skiffRunSecret(t, []string{s.password, s.ssPassword}, []string{s.link("not-" + s.password)})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The connect succeeds (Shadowsocks' request goes out with the first
+	// bytes, and nothing answers it); a refusal there would carry nothing
+	// either.
+	if c, err := harness.DialSOCKS(ctx, proxy, harness.TCPEcho(t)); err == nil {
+		defer c.Close()
+		// sing-box v1.14.1's server holds such a connection open without
+		// passing the site's alert on: nothing comes back, not even an end.
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		c.Write([]byte("ping"))
+		if n, err := io.ReadFull(c, make([]byte, 4)); err == nil {
+			t.Fatalf("%d bytes echoed through a v2 server with a wrong password", n)
+		}
+	}
+	if s.site.Handshook.Load() == 0 {
+		t.Fatal("the wrong password's connection did not reach the site")
+	}
+	if n := s.site.AppBytes.Load(); n != 0 {
+		t.Fatalf("the site read %d application bytes: it should not be able to", n)
+	}
+}
