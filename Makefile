@@ -17,6 +17,7 @@ GO ?= go
 # end-to-end tests put in front of sing-box. dbus, dconf-cli, libglib2.0-bin
 # and gsettings-desktop-schemas: the system proxy tests set GNOME's proxy
 # in a D-Bus session of their own; libkf5config-bin (kwriteconfig5) KDE's.
+# openssh-server: the SSH outbound's tests start their own sshd on loopback.
 
 # What `make package` and its tests need: the mingw-w64 C compiler (the
 # Windows build links Fyne through cgo) and its windres, NSIS for the
@@ -30,7 +31,7 @@ BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev l
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
 	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
-	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin \
+	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin openssh-server \
 	$(PACKAGE_DEB_PACKAGES)
 
 # The release's version (FyneApp.toml holds it, for fyne package too) and

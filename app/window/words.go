@@ -20,11 +20,12 @@ var protocolNames = map[string]string{
 	node.TUIC:        "TUIC",
 	node.AnyTLS:      "AnyTLS",
 	node.WireGuard:   "WireGuard",
+	node.SSH:         "SSH",
 	node.Hysteria:    "Hysteria",
 }
 
 // protocolLabel is how a node's protocol and layers are shown:
-// "Hysteria2", "VLESS+WS+TLS", "Trojan+TLS+ECH+SMUX".
+// "Hysteria2", "VLESS+WS+TLS", "Trojan+TLS+ECH+SMUX", "Shadowsocks+ShadowTLS".
 func protocolLabel(n *node.Node) string {
 	s, ok := protocolNames[n.Protocol]
 	if !ok {
@@ -33,8 +34,11 @@ func protocolLabel(n *node.Node) string {
 	if n.Protocol == node.WireGuard && n.WireGuard != nil && n.WireGuard.Amnezia != nil {
 		return "AmneziaWG"
 	}
-	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard || n.Protocol == node.Hysteria {
+	if n.Protocol == node.Hysteria2 || n.Protocol == node.TUIC || n.Protocol == node.WireGuard || n.Protocol == node.SSH || n.Protocol == node.Hysteria {
 		return s
+	}
+	if n.Shadowsocks != nil && n.Shadowsocks.Plugin == "shadow-tls" {
+		s += "+ShadowTLS"
 	}
 	if t := n.Transport; t != nil && t.Type != "" && t.Type != node.TransportTCP {
 		s += "+" + strings.ToUpper(t.Type)

@@ -54,7 +54,9 @@ func TestExplain(t *testing.T) {
 func TestProtocolLabel(t *testing.T) {
 	for l, want := range map[string]string{hy2Link: "Hysteria2", vlessLink: "VLESS+WS+TLS", vmessLink: "VMess",
 		"wg://192.0.2.1:2408?pk=yAnz5TF%2BlXXJte14tji3zlMNq%2Bhd2rYUIgJBgB3fBmk%3D&pub=bmXOC%2BF1FxEMF9dyiK2H5%2F1SUtzH0JuVo51h2wPfgyo%3D&ip=172.16.0.2":      "WireGuard",
-		"wg://192.0.2.1:2408?pk=yAnz5TF%2BlXXJte14tji3zlMNq%2Bhd2rYUIgJBgB3fBmk%3D&pub=bmXOC%2BF1FxEMF9dyiK2H5%2F1SUtzH0JuVo51h2wPfgyo%3D&ip=172.16.0.2&jc=3": "AmneziaWG"} {
+		"wg://192.0.2.1:2408?pk=yAnz5TF%2BlXXJte14tji3zlMNq%2Bhd2rYUIgJBgB3fBmk%3D&pub=bmXOC%2BF1FxEMF9dyiK2H5%2F1SUtzH0JuVo51h2wPfgyo%3D&ip=172.16.0.2&jc=3": "AmneziaWG",
+		"ssh://root:pw@192.0.2.1:22?hk=ssh-ed25519%20AAAAC3NzaC1lZDI1NTE5AAAAINzaOO3l5g8xkw9yn2q%2BwqZCtSuTaVaw7TMfUBeyehKN":                                  "SSH",
+		"ss://YWVzLTEyOC1nY206dGVzdA@192.0.2.1:443/?plugin=shadow-tls%3Bhost%3Dcloud.example.com%3Bpassword%3Dx%3Bversion%3D3":                                "Shadowsocks+ShadowTLS"} {
 		n, err := link.Parse(l)
 		if err != nil {
 			t.Fatal(err)

@@ -1,7 +1,7 @@
 // Package link reads and writes proxy share links (hysteria2://, hy2://,
 // vless://, vmess://, ss://, trojan://, tuic://, anytls://,
-// wireguard://, wg://): the one-line form
-// in which users and subscriptions pass servers around.
+// wireguard://, wg://, Hiddify's ssh://): the one-line form in which users
+// and subscriptions pass servers around.
 //
 // Parse turns one link into a validated node.Node; Format turns a node back
 // into a canonical link that parses to an equal node. The formats come from
@@ -102,6 +102,8 @@ func Parse(s string) (*node.Node, error) {
 		n, err = parseTUIC(rest)
 	case "anytls":
 		n, err = parseAnyTLS(rest)
+	case "ssh":
+		n, err = parseSSH(rest)
 	case "wireguard", "wg", "awg":
 		n, err = parseWireGuard(rest)
 	case "hysteria":
@@ -159,6 +161,8 @@ func Format(n *node.Node) (string, error) {
 		return formatTUIC(n)
 	case node.AnyTLS:
 		return formatAnyTLS(n)
+	case node.SSH:
+		return formatSSH(n)
 	case node.WireGuard:
 		return formatWireGuard(n)
 	case node.Hysteria:

@@ -25,6 +25,7 @@ const (
 	Trojan      = "trojan"
 	TUIC        = "tuic"
 	AnyTLS      = "anytls"
+	SSH         = "ssh"
 	WireGuard   = "wireguard"
 	Hysteria    = "hysteria" // Hysteria v1
 )
@@ -53,6 +54,7 @@ type Node struct {
 	Trojan      *TrojanOptions      `json:"trojan,omitempty"`
 	TUIC        *TUICOptions        `json:"tuic,omitempty"`
 	AnyTLS      *AnyTLSOptions      `json:"anytls,omitempty"`
+	SSH         *SSHOptions         `json:"ssh,omitempty"`
 	WireGuard   *WireGuardOptions   `json:"wireguard,omitempty"`
 	Hysteria    *HysteriaOptions    `json:"hysteria,omitempty"`
 }
@@ -229,6 +231,20 @@ type AnyTLSOptions struct {
 	MinIdleSession           int           `json:"minIdleSession,omitempty"`
 }
 
+// SSHOptions is an SSH server's settings (Clash type: ssh, sing-box ssh):
+// streams go as direct-tcpip channels of one SSH connection.
+type SSHOptions struct {
+	User                 string `json:"user"`
+	Password             string `json:"password,omitempty"`
+	PrivateKey           string `json:"privateKey,omitempty"` // PEM (OpenSSH, PKCS#1/#8); never a file path
+	PrivateKeyPassphrase string `json:"privateKeyPassphrase,omitempty"`
+	// HostKeys pins the server's key: authorized_keys lines
+	// ("ssh-ed25519 AAAA…"); the server must present one of them.
+	HostKeys          []string `json:"hostKeys,omitempty"`
+	HostKeyAlgorithms []string `json:"hostKeyAlgorithms,omitempty"`
+	ClientVersion     string   `json:"clientVersion,omitempty"` // "SSH-2.0-…"; empty: the client's default
+}
+
 // Address returns "server:port" with brackets around an IPv6 literal.
 func (n *Node) Address() string {
 	return net.JoinHostPort(n.Server, strconv.Itoa(int(n.Port)))
@@ -244,7 +260,7 @@ func (n *Node) Validate() error {
 		return errors.New("node: port: must be 1-65535")
 	}
 	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.WireGuard != nil, n.Hysteria != nil} {
+	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil, n.WireGuard != nil, n.Hysteria != nil} {
 		if p {
 			set++
 		}
@@ -289,6 +305,10 @@ func (n *Node) Validate() error {
 	case AnyTLS:
 		if n.AnyTLS == nil {
 			return errors.New("node: anytls: options missing")
+		}
+	case SSH:
+		if n.SSH == nil {
+			return errors.New("node: ssh: options missing")
 		}
 	case WireGuard:
 		if n.WireGuard == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/hysteria"
 	"github.com/skiffvpn/skiff/core/outbound/hysteria2"
 	"github.com/skiffvpn/skiff/core/outbound/shadowsocks"
+	"github.com/skiffvpn/skiff/core/outbound/ssh"
 	"github.com/skiffvpn/skiff/core/outbound/trojan"
 	"github.com/skiffvpn/skiff/core/outbound/tuic"
 	"github.com/skiffvpn/skiff/core/outbound/vless"
@@ -32,6 +33,7 @@ var clients = map[string]func(*node.Node, outbound.Dialer) (outbound.Outbound, e
 	node.Trojan:      client(trojan.New),
 	node.AnyTLS:      client(anytls.New),
 	node.TUIC:        client(tuic.New),
+	node.SSH:         client(ssh.New),
 	node.WireGuard:   client(wireguard.New),
 	node.Hysteria:    client(hysteria.New),
 }

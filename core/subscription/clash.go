@@ -99,8 +99,9 @@ type clashProxy struct {
 		MaxStreams     int    `yaml:"max-streams"`
 		Padding        bool   `yaml:"padding"`
 	} `yaml:"smux"`
-	ECHOpts *clashECH `yaml:"ech-opts"`
-	SSOpts  *struct {
+	clashSSH `yaml:",inline"`
+	ECHOpts  *clashECH `yaml:"ech-opts"`
+	SSOpts   *struct {
 		Enabled bool   `yaml:"enabled"`
 		Method  string `yaml:"method"`
 	} `yaml:"ss-opts"`
@@ -333,7 +334,7 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		tlsOn()
 	case "ss", "shadowsocks":
 		n.Protocol = node.Shadowsocks
-		plugin, opts, err := sip003Plugin(cp.Plugin, cp.PluginOpts)
+		plugin, opts, err := sip003Plugin(cp.Plugin, cp.pluginOpts())
 		if err != nil {
 			return nil, err
 		}
@@ -371,6 +372,8 @@ func (cp *clashProxy) build() (*node.Node, error) {
 		n.AnyTLS = &node.AnyTLSOptions{Password: cp.Password, IdleSessionCheckInterval: check, IdleSessionTimeout: timeout, MinIdleSession: cp.MinIdleSession}
 		tlsOn()
 		return n, nil
+	case "ssh":
+		return cp.sshNode(n), nil
 	case "":
 		return nil, errors.New("type: missing")
 	default:

@@ -113,7 +113,9 @@ type sbOutbound struct {
 	GlobalPadding       bool        `json:"global_padding"`
 	AuthenticatedLength bool        `json:"authenticated_length"`
 	PacketEncoding      string      `json:"packet_encoding"`
-	Multiplex           *struct {
+	sbSSH
+	sbShadowTLS
+	Multiplex *struct {
 		Enabled        bool   `json:"enabled"`
 		Protocol       string `json:"protocol"`
 		MaxConnections int    `json:"max_connections"`
@@ -176,7 +178,9 @@ var sbSkip = map[string]bool{"direct": true, "block": true, "dns": true, "select
 // unusable outbound with the line it starts on.
 func parseSingBox(body []byte, res *Result) error {
 	notServer := map[string]bool{} // tags of direct, block and dns outbounds
+	var st shadowTLSDetours
 	defer func() {
+		st.resolve(res)
 		for i := range res.Groups {
 			g := &res.Groups[i]
 			kept := g.Members[:0:0]
@@ -225,16 +229,18 @@ func parseSingBox(body []byte, res *Result) error {
 				res.Groups = append(res.Groups, o.group(line))
 				continue
 			}
-			if sbSkip[o.Type] {
+			if sbSkip[o.Type] || st.take(&o) {
 				notServer[o.Tag] = true
 				continue
 			}
+			st.serverless(&o)
 			n, err := o.node()
 			if err != nil {
 				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
 				continue
 			}
 			res.Nodes = append(res.Nodes, n)
+			st.note(&o, n, line)
 		}
 		if _, err := dec.Token(); err != nil {
 			return jsonError(body, err)
@@ -376,6 +382,8 @@ func (o *sbOutbound) build() (*node.Node, error) {
 			IdleSessionTimeout: time.Duration(o.IdleSessionTimeout), MinIdleSession: o.MinIdleSession}
 		needTLS()
 		return n, nil
+	case "ssh":
+		return o.sshNode(n), nil
 	case "":
 		return nil, errors.New("type: missing")
 	default:

@@ -1,9 +1,9 @@
 // Package shadowsocks is the Shadowsocks client: the 2022 edition (SIP022,
 // BLAKE3 session keys, timestamped headers with the response's check of the
 // request salt, replay windows, the multi-user iPSK:uPSK form of SIP023)
-// and the classic AEAD methods (SIP004), over TCP and UDP, and the two
-// SIP003 plugins subscriptions carry, built in: obfs-local (http and tls)
-// and v2ray-plugin (WebSocket, optionally over TLS).
+// and the classic AEAD methods (SIP004), over TCP and UDP, and the three
+// SIP003 plugins subscriptions carry, built in: obfs-local (http and tls),
+// v2ray-plugin (WebSocket, optionally over TLS) and shadow-tls (v1-v3).
 //
 // A stream is one TCP connection per flow; its request header goes out
 // with the flow's first bytes. A UDP session is one UDP socket toward the
@@ -31,6 +31,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/uot"
+	"github.com/skiffvpn/skiff/core/transport/shadowtls"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
 )
@@ -45,9 +46,10 @@ type Client struct {
 	salts  saltFilter // response salts seen (2022)
 	uot    int        // UDP over TCP's version (1 or 2); 0: Shadowsocks UDP
 
-	obfsHTTP *obfsConfig // obfs-local (http or tls); nil: none
-	ws       *ws.Config  // v2ray-plugin; nil: none
-	tls      *tls.Config // v2ray-plugin tls; nil: none
+	obfsHTTP *obfsConfig       // obfs-local (http or tls); nil: none
+	ws       *ws.Config        // v2ray-plugin; nil: none
+	tls      *tls.Config       // v2ray-plugin tls; nil: none
+	stls     *shadowtls.Client // shadow-tls; nil: none
 	// muxTarget is the destination of v2ray-plugin's Mux.Cool
 	// sub-connection: the server itself, as v2ray-plugin's client names it
 	// (its server sends every sub-connection to its Shadowsocks server).
@@ -130,8 +132,10 @@ func (c *Client) setPlugin(n *node.Node, name, opts string) error {
 		return nil
 	case "v2ray-plugin":
 		return c.setV2rayPlugin(n, kv)
+	case "shadow-tls":
+		return c.setShadowTLS(kv)
 	default:
-		return node.Unsupportedf(node.FeaturePlugin, name, "plugin %q is not supported (only obfs-local and v2ray-plugin)", name)
+		return node.Unsupportedf(node.FeaturePlugin, name, "plugin %q is not supported (only obfs-local, v2ray-plugin and shadow-tls)", name)
 	}
 }
 
@@ -236,6 +240,13 @@ func (c *Client) dialTransport(ctx context.Context) (net.Conn, error) {
 		return newObfsTLSConn(raw, c.obfsHTTP.sni), nil
 	case c.obfsHTTP != nil:
 		return newObfsHTTPConn(raw, c.obfsHTTP), nil
+	case c.stls != nil:
+		conn, err := c.stls.Handshake(ctx, raw)
+		if err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("shadowsocks: shadow-tls: %s: %w", c.addr, err)
+		}
+		return conn, nil
 	case c.ws != nil:
 		conn := raw
 		if c.tls != nil {
@@ -278,6 +289,9 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	if c.ws != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: UDP is not carried through v2ray-plugin", c.addr)
+	}
+	if c.stls != nil {
+		return nil, fmt.Errorf("shadowsocks: %s: UDP is not carried through shadow-tls (udp-over-tcp is)", c.addr)
 	}
 	pc, err := c.dialer.DialContext(ctx, "udp", c.addr)
 	if err != nil {
