@@ -343,8 +343,10 @@ func TestFailoverAllDown(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error with every member down")
 	}
-	if d := time.Since(t0); d > g.policy.DialTimeout+200*time.Millisecond {
-		t.Errorf("took %v, want at most about DialTimeout %v", d, g.policy.DialTimeout)
+	// Bounded by the dial timeout, not by a system timeout (seconds); the
+	// margin is for a loaded machine (1.2 s seen with 2 cores busy).
+	if d := time.Since(t0); d > g.policy.DialTimeout+2*time.Second {
+		t.Errorf("took %v, want about DialTimeout %v", d, g.policy.DialTimeout)
 	}
 	for _, want := range []string{"primary", "fallback", "every member failed"} {
 		if !strings.Contains(err.Error(), want) {
