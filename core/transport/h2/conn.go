@@ -437,7 +437,7 @@ func (hc *hconn) openStream(s *stream, cfg *Config, path string) error {
 	hc.hbuf.Reset()
 	enc := func(k, v string) { hc.henc.WriteField(hpack.HeaderField{Name: k, Value: v}) }
 	enc(":method", cfg.Method)
-	enc(":scheme", "https")
+	enc(":scheme", cfg.Scheme)
 	enc(":authority", cfg.Host)
 	enc(":path", path)
 	for k, v := range cfg.Headers {
