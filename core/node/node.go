@@ -132,6 +132,8 @@ type Transport struct {
 	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N)
 	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
 	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
+	MultiMode       bool              `json:"multiMode,omitempty"`       // grpc: TunMulti (mode=multi) instead of Tun (gun)
+	Authority       string            `json:"authority,omitempty"`       // grpc :authority; empty: the TLS server name
 	HeaderType      string            `json:"headerType,omitempty"`      // tcp: "" (none) or "http" (HTTP/1.1 request header disguise with Host and Path); an outbound that cannot do it must refuse the node
 }
 

@@ -46,14 +46,25 @@ func TestNew(t *testing.T) {
 		{"plain", func(n *node.Node) { n.TLS = nil }, ""},
 		{"raw", func(n *node.Node) { n.Transport = &node.Transport{Type: "raw"} }, ""},
 		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
-		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `p: s.example:443: transport "grpc" is not supported yet`},
+		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc", ServiceName: "gun", MultiMode: true} }, ""},
+		{"grpc without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "grpc"} }, ""},
+		{"grpc over reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
+			n.Transport = &node.Transport{Type: "grpc"}
+		}, ""},
+		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade", Path: "/up"} }, ""},
+		{"httpupgrade over reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
+			n.Transport = &node.Transport{Type: "httpupgrade"}
+		}, "REALITY over httpupgrade"},
+		{"unknown transport", func(n *node.Node) { n.Transport = &node.Transport{Type: "quic"} }, `p: s.example:443: transport "quic" is not supported yet`},
 		{"http header", func(n *node.Node) { n.Transport = &node.Transport{Type: "tcp", HeaderType: "http"} }, `tcp header type "http"`},
 		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: realityPub, ShortID: "ab"} }, ""},
 		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "reality: public key"},
 		{"reality over ws", func(n *node.Node) {
 			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
 			n.Transport = &node.Transport{Type: "ws"}
-		}, "REALITY over WebSocket"},
+		}, "REALITY over ws"},
 		{"fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "firefox" }, ""},
 		{"unknown fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "netscape" }, `fp "netscape": unknown TLS fingerprint`},
 		{"multiplex", func(n *node.Node) { n.Multiplex = "smux" }, `multiplex "smux" is not supported yet`},
