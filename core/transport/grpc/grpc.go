@@ -135,6 +135,7 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 		// grpc-go does not insist.
 		Headers: map[string]string{"content-type": "application/grpc", "te": "trailers", "user-agent": ua},
 		Check:   check,
+		NoWait:  true,
 	}, dial)
 	if err != nil {
 		return nil, fmt.Errorf("grpc: %w", err)
@@ -142,8 +143,9 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 	return &Client{h2: c}, nil
 }
 
-// Dial opens one call and returns it as a byte stream once the server's
-// response headers came (bounded by ctx).
+// Dial opens one call and returns it as a byte stream once the request
+// is sent (bounded by ctx): the servers answer with their first bytes,
+// after the client's. A refusal is Read's error.
 func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	s, err := c.h2.Dial(ctx)
 	if err != nil {

@@ -213,7 +213,7 @@ func TestServerErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		h       http.HandlerFunc
-		dialErr string // Dial's error, else Read's
+		dialErr string // Dial's error (it returns once the request is sent)
 		readErr string
 	}{
 		{"trailers-only", func(w http.ResponseWriter, r *http.Request) {
@@ -221,9 +221,9 @@ func TestServerErrors(t *testing.T) {
 			w.Header().Set("Grpc-Status", "12")
 			w.Header().Set("Grpc-Message", "unknown service")
 			w.WriteHeader(200)
-		}, "status 12 (Unimplemented): unknown service", ""},
-		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, "answered 404", ""},
-		{"not grpc", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }, "not application/grpc", ""},
+		}, "", "status 12 (Unimplemented): unknown service"},
+		{"not found", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }, "", "answered 404"},
+		{"not grpc", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("<html>")) }, "", "not application/grpc"},
 		{"status in trailers", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/grpc")
 			w.Header().Set("Trailer", "Grpc-Status, Grpc-Message")

@@ -476,6 +476,9 @@ func (hc *hconn) newStream(ctx context.Context) (*stream, error) {
 	}
 	// Give the stream its share of the receive window.
 	s.updateWindow()
+	if cl.cfg.NoWait {
+		return s, nil
+	}
 	for {
 		s.mu.Lock()
 		got, err := s.gotResp, s.err

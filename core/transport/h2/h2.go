@@ -30,6 +30,11 @@ type Config struct {
 	// trailers; end is set on the block that ends the stream. Its error
 	// fails the stream: Dial, or Read after the bytes before it.
 	Check func(fields []hpack.HeaderField, end bool) error
+	// NoWait makes Dial return once the request is sent, not when the
+	// response headers come: servers that answer only with their first
+	// bytes (sing-box's and Xray's gRPC) wait for the client's. Read then
+	// waits for them and returns a refusal.
+	NoWait bool
 }
 
 // StatusError is a response other than 200.

@@ -162,6 +162,10 @@ func (s *stream) Read(p []byte) (int, error) {
 		case s.closed:
 			s.mu.Unlock()
 			return 0, net.ErrClosed
+		case s.err != nil: // before eof: a refusal may end the stream
+			err := s.err
+			s.mu.Unlock()
+			return 0, err
 		case s.eof:
 			err := s.endErr
 			s.mu.Unlock()
@@ -169,10 +173,6 @@ func (s *stream) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			return 0, io.EOF
-		case s.err != nil:
-			err := s.err
-			s.mu.Unlock()
-			return 0, err
 		case !s.rdl.IsZero() && !time.Now().Before(s.rdl):
 			s.mu.Unlock()
 			return 0, os.ErrDeadlineExceeded
