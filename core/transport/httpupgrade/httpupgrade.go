@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -129,6 +130,9 @@ func readHead(c net.Conn) (head, rest []byte, err error) {
 		if i := bytes.Index(buf[from:], []byte("\r\n\r\n")); i >= 0 {
 			end := from + i + 4
 			return buf[:end], buf[end:], nil
+		}
+		if err == io.EOF && len(buf) == 0 {
+			return nil, nil, errors.New("server closed the connection without answering")
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the answer: %w", err)

@@ -102,7 +102,7 @@ func TestRefused(t *testing.T) {
 		{"h2c", answer("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"), good, "101 without"},
 		{"garbage", answer("SSH-2.0-OpenSSH\r\n\r\n"), good, "bad answer"},
 		{"endless", answer("HTTP/1.1 101 OK\r\nX: " + strings.Repeat("a", 9000)), good, "answer longer than 8192 bytes"},
-		{"closed", func(w http.ResponseWriter, r *http.Request) { c, _, _ := w.(http.Hijacker).Hijack(); c.Close() }, good, "reading the answer: EOF"},
+		{"closed", func(w http.ResponseWriter, r *http.Request) { c, _, _ := w.(http.Hijacker).Hijack(); c.Close() }, good, "server closed the connection without answering"},
 		{"silent", func(w http.ResponseWriter, r *http.Request) { time.Sleep(2 * time.Second) }, good, "context deadline exceeded"},
 		{"no host", nil, Config{}, "no host"},
 		{"bad host", nil, Config{Host: "a b"}, "not a valid Host"},
