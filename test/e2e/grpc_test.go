@@ -33,6 +33,8 @@ var (
 	gun     = node.Transport{Type: node.TransportGRPC, ServiceName: grpcService}
 	multi   = node.Transport{Type: node.TransportGRPC, ServiceName: grpcService, MultiMode: true}
 	upgrade = node.Transport{Type: node.TransportHTTPUpgrade, Path: upgradePath}
+	// fastOpen is HTTPUpgrade with ?ed=N: the first bytes go with the request.
+	fastOpen = node.Transport{Type: node.TransportHTTPUpgrade, Path: upgradePath, MaxEarlyData: 2048}
 )
 
 // transportCases: VLESS, Trojan and VMess over TLS with each transport,
@@ -54,12 +56,18 @@ var transportCases = []transportCase{
 	{impl: xray, kind: harness.VLESSTCP, tr: upgrade},
 	{impl: xray, kind: harness.TrojanTLS, tr: upgrade},
 	{impl: xray, kind: harness.VMessWS, tr: upgrade},
+	{impl: singBox, kind: harness.VLESSTCP, tr: fastOpen},
+	{impl: xray, kind: harness.VLESSTCP, tr: fastOpen},
+	{impl: xray, kind: harness.TrojanTLS, tr: fastOpen},
 }
 
 func (tc transportCase) name() string {
 	tr := tc.tr.Type
 	if tc.tr.MultiMode {
 		tr += "-multi"
+	}
+	if tc.tr.MaxEarlyData > 0 {
+		tr += "-fastopen"
 	}
 	return fmt.Sprintf("%s/%s/%s", tc.impl, tc.kind, tr)
 }
@@ -169,7 +177,7 @@ func transportOutbound(t *testing.T, s *harness.Server, tr node.Transport) outbo
 	if err != nil {
 		t.Fatalf("%s: %v", l, err)
 	}
-	if got := *back.Transport; got.Type != tr.Type || got.ServiceName != tr.ServiceName || got.MultiMode != tr.MultiMode || got.Path != tr.Path {
+	if got := *back.Transport; got.Type != tr.Type || got.ServiceName != tr.ServiceName || got.MultiMode != tr.MultiMode || got.Path != tr.Path || got.MaxEarlyData != tr.MaxEarlyData {
 		t.Fatalf("link %s gives transport %+v, want %+v", l, got, tr)
 	}
 	ob, err := protocol.NewOutbound(back, nil)

@@ -16,9 +16,12 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
 // Config is what the upgrade request says.
@@ -184,4 +187,134 @@ func (c *preConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
+}
+
+// ClientFastOpen is Client without the wait for the 101 (Xray's ?ed=N,
+// mihomo's v2ray-http-upgrade-fast-open): the request goes out with the
+// first Write, and the first Read takes the answer before any data. It
+// saves a round trip per connection, but only a server that keeps what
+// arrived behind the request can take it; nodes ask for it explicitly.
+func ClientFastOpen(c net.Conn, cfg Config) (net.Conn, error) {
+	req, target, err := request(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &fastConn{Conn: c, req: req, target: target}, nil
+}
+
+// fastConn sends its request with the first Write and reads the answer
+// on the first Read.
+type fastConn struct {
+	net.Conn
+	target string
+
+	wmu  sync.Mutex
+	req  []byte // nil once sent
+	werr error
+
+	rmu  sync.Mutex
+	read bool  // the answer was read
+	rerr error // the answer's error
+	pre  []byte
+}
+
+func (c *fastConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	if c.req == nil {
+		c.wmu.Unlock()
+		if c.werr != nil {
+			return 0, c.werr
+		}
+		return c.Conn.Write(p)
+	}
+	defer c.wmu.Unlock()
+	b := append(c.req, p...)
+	c.req = nil
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.werr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
+		return max(n-(len(b)-len(p)), 0), c.werr
+	}
+	return len(p), nil
+}
+
+// sendRequest sends the request alone, for a Read before any Write.
+func (c *fastConn) sendRequest() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.req != nil {
+		_, err := c.Conn.Write(c.req)
+		c.req = nil
+		if err != nil {
+			c.werr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
+		}
+	}
+	return c.werr
+}
+
+func (c *fastConn) Read(p []byte) (int, error) {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if !c.read {
+		c.read = true
+		if c.rerr = c.sendRequest(); c.rerr == nil {
+			head, rest, err := readHead(c.Conn)
+			if err == nil {
+				err = checkResponse(head)
+			}
+			if err != nil {
+				c.rerr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
+			} else if len(rest) > 0 {
+				c.pre = rest
+			}
+		}
+	}
+	if c.rerr != nil {
+		return 0, c.rerr
+	}
+	if len(c.pre) > 0 {
+		n := copy(p, c.pre)
+		if c.pre = c.pre[n:]; len(c.pre) == 0 {
+			c.pre = nil
+		}
+		return n, nil
+	}
+	return c.Conn.Read(p)
+}
+
+// WaitRead waits on the connection once the answer was read; before, it
+// cannot (readwait.Waiter).
+func (c *fastConn) WaitRead() bool {
+	c.rmu.Lock()
+	done, ready := c.read, c.rerr != nil || len(c.pre) > 0
+	c.rmu.Unlock()
+	if !done {
+		return false
+	}
+	if ready {
+		return true
+	}
+	if w := readwait.Of(c.Conn); w != nil {
+		return w.WaitRead()
+	}
+	return false
+}
+
+// CloseWrite half-closes the connection below, when it can.
+func (c *fastConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// WaitRead is true at once while bytes from behind the answer are left.
+func (c *preConn) WaitRead() bool {
+	if len(c.pre) > 0 {
+		return true
+	}
+	if w := readwait.Of(c.Conn); w != nil {
+		return w.WaitRead()
+	}
+	return false
 }

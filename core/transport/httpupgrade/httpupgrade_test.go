@@ -82,6 +82,43 @@ func TestEcho(t *testing.T) {
 	}
 }
 
+// Fast open: the request goes with the first Write, the answer is read
+// by the first Read, in one round trip.
+func TestFastOpen(t *testing.T) {
+	addr := serve(t, upgrade(t, "hi"))
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c, err := ClientFastOpen(raw, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.(*fastConn).WaitRead() {
+		t.Error("WaitRead before the answer: it cannot wait yet")
+	}
+	if _, err := c.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 7)
+	if _, err := io.ReadFull(c, got); err != nil || string(got) != "hihello" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	// A refusal is the first Read's error; a Read before any Write sends
+	// the request alone.
+	raw2, _ := net.Dial("tcp", serve(t, func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
+	defer raw2.Close()
+	c, _ = ClientFastOpen(raw2, good)
+	raw2.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Read(got); err == nil || !strings.Contains(err.Error(), "server answered 404") {
+		t.Fatalf("Read: %v, want the 404", err)
+	}
+	if _, err := ClientFastOpen(raw2, Config{Host: "a b"}); err == nil {
+		t.Error("a bad host passed")
+	}
+}
+
 func TestRefused(t *testing.T) {
 	answer := func(s string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {

@@ -42,6 +42,7 @@ func (s *Stack) newGRPCOrUpgrade(n *node.Node, typ string) error {
 			host = bracket(n.Server)
 		}
 		s.hu = &httpupgrade.Config{Host: host, Path: t.Path, Headers: t.Headers}
+		s.huFast = t.MaxEarlyData > 0
 	}
 	return nil
 }
@@ -59,7 +60,12 @@ func (s *Stack) dialUpgrade(ctx context.Context) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := httpupgrade.Client(ctx, conn, *s.hu)
+	var c net.Conn
+	if s.huFast {
+		c, err = httpupgrade.ClientFastOpen(conn, *s.hu)
+	} else {
+		c, err = httpupgrade.Client(ctx, conn, *s.hu)
+	}
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)

@@ -35,6 +35,7 @@ type Stack struct {
 	h2     *h2.Client          // nil: no HTTP/2
 	grpc   *grpc.Client        // nil: no gRPC
 	hu     *httpupgrade.Config // nil: no HTTPUpgrade
+	huFast bool                // HTTPUpgrade without waiting for the 101 (?ed=N)
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
