@@ -129,7 +129,7 @@ type Transport struct {
 	Path            string            `json:"path,omitempty"`            // ws/httpupgrade path, without the ?ed= query
 	Host            string            `json:"host,omitempty"`            // HTTP Host header
 	Headers         map[string]string `json:"headers,omitempty"`         // extra request headers
-	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N)
+	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N); httpupgrade: > 0 sends the first write with the request (fast open)
 	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
 	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
 	MultiMode       bool              `json:"multiMode,omitempty"`       // grpc: TunMulti (mode=multi) instead of Tun (gun)
