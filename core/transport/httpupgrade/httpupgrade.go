@@ -190,27 +190,33 @@ func (c *preConn) CloseWrite() error {
 }
 
 // ClientFastOpen is Client without the wait for the 101 (Xray's ?ed=N,
-// mihomo's v2ray-http-upgrade-fast-open): the request goes out with the
-// first Write, and the first Read takes the answer before any data. It
-// saves a round trip per connection, but only a server that keeps what
-// arrived behind the request can take it; nodes ask for it explicitly.
-func ClientFastOpen(c net.Conn, cfg Config) (net.Conn, error) {
+// mihomo's v2ray-http-upgrade-fast-open): it sends the request and
+// returns, and the first Read takes the answer before any data. That
+// saves a round trip per connection. The request goes in a write of its
+// own, as Xray's client sends it: both servers read the request through a
+// buffer they then drop, so bytes in the same TLS record would be lost
+// (the e2e test saw every flow fail that way).
+func ClientFastOpen(ctx context.Context, c net.Conn, cfg Config) (net.Conn, error) {
 	req, target, err := request(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &fastConn{Conn: c, req: req, target: target}, nil
+	stop := context.AfterFunc(ctx, func() { c.SetWriteDeadline(time.Unix(1, 0)) })
+	_, err = c.Write(req)
+	if !stop() {
+		c.SetWriteDeadline(time.Time{})
+		err = ctx.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("httpupgrade: upgrade to %s: %w", target, err)
+	}
+	return &fastConn{Conn: c, target: target}, nil
 }
 
-// fastConn sends its request with the first Write and reads the answer
-// on the first Read.
+// fastConn reads the answer on the first Read.
 type fastConn struct {
 	net.Conn
 	target string
-
-	wmu  sync.Mutex
-	req  []byte // nil once sent
-	werr error
 
 	rmu  sync.Mutex
 	read bool  // the answer was read
@@ -218,55 +224,19 @@ type fastConn struct {
 	pre  []byte
 }
 
-func (c *fastConn) Write(p []byte) (int, error) {
-	c.wmu.Lock()
-	if c.req == nil {
-		c.wmu.Unlock()
-		if c.werr != nil {
-			return 0, c.werr
-		}
-		return c.Conn.Write(p)
-	}
-	defer c.wmu.Unlock()
-	b := append(c.req, p...)
-	c.req = nil
-	n, err := c.Conn.Write(b)
-	if err != nil {
-		c.werr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
-		return max(n-(len(b)-len(p)), 0), c.werr
-	}
-	return len(p), nil
-}
-
-// sendRequest sends the request alone, for a Read before any Write.
-func (c *fastConn) sendRequest() error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.req != nil {
-		_, err := c.Conn.Write(c.req)
-		c.req = nil
-		if err != nil {
-			c.werr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
-		}
-	}
-	return c.werr
-}
-
 func (c *fastConn) Read(p []byte) (int, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	if !c.read {
 		c.read = true
-		if c.rerr = c.sendRequest(); c.rerr == nil {
-			head, rest, err := readHead(c.Conn)
-			if err == nil {
-				err = checkResponse(head)
-			}
-			if err != nil {
-				c.rerr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
-			} else if len(rest) > 0 {
-				c.pre = rest
-			}
+		head, rest, err := readHead(c.Conn)
+		if err == nil {
+			err = checkResponse(head)
+		}
+		if err != nil {
+			c.rerr = fmt.Errorf("httpupgrade: upgrade to %s: %w", c.target, err)
+		} else if len(rest) > 0 {
+			c.pre = rest
 		}
 	}
 	if c.rerr != nil {

@@ -82,8 +82,8 @@ func TestEcho(t *testing.T) {
 	}
 }
 
-// Fast open: the request goes with the first Write, the answer is read
-// by the first Read, in one round trip.
+// Fast open: the request is sent at once, the answer read by the first
+// Read, so the first bytes go without waiting for it.
 func TestFastOpen(t *testing.T) {
 	addr := serve(t, upgrade(t, "hi"))
 	raw, err := net.Dial("tcp", addr)
@@ -91,7 +91,7 @@ func TestFastOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer raw.Close()
-	c, err := ClientFastOpen(raw, good)
+	c, err := ClientFastOpen(context.Background(), raw, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,16 +105,15 @@ func TestFastOpen(t *testing.T) {
 	if _, err := io.ReadFull(c, got); err != nil || string(got) != "hihello" {
 		t.Fatalf("read %q, %v", got, err)
 	}
-	// A refusal is the first Read's error; a Read before any Write sends
-	// the request alone.
+	// A refusal is the first Read's error.
 	raw2, _ := net.Dial("tcp", serve(t, func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	defer raw2.Close()
-	c, _ = ClientFastOpen(raw2, good)
+	c, _ = ClientFastOpen(context.Background(), raw2, good)
 	raw2.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := c.Read(got); err == nil || !strings.Contains(err.Error(), "server answered 404") {
 		t.Fatalf("Read: %v, want the 404", err)
 	}
-	if _, err := ClientFastOpen(raw2, Config{Host: "a b"}); err == nil {
+	if _, err := ClientFastOpen(context.Background(), raw2, Config{Host: "a b"}); err == nil {
 		t.Error("a bad host passed")
 	}
 }

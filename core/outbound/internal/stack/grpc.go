@@ -62,7 +62,7 @@ func (s *Stack) dialUpgrade(ctx context.Context) (net.Conn, error) {
 	}
 	var c net.Conn
 	if s.huFast {
-		c, err = httpupgrade.ClientFastOpen(conn, *s.hu)
+		c, err = httpupgrade.ClientFastOpen(ctx, conn, *s.hu)
 	} else {
 		c, err = httpupgrade.Client(ctx, conn, *s.hu)
 	}
