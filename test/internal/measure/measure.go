@@ -30,7 +30,7 @@ type Settings struct {
 	Warmup     time.Duration // warm-up transfer before a client's runs
 	Runs       int           // runs per direction; the median is reported
 	Streams    int           // concurrent TCP streams
-	Protocols  []string      // hysteria2, tuic, anytls, vless-ws, vless-tcp, vless-grpc, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2, vless-reality, vless-reality-vision
+	Protocols  []string      // hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2, vless-reality, vless-reality-vision
 	Clients    []string      // skiff, sing-box
 	CPUProfile string        // prefix of skiff's CPU profile files; "" none
 	// ProfileUpload profiles the first upload run instead of the download.
@@ -61,7 +61,7 @@ func (s *Settings) Register(fs *flag.FlagSet, quickHelp, profileHelp string, qui
 	fs.IntVar(&s.Runs, "runs", 3, "runs per direction; the median is reported")
 	fs.IntVar(&s.Streams, "streams", 16, "concurrent TCP streams")
 	fs.BoolVar(&s.quick, "quick", false, quickHelp)
-	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, tuic, anytls, vless-ws, vless-tcp, vless-grpc, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2 (VMess with aes-128-gcm; h2: the V2Ray HTTP/2 transport over TLS), vless-reality, vless-reality-vision (fp=chrome both)")
+	fs.StringVar(&s.protocols, "protocols", "hysteria2,vless-ws", "comma-separated: hysteria2, tuic, anytls, vless-ws, vless-tcp, ss2022, trojan-tls, trojan-ws, vmess-tls, vmess-ws, vmess-tcp, vmess-h2 (VMess with aes-128-gcm; h2: the V2Ray HTTP/2 transport over TLS), vless-reality, vless-reality-vision (fp=chrome both)")
 	fs.StringVar(&s.clients, "clients", "skiff,sing-box", "comma-separated: skiff, sing-box")
 	fs.StringVar(&s.CPUProfile, "cpuprofile", "", profileHelp)
 	fs.BoolVar(&s.ProfileUpload, "profile-upload", false, "with -cpuprofile: profile the first upload run instead of the download")
@@ -112,7 +112,9 @@ func (s *Settings) Resolve(fs *flag.FlagSet) {
 func Server(proto string, port int, cert *harness.Cert) (*harness.Server, error) {
 	s := &harness.Server{Port: port, Cert: cert, Password: "bench-password", UUID: "6f1c3e0a-9d2b-4c7e-8f5a-1b2c3d4e5f60", Path: "/ws"}
 	switch k := harness.Kind(proto); k {
-	case harness.Hysteria2, harness.VLESSWS, harness.VLESSTCP, harness.VLESSGRPC, harness.TrojanTLS, harness.TrojanWS, harness.TUIC, harness.AnyTLS:
+	case harness.Hysteria2, harness.VLESSWS, harness.VLESSTCP, harness.TrojanTLS, harness.TrojanWS, harness.TUIC, harness.AnyTLS:
+		s.Kind = k
+	case harness.VLESSGRPC: // VLESS over gRPC (gun) over TLS
 		s.Kind = k
 	case "ss2022": // Shadowsocks 2022, the method the seed benchmark ranks
 		s.Kind, s.Method, s.Password = harness.Shadowsocks, "2022-blake3-aes-128-gcm", "YmVuY2gtcHNrLTE2Ynl0ZQ=="
