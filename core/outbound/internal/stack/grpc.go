@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strings"
@@ -28,7 +29,7 @@ func (s *Stack) newGRPCOrUpgrade(n *node.Node, typ string) error {
 		}
 		var err error
 		s.grpc, err = grpc.New(grpc.Config{ServiceName: t.ServiceName, Multi: t.MultiMode, Authority: auth,
-			UserAgent: headerValue(t.Headers, "User-Agent"), Plain: s.tls == nil}, s.dialTLS)
+			UserAgent: headerValue(t.Headers, "User-Agent"), Plain: s.tls == nil}, s.dialGRPCConn)
 		return err
 	case node.TransportHTTPUpgrade:
 		host := t.Host
@@ -45,6 +46,21 @@ func (s *Stack) newGRPCOrUpgrade(n *node.Node, typ string) error {
 		s.huFast = t.MaxEarlyData > 0
 	}
 	return nil
+}
+
+// dialGRPCConn dials a connection for the gRPC client: over TLS the
+// server must choose h2. REALITY reports no ALPN (its server negotiates
+// none) and speaks HTTP/2 all the same, as Xray's client assumes.
+func (s *Stack) dialGRPCConn(ctx context.Context) (net.Conn, error) {
+	c, err := s.dialTLS(ctx)
+	if err != nil || s.tls == nil || s.tls.Reality() {
+		return c, err
+	}
+	if cs, ok := c.(interface{ ConnectionState() tls.ConnectionState }); ok && cs.ConnectionState().NegotiatedProtocol != "h2" {
+		c.Close()
+		return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, cs.ConnectionState().NegotiatedProtocol)
+	}
+	return c, nil
 }
 
 func (s *Stack) dialGRPC(ctx context.Context) (net.Conn, error) {

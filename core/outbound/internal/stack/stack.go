@@ -163,9 +163,7 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
 		}
-		// REALITY reports no ALPN (its server does not negotiate one) and
-		// speaks HTTP/2 all the same, as Xray's client assumes.
-		if (s.h2 != nil || s.grpc != nil) && !s.tls.Reality() && tc.ConnectionState().NegotiatedProtocol != "h2" {
+		if s.h2 != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, tc.ConnectionState().NegotiatedProtocol)
 		}

@@ -1,8 +1,15 @@
 package stack
 
 import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 )
@@ -97,5 +104,28 @@ func TestNew(t *testing.T) {
 			}
 			s.Close()
 		})
+	}
+}
+
+// A gRPC node's TLS server must choose h2: one that chooses nothing (a
+// site that is no gRPC server) is named, not spoken to.
+func TestGRPCNeedsH2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{NextProtos: []string{}}
+	srv.StartTLS()
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	n := &node.Node{Server: host, Port: uint16(p), TLS: &node.TLS{Insecure: true}, Transport: &node.Transport{Type: "grpc", ServiceName: "gun"}}
+	s, err := New("p", n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = s.Dial(ctx)
+	if err == nil || !strings.Contains(err.Error(), `server did not choose h2 (ALPN "")`) {
+		t.Fatalf("Dial: %v, want the ALPN named", err)
 	}
 }
