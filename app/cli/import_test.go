@@ -19,7 +19,7 @@ const importUUID = "b831381d-6324-4d53-ad4f-8cda48b30811"
 var importList = "# nodes\n" +
 	"hysteria2://pw@[2001:db8::1]:443/?sni=a.example.com#%E4%B8%9C%E4%BA%AC\n" +
 	"vless://" + importUUID + "@b.example.com:443?encryption=none&security=tls&type=ws&path=%2Fws#ws node\n" +
-	"trojan://pw@c.example.com:443?type=grpc&serviceName=g#trojan node\n" +
+	"trojan://pw@c.example.com:443?type=tcp&headerType=http#trojan node\n" +
 	"bogus line\n"
 
 func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
@@ -39,7 +39,7 @@ func TestImportFileStdinAndNodes(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s %s", code, out, errOut)
 	}
-	if !strings.Contains(out, "imported 3 nodes") || !strings.Contains(out, `trojan node: transport "grpc" is not supported yet`) {
+	if !strings.Contains(out, "imported 3 nodes") || !strings.Contains(out, `trojan node: tcp header type "http" is not supported yet`) {
 		t.Errorf("summary: %s", out)
 	}
 	if !strings.Contains(errOut, "line 5:") {

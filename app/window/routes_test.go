@@ -24,7 +24,7 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	const (
 		hkA  = "hysteria2://secret@127.0.0.1:7/?insecure=1#HK A"
 		hkB  = "hysteria2://secret@127.0.0.1:5/?insecure=1#HK B"
-		grpc = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?encryption=none&security=tls&type=grpc&serviceName=gun#gRPC Home"
+		grpc = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?encryption=none&security=tls&type=tcp&headerType=http#HTTP-header Home"
 	)
 	h := newHarness(t, Prefs{Listen: "127.0.0.1:0"}, func(p *profile.Profile) {
 		addLinks(t, hy2Link, hkA, hkB, grpc)(p)
@@ -32,7 +32,7 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 		home := &profile.Group{ID: "g1", Name: "Home", Type: profile.GroupFailover, Members: []string{p.Nodes[0].ID}}
 		hk := &profile.Group{ID: "g2", Name: "Hong Kong", Type: profile.GroupFailover, Subscription: "s1", Origin: profile.OriginProvider,
 			Members: []string{p.Nodes[1].ID, p.Nodes[2].ID}}
-		dead := &profile.Group{ID: "g3", Name: "gRPC only", Type: profile.GroupFailover, Members: []string{p.Nodes[3].ID}}
+		dead := &profile.Group{ID: "g3", Name: "HTTP-header only", Type: profile.GroupFailover, Members: []string{p.Nodes[3].ID}}
 		p.Groups = []*profile.Group{home, hk, dead}
 		p.Selected = home.ID
 	})
@@ -40,7 +40,7 @@ func TestRuleTargetsInTheEditor(t *testing.T) {
 	h.ui.tabs.SelectIndex(2)
 	h.waitFor("the profile", func() bool { return len(v.p.Groups) == 3 })
 
-	// What is offered is what the core accepts, by words: the gRPC node
+	// What is offered is what the core accepts, by words: the HTTP-header node
 	// and the group of it alone are not.
 	want := []string{"direct", "block", "proxy", "Home (group)", "Hong Kong (group, Provider)", "Hy2 Home (server)", "HK A (server)", "HK B (server)"}
 	if got := v.targetShown; strings.Join(got, "|") != strings.Join(want, "|") {

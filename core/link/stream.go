@@ -198,9 +198,11 @@ func streamTransport(scheme string, q params) (*node.Transport, error) {
 		path, ed := splitEarlyData(q.get("path"))
 		return &node.Transport{Type: node.TransportWS, Host: q.get("host"), Path: path, MaxEarlyData: ed}, nil
 	case "httpupgrade":
-		return &node.Transport{Type: node.TransportHTTPUpgrade, Host: q.get("host"), Path: q.get("path")}, nil
+		// ?ed=N is Xray's fast open (the first bytes sent before the 101).
+		path, ed := splitEarlyData(q.get("path"))
+		return &node.Transport{Type: node.TransportHTTPUpgrade, Host: q.get("host"), Path: path, MaxEarlyData: ed}, nil
 	case "grpc", "gun":
-		return &node.Transport{Type: node.TransportGRPC, ServiceName: q.get("serviceName")}, nil
+		return grpcTransport(scheme, q)
 	case "http", "h2":
 		return &node.Transport{Type: node.TransportH2, Host: q.get("host"), Path: q.get("path")}, nil
 	}
@@ -231,10 +233,12 @@ func addStreamTransport(scheme string, q *query, t *node.Transport) error {
 	case node.TransportHTTPUpgrade:
 		q.add("type", "httpupgrade")
 		q.addNonEmpty("host", t.Host)
-		q.addNonEmpty("path", t.Path)
+		q.addNonEmpty("path", joinEarlyData(t.Path, t.MaxEarlyData))
 	case node.TransportGRPC:
 		q.add("type", "grpc")
 		q.addNonEmpty("serviceName", t.ServiceName)
+		q.addNonEmpty("authority", t.Authority)
+		q.add("mode", grpcMode(t.MultiMode))
 	case node.TransportH2:
 		q.add("type", "http")
 		q.addNonEmpty("host", t.Host)
@@ -251,8 +255,8 @@ func checkTransport(scheme string, t *node.Transport) error {
 	if t.EarlyDataHeader != "" && t.EarlyDataHeader != "Sec-WebSocket-Protocol" {
 		return errf(scheme, "earlyDataHeader", "a custom early-data header has no share-link form")
 	}
-	if t.MaxEarlyData != 0 && (t.Type != node.TransportWS || t.MaxEarlyData < 0 || t.MaxEarlyData > maxEarlyData) {
-		return errf(scheme, "maxEarlyData", "only 0-%d with ws", maxEarlyData)
+	if t.MaxEarlyData != 0 && (t.Type != node.TransportWS && t.Type != node.TransportHTTPUpgrade || t.MaxEarlyData < 0 || t.MaxEarlyData > maxEarlyData) {
+		return errf(scheme, "maxEarlyData", "only 0-%d with ws or httpupgrade", maxEarlyData)
 	}
 	return nil
 }
@@ -298,4 +302,25 @@ func joinEarlyData(p string, ed int) string {
 		return p + "&ed=" + strconv.Itoa(ed)
 	}
 	return p + "?ed=" + strconv.Itoa(ed)
+}
+
+// grpcTransport reads serviceName, authority and mode=gun|multi (v2rayN,
+// 3x-ui); no mode is gun.
+func grpcTransport(scheme string, q params) (*node.Transport, error) {
+	t := &node.Transport{Type: node.TransportGRPC, ServiceName: q.get("serviceName"), Authority: q.get("authority")}
+	switch m := strings.ToLower(q.get("mode")); m {
+	case "", "gun":
+	case "multi":
+		t.MultiMode = true
+	default:
+		return nil, refuse(scheme, "mode", "unsupported", m)
+	}
+	return t, nil
+}
+
+func grpcMode(multi bool) string {
+	if multi {
+		return "multi"
+	}
+	return "gun"
 }

@@ -36,7 +36,8 @@ type vmessJSON struct {
 	FP            string `json:"fp"`
 	AllowInsecure string `json:"allowInsecure,omitempty"`
 	PinSHA256     string `json:"pinSHA256,omitempty"`
-	ECH           string `json:"ech,omitempty"` // as the URL forms' ech= (link/ech.go)
+	ECH           string `json:"ech,omitempty"`       // as the URL forms' ech= (link/ech.go)
+	Authority     string `json:"authority,omitempty"` // grpc :authority (v2rayN)
 }
 
 // parseVMess reads vmess://base64(JSON) (v2rayN; the base64 may be
@@ -113,7 +114,11 @@ func parseVMess(rest string) (*node.Node, error) {
 	q := params{"type": strings.TrimSpace(str("net")), "host": str("host"), "path": str("path")}
 	switch strings.ToLower(q["type"]) {
 	case "grpc", "gun":
-		q["serviceName"] = q["path"]
+		// 3x-ui: the service in path, "multi" in type (else "gun" or "none").
+		q["serviceName"], q["authority"] = q["path"], str("authority")
+		if strings.EqualFold(strings.TrimSpace(str("type")), "multi") {
+			q["mode"] = "multi"
+		}
 	case "", "tcp", "raw":
 		q["headerType"] = strings.TrimSpace(str("type"))
 	}
@@ -225,9 +230,9 @@ func formatVMess(n *node.Node) (string, error) {
 		case node.TransportWS:
 			j.Net, j.Host, j.Path = "ws", tr.Host, joinEarlyData(tr.Path, tr.MaxEarlyData)
 		case node.TransportHTTPUpgrade:
-			j.Net, j.Host, j.Path = "httpupgrade", tr.Host, tr.Path
+			j.Net, j.Host, j.Path = "httpupgrade", tr.Host, joinEarlyData(tr.Path, tr.MaxEarlyData)
 		case node.TransportGRPC:
-			j.Net, j.Type, j.Path = "grpc", "gun", tr.ServiceName
+			j.Net, j.Type, j.Path, j.Authority = "grpc", grpcMode(tr.MultiMode), tr.ServiceName, tr.Authority
 		case node.TransportH2:
 			j.Net, j.Host, j.Path = "h2", tr.Host, tr.Path
 		}

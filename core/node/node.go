@@ -135,9 +135,11 @@ type Transport struct {
 	Path            string            `json:"path,omitempty"`            // ws/httpupgrade path, without the ?ed= query
 	Host            string            `json:"host,omitempty"`            // HTTP Host header
 	Headers         map[string]string `json:"headers,omitempty"`         // extra request headers
-	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N)
+	MaxEarlyData    int               `json:"maxEarlyData,omitempty"`    // ws: bytes of the first write sent in the upgrade request (?ed=N); httpupgrade: > 0 sends the first write with the request (fast open)
 	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
 	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
+	MultiMode       bool              `json:"multiMode,omitempty"`       // grpc: TunMulti (mode=multi) instead of Tun (gun)
+	Authority       string            `json:"authority,omitempty"`       // grpc :authority; empty: the TLS server name
 	HeaderType      string            `json:"headerType,omitempty"`      // tcp: "" (none) or "http" (HTTP/1.1 request header disguise with Host and Path); an outbound that cannot do it must refuse the node
 }
 

@@ -20,7 +20,7 @@ import (
 const (
 	hy2Link   = "hysteria2://secret@127.0.0.1:9/?insecure=1#Hy2 Home"
 	vlessLink = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?type=ws&security=tls&path=%2Fws#VLESS Home"
-	tuicLink  = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?encryption=none&security=tls&type=grpc&serviceName=gun#gRPC Home" // a transport Skiff cannot dial yet
+	tuicLink  = "vless://b831381d-6324-4d53-ad4f-8cda48b30811@127.0.0.1:443?encryption=none&security=tls&type=tcp&headerType=http#HTTP-header Home" // a transport Skiff cannot dial yet
 )
 
 // testProfile holds, from one subscription, a VLESS+WS+TLS, a Hysteria2 and
@@ -96,7 +96,7 @@ func TestBuild(t *testing.T) {
 				t.Errorf("selector starts with %q, want the saved choice", c.Selected)
 			}
 			for _, n := range c.Nodes {
-				if n.Name == "gRPC Home" {
+				if n.Name == "HTTP-header Home" {
 					t.Error("an unsupported node is in the config")
 				}
 			}
@@ -378,7 +378,7 @@ func TestRuleTargetsOffered(t *testing.T) {
 	const doc = `proxies:
   - {name: "HK Hy2", type: hysteria2, server: 127.0.0.1, port: 443, password: pw, sni: hk.example.com}
   - {name: "JP Hy2", type: hysteria2, server: 127.0.0.2, port: 443, password: pw, sni: jp.example.com}
-  - {name: "Old", type: vless, server: 127.0.0.4, port: 443, uuid: b831381d-6324-4d53-ad4f-8cda48b30811, tls: true, network: grpc, grpc-opts: {grpc-service-name: gun}}
+  - {name: "Old", type: vless, server: 127.0.0.4, port: 443, uuid: b831381d-6324-4d53-ad4f-8cda48b30811, tls: true, network: http, http-opts: {path: [/]}}
 proxy-groups:
   - {name: "Main", type: select, proxies: ["JP Hy2", "HK Hy2"]}
   - {name: "🇭🇰 Hong Kong", type: fallback, proxies: ["HK Hy2"]}

@@ -27,7 +27,7 @@ func TestUnusable(t *testing.T) {
 		inReason string
 	}{
 		{"dialable", vless(func(*node.Node) {}), nil, ""},
-		{"transport", vless(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), &node.Lack{Feature: node.FeatureTransport, Value: "grpc"}, `transport "grpc"`},
+		{"transport", vless(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }), &node.Lack{Feature: node.FeatureTransport, Value: "tcp+http"}, `tcp header type "http"`},
 		{"multiplex", vless(func(n *node.Node) { n.Multiplex = "mux.cool" }), &node.Lack{Feature: node.FeatureMultiplex, Value: "mux.cool"}, `multiplex "mux.cool"`},
 		{"encryption", vless(func(n *node.Node) { n.VLESS.Encryption = "mlkem768x25519plus" }), &node.Lack{Feature: node.FeatureCipher, Value: "mlkem768x25519plus"}, "encryption"},
 		{"vmess security", &node.Node{Name: "n", Protocol: node.VMess, Server: "192.0.2.1", Port: 443, VMess: &node.VMessOptions{UUID: uuid, Security: "aes-256-cfb"}},

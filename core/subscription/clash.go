@@ -50,6 +50,7 @@ type clashProxy struct {
 		MaxEarlyData        int               `yaml:"max-early-data"`
 		EarlyDataHeaderName string            `yaml:"early-data-header-name"`
 		V2rayHTTPUpgrade    bool              `yaml:"v2ray-http-upgrade"`
+		HTTPUpgradeFastOpen bool              `yaml:"v2ray-http-upgrade-fast-open"`
 	} `yaml:"ws-opts"`
 	GRPCOpts *struct {
 		ServiceName string `yaml:"grpc-service-name"`
@@ -389,6 +390,10 @@ func (cp *clashProxy) build() (*node.Node, error) {
 	return n, nil
 }
 
+// fastOpenEarlyData marks an HTTPUpgrade node with fast open, as a link's
+// ?ed=2048 (the value Xray's panels write) does.
+const fastOpenEarlyData = 2048
+
 func (cp *clashProxy) transport() (*node.Transport, error) {
 	switch strings.ToLower(cp.Network) {
 	case "", "tcp":
@@ -408,6 +413,9 @@ func (cp *clashProxy) transport() (*node.Transport, error) {
 			if o.V2rayHTTPUpgrade {
 				t.Type = node.TransportHTTPUpgrade
 				t.MaxEarlyData, t.EarlyDataHeader = 0, ""
+				if o.HTTPUpgradeFastOpen {
+					t.MaxEarlyData = fastOpenEarlyData
+				}
 			}
 		}
 		return t, nil

@@ -151,7 +151,7 @@ proxies:
     port: 443
     uuid: ` + testUUID + `
     alterId: 0
-    cipher: auto
+    cipher: aes-128-cfb
     tls: true
     network: grpc
     grpc-opts:
@@ -580,10 +580,12 @@ func TestSupported(t *testing.T) {
 		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP} }), true},
 		{vl(func(n *node.Node) { n.TLS = &node.TLS{Reality: &node.Reality{}} }), false},
 		{vl(func(n *node.Node) { n.VLESS.Flow = "xtls-rprx-vision" }), false},
-		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), false},
+		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }), true},
+		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportHTTPUpgrade} }), true},
 		{vl(func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }), false},
 		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}}, true},
-		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}, Transport: &node.Transport{Type: node.TransportGRPC}}, false},
+		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}, Transport: &node.Transport{Type: node.TransportGRPC}}, true},
+		{&node.Node{Protocol: node.Trojan, Server: "t.example", Port: 443, Trojan: &node.TrojanOptions{Password: "p"}, Transport: &node.Transport{Type: "quic"}}, false},
 		{&node.Node{Protocol: node.VMess, Server: "v.example", Port: 443, VMess: &node.VMessOptions{UUID: testUUID}, Transport: &node.Transport{Type: node.TransportWS}}, true},
 		{&node.Node{Protocol: node.VMess, Server: "v.example", Port: 443, VMess: &node.VMessOptions{UUID: testUUID, AlterID: 64}}, false},
 		{&node.Node{Protocol: "wireguard"}, false},

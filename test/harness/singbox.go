@@ -22,6 +22,7 @@ const (
 	Hysteria2 Kind = "hysteria2"  // Hysteria2 over QUIC (optionally Salamander)
 	VLESSWS   Kind = "vless-ws"   // VLESS over WebSocket over TLS
 	VLESSTCP  Kind = "vless-tcp"  // VLESS over TLS over TCP
+	VLESSGRPC Kind = "vless-grpc" // VLESS over gRPC (gun, service GRPCService) over TLS
 	TrojanTLS Kind = "trojan-tls" // Trojan over TLS over TCP
 	TrojanWS  Kind = "trojan-ws"  // Trojan over WebSocket over TLS
 	VMessTCP  Kind = "vmess-tcp"  // VMess over plain TCP
@@ -35,6 +36,9 @@ const (
 	VLESSReality       Kind = "vless-reality"        // VLESS over REALITY over TCP
 	VLESSRealityVision Kind = "vless-reality-vision" // the same with flow xtls-rprx-vision
 )
+
+// GRPCService is the gRPC service name of VLESSGRPC servers.
+const GRPCService = "skiff.Tunnel"
 
 // reality reports whether servers of kind k run REALITY.
 func (k Kind) reality() bool { return k == VLESSReality || k == VLESSRealityVision }
@@ -148,6 +152,9 @@ func (s *Server) ServerConfig() ([]byte, error) {
 		in["transport"] = map[string]any{"type": "http", "path": "/h2"}
 		tls["alpn"] = []string{"h2"}
 	}
+	if s.Kind == VLESSGRPC {
+		in["transport"] = map[string]any{"type": "grpc", "service_name": GRPCService}
+	}
 	switch s.Kind {
 	case Hysteria2:
 		in["type"] = "hysteria2"
@@ -166,7 +173,7 @@ func (s *Server) ServerConfig() ([]byte, error) {
 	case AnyTLS:
 		in["type"] = "anytls"
 		in["users"] = []map[string]any{{"name": "test", "password": s.Password}}
-	case VLESSWS, VLESSTCP, VLESSVision, VLESSReality, VLESSRealityVision:
+	case VLESSWS, VLESSTCP, VLESSGRPC, VLESSVision, VLESSReality, VLESSRealityVision:
 		in["type"] = "vless"
 		in["users"] = []map[string]any{{"name": "test", "uuid": s.UUID, "flow": s.Kind.flow()}}
 	case Shadowsocks:
@@ -312,6 +319,9 @@ func (s *Server) Link(tls ClientTLS) string {
 			q.Set("type", "ws")
 			q.Set("host", "localhost")
 			q.Set("path", s.wsPath())
+		} else if s.Kind == VLESSGRPC {
+			q.Set("type", "grpc")
+			q.Set("serviceName", GRPCService)
 		} else {
 			q.Set("type", "tcp")
 		}
@@ -377,6 +387,9 @@ func (s *Server) ClientOutbound() map[string]any {
 	}
 	if s.Kind == VMessH2 {
 		out["transport"] = map[string]any{"type": "http", "host": []string{"localhost"}, "path": "/h2"}
+	}
+	if s.Kind == VLESSGRPC {
+		out["transport"] = map[string]any{"type": "grpc", "service_name": GRPCService}
 	}
 	switch s.Kind {
 	case Hysteria2:

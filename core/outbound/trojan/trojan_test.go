@@ -349,7 +349,7 @@ func TestNew(t *testing.T) {
 		mod  func(*node.Node)
 		want string
 	}{
-		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }, `transport "grpc" is not supported yet`},
+		{"tcp http header", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }, `tcp header type "http" is not supported yet`},
 		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "x"} }, "reality: public key"},
 		{"empty password", func(n *node.Node) { n.Trojan.Password = "" }, "empty password"},
 		{"bad pin", func(n *node.Node) { n.TLS.PinSHA256 = "zz" }, "pinSHA256"},

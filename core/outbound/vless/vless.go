@@ -1,12 +1,10 @@
 // Package vless is the VLESS client: one stream to the server per flow (TCP)
 // or per UDP destination, over plain TCP, TLS (Go's or a uTLS fingerprint),
-// REALITY, WebSocket over TLS or HTTP/2 (transport/stack), with
+// REALITY, WebSocket, HTTPUpgrade, HTTP/2 or gRPC (transport/stack), with
 // the request header sent together with the flow's first bytes so that it
 // rides in WebSocket early data when the node allows it.
 //
 // The flow xtls-rprx-vision (vision.go) runs over TLS or REALITY on TCP.
-// Not supported yet, each reported by New: the grpc and httpupgrade
-// transports.
 package vless
 
 import (

@@ -589,8 +589,13 @@ func TestNew(t *testing.T) {
 			n.VLESS.Flow = "xtls-rprx-vision"
 			n.Transport = &node.Transport{Type: "ws"}
 		}, "runs over tcp only, not ws"},
-		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `transport "grpc" is not supported yet`},
-		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, `transport "httpupgrade"`},
+		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, ""},
+		{"vision over grpc", func(n *node.Node) {
+			n.VLESS.Flow = "xtls-rprx-vision"
+			n.Transport = &node.Transport{Type: "grpc"}
+		}, "runs over tcp only, not grpc"},
+		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade"} }, ""},
+		{"quic", func(n *node.Node) { n.Transport = &node.Transport{Type: "quic"} }, `transport "quic" is not supported yet`},
 		{"h2", func(n *node.Node) { n.Transport = &node.Transport{Type: "h2"} }, ""},
 		{"h2 without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "h2"} }, "h2 without TLS"},
 		{"reality", func(n *node.Node) {

@@ -439,7 +439,7 @@ func TestNew(t *testing.T) {
 		{"auth length", func(n *node.Node) { n.VMess.AuthenticatedLength = true }, "authenticated length is not supported"},
 		{"xudp", func(n *node.Node) { n.VMess.PacketEncoding = "xudp" }, `packet encoding "xudp" is not supported`},
 		{"cfb", func(n *node.Node) { n.VMess.Security = "aes-128-cfb" }, `security "aes-128-cfb" is not supported`},
-		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportGRPC} }, `transport "grpc" is not supported yet`},
+		{"tcp http header", func(n *node.Node) { n.Transport = &node.Transport{Type: node.TransportTCP, HeaderType: "http"} }, `tcp header type "http" is not supported yet`},
 		{"bad uuid", func(n *node.Node) { n.VMess.UUID = "this is not a uuid at all, far too long" }, "uuid"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -437,7 +437,7 @@ func (hc *hconn) openStream(s *stream, cfg *Config, path string) error {
 	hc.hbuf.Reset()
 	enc := func(k, v string) { hc.henc.WriteField(hpack.HeaderField{Name: k, Value: v}) }
 	enc(":method", cfg.Method)
-	enc(":scheme", "https")
+	enc(":scheme", cfg.Scheme)
 	enc(":authority", cfg.Host)
 	enc(":path", path)
 	for k, v := range cfg.Headers {
@@ -476,6 +476,9 @@ func (hc *hconn) newStream(ctx context.Context) (*stream, error) {
 	}
 	// Give the stream its share of the receive window.
 	s.updateWindow()
+	if cl.cfg.NoWait {
+		return s, nil
+	}
 	for {
 		s.mu.Lock()
 		got, err := s.gotResp, s.err

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // Config is what each request says.
@@ -23,6 +25,16 @@ type Config struct {
 	Path    string            // empty: "/"
 	Method  string            // empty: PUT, as V2Ray and sing-box use
 	Headers map[string]string // extra request headers
+	Scheme  string            // empty: https; http for prior-knowledge h2c
+	// Check, when set, sees the fields of the response headers and
+	// trailers; end is set on the block that ends the stream. Its error
+	// fails the stream: Dial, or Read after the bytes before it.
+	Check func(fields []hpack.HeaderField, end bool) error
+	// NoWait makes Dial return once the request is sent, not when the
+	// response headers come: servers that answer only with their first
+	// bytes (sing-box's and Xray's gRPC) wait for the client's. Read then
+	// waits for them and returns a refusal.
+	NoWait bool
 }
 
 // StatusError is a response other than 200.
@@ -84,6 +96,9 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 	}
 	if cfg.Method == "" {
 		cfg.Method = http.MethodPut
+	}
+	if cfg.Scheme == "" {
+		cfg.Scheme = "https"
 	}
 	return &Client{cfg: cfg, path: path, target: cfg.Host + path, dial: dial, idle: idleTimeout, ping: pingTimeout}, nil
 }

@@ -31,6 +31,7 @@ type stream struct {
 	sentEnd   bool  // END_STREAM sent
 	closed    bool
 	err       error
+	endErr    error // what Read returns at END_STREAM instead of io.EOF (Config.Check)
 	rdl, wdl  time.Time
 	rt, wt    *time.Timer
 }
@@ -49,13 +50,25 @@ func wake(ch chan struct{}) {
 // onHeaders takes the response headers (or trailers).
 func (s *stream) onHeaders(f *http2.MetaHeadersFrame) {
 	s.mu.Lock()
-	if !s.gotResp && s.err == nil {
+	first := !s.gotResp && s.err == nil
+	if first {
 		switch st := statusOf(f); {
 		case st >= 100 && st < 200 && !f.StreamEnded():
+			first = false
 		case st == 200:
 			s.gotResp = true
 		default:
 			s.err = &StatusError{Target: s.hc.cl.target, Status: st}
+			first = false
+		}
+	}
+	if check := s.hc.cl.cfg.Check; check != nil && (first || s.gotResp && s.err == nil && s.endErr == nil) {
+		if err := check(f.Fields, f.StreamEnded()); err != nil {
+			if first {
+				s.err = err // Dial's
+			} else {
+				s.endErr = err
+			}
 		}
 	}
 	if f.StreamEnded() {
@@ -149,13 +162,17 @@ func (s *stream) Read(p []byte) (int, error) {
 		case s.closed:
 			s.mu.Unlock()
 			return 0, net.ErrClosed
-		case s.eof:
-			s.mu.Unlock()
-			return 0, io.EOF
-		case s.err != nil:
+		case s.err != nil: // before eof: a refusal may end the stream
 			err := s.err
 			s.mu.Unlock()
 			return 0, err
+		case s.eof:
+			err := s.endErr
+			s.mu.Unlock()
+			if err != nil {
+				return 0, err
+			}
+			return 0, io.EOF
 		case !s.rdl.IsZero() && !time.Now().Before(s.rdl):
 			s.mu.Unlock()
 			return 0, os.ErrDeadlineExceeded

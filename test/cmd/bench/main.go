@@ -419,7 +419,7 @@ func target(proto string) string {
 		return "- / ≥1.2x / ≤0.45x" // issue 33
 	case "anytls":
 		return "- / ≥1.3x / ≤0.5x" // issue 14
-	case "vless-ws", "vless-tcp":
+	case "vless-ws", "vless-tcp", "vless-grpc":
 		return "≥1.08x / ≥0.83x / ≤0.45x"
 	case "ss2022":
 		return "≥1.00x / ≥1.40x / ≤0.45x"

@@ -114,6 +114,8 @@ func Server(proto string, port int, cert *harness.Cert) (*harness.Server, error)
 	switch k := harness.Kind(proto); k {
 	case harness.Hysteria2, harness.VLESSWS, harness.VLESSTCP, harness.TrojanTLS, harness.TrojanWS, harness.TUIC, harness.AnyTLS, harness.HysteriaV1:
 		s.Kind = k
+	case harness.VLESSGRPC: // VLESS over gRPC (gun) over TLS
+		s.Kind = k
 	case "ss2022": // Shadowsocks 2022, the method the seed benchmark ranks
 		s.Kind, s.Method, s.Password = harness.Shadowsocks, "2022-blake3-aes-128-gcm", "YmVuY2gtcHNrLTE2Ynl0ZQ=="
 	case harness.VMessTLS, harness.VMessWS, harness.VMessTCP, harness.VMessH2:

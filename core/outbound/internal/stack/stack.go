@@ -1,6 +1,8 @@
 // Package stack opens the byte stream that the stream protocols (Trojan,
 // VMess) run on: a TCP connection to the server, then TLS (tlsconf) when
-// the node has it, then WebSocket (ws) when its transport says so. It is
+// the node has it, then WebSocket (ws) or HTTPUpgrade (httpupgrade) when
+// its transport says so, or streams on shared HTTP/2 connections (h2,
+// grpc). It is
 // built once per outbound from the node, so that each protocol client only
 // adds its own framing, and every one of them refuses the same transports
 // with the same words.
@@ -16,7 +18,9 @@ import (
 
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/transport/grpc"
 	"github.com/skiffvpn/skiff/core/transport/h2"
+	"github.com/skiffvpn/skiff/core/transport/httpupgrade"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
 )
@@ -26,15 +30,19 @@ type Stack struct {
 	proto  string // protocol name, the prefix of errors
 	addr   string // server:port
 	dialer outbound.Dialer
-	tls    *tlsconf.Stream // nil: no TLS
-	ws     *ws.Config      // nil: no WebSocket
-	h2     *h2.Client      // nil: no HTTP/2
+	tls    *tlsconf.Stream     // nil: no TLS
+	ws     *ws.Config          // nil: no WebSocket
+	h2     *h2.Client          // nil: no HTTP/2
+	grpc   *grpc.Client        // nil: no gRPC
+	hu     *httpupgrade.Config // nil: no HTTPUpgrade
+	huFast bool                // HTTPUpgrade without waiting for the 101 (?ed=N)
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
-// "trojan: 127.0.0.1:443: …"). It supports plain TCP and WebSocket, with
-// or without TLS (crypto/tls, a uTLS fingerprint, or REALITY), and HTTP/2;
-// the other transports are refused with their names. d nil means a zero outbound.SystemDialer.
+// "trojan: 127.0.0.1:443: …"). It supports plain TCP, WebSocket,
+// HTTPUpgrade and gRPC, with or without TLS (crypto/tls, a uTLS
+// fingerprint, or REALITY), and HTTP/2; the other transports are refused
+// with their names. d nil means a zero outbound.SystemDialer.
 func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	addr := n.Address()
 	if d == nil {
@@ -66,12 +74,16 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 			return nil, node.Unsupportedf(node.FeatureTransport, "h2 (no TLS)", "%s: %s: transport h2 without TLS is not supported", proto, addr)
 		}
 		alpn = []string{"h2"}
+	case node.TransportGRPC:
+		alpn = []string{"h2"}
+	case node.TransportHTTPUpgrade:
+		alpn = []string{"http/1.1"}
 	default:
-		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
+		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws, h2, grpc and httpupgrade)", proto, addr, typ)
 	}
 	if n.TLS != nil {
-		if n.TLS.Reality != nil && typ == node.TransportWS {
-			return nil, node.Unsupportedf(node.FeatureTransport, "REALITY+ws", "%s: %s: REALITY over WebSocket is not supported (REALITY carries tcp or h2)", proto, addr)
+		if n.TLS.Reality != nil && (typ == node.TransportWS || typ == node.TransportHTTPUpgrade) {
+			return nil, node.Unsupportedf(node.FeatureTransport, "REALITY+"+typ, "%s: %s: REALITY over %s is not supported (REALITY carries tcp, h2 or grpc)", proto, addr, typ)
 		}
 		var err error
 		s.tls, err = tlsconf.NewStream(n.TLS, n.Server, alpn...)
@@ -93,6 +105,9 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
 	}
+	if err := s.newGRPCOrUpgrade(n, typ); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+	}
 	return s, nil
 }
 
@@ -112,6 +127,12 @@ func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
 			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
 		}
 		return c, nil
+	}
+	if s.grpc != nil {
+		return s.dialGRPC(ctx)
+	}
+	if s.hu != nil {
+		return s.dialUpgrade(ctx)
 	}
 	conn, err := s.dialTLS(ctx)
 	if err != nil {
@@ -155,6 +176,9 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 func (s *Stack) Close() {
 	if s.h2 != nil {
 		s.h2.Close()
+	}
+	if s.grpc != nil {
+		s.grpc.Close()
 	}
 }
 

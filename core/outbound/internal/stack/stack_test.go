@@ -1,8 +1,15 @@
 package stack
 
 import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
 )
@@ -46,14 +53,25 @@ func TestNew(t *testing.T) {
 		{"plain", func(n *node.Node) { n.TLS = nil }, ""},
 		{"raw", func(n *node.Node) { n.Transport = &node.Transport{Type: "raw"} }, ""},
 		{"ws", func(n *node.Node) { n.Transport = &node.Transport{Type: "ws", Path: "/x?ed=2560"} }, ""},
-		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc"} }, `p: s.example:443: transport "grpc" is not supported yet`},
+		{"grpc", func(n *node.Node) { n.Transport = &node.Transport{Type: "grpc", ServiceName: "gun", MultiMode: true} }, ""},
+		{"grpc without tls", func(n *node.Node) { n.TLS = nil; n.Transport = &node.Transport{Type: "grpc"} }, ""},
+		{"grpc over reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
+			n.Transport = &node.Transport{Type: "grpc"}
+		}, ""},
+		{"httpupgrade", func(n *node.Node) { n.Transport = &node.Transport{Type: "httpupgrade", Path: "/up"} }, ""},
+		{"httpupgrade over reality", func(n *node.Node) {
+			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
+			n.Transport = &node.Transport{Type: "httpupgrade"}
+		}, "REALITY over httpupgrade"},
+		{"unknown transport", func(n *node.Node) { n.Transport = &node.Transport{Type: "quic"} }, `p: s.example:443: transport "quic" is not supported yet`},
 		{"http header", func(n *node.Node) { n.Transport = &node.Transport{Type: "tcp", HeaderType: "http"} }, `tcp header type "http"`},
 		{"reality", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: realityPub, ShortID: "ab"} }, ""},
 		{"reality bad key", func(n *node.Node) { n.TLS.Reality = &node.Reality{PublicKey: "k"} }, "reality: public key"},
 		{"reality over ws", func(n *node.Node) {
 			n.TLS.Reality = &node.Reality{PublicKey: realityPub}
 			n.Transport = &node.Transport{Type: "ws"}
-		}, "REALITY over WebSocket"},
+		}, "REALITY over ws"},
 		{"fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "firefox" }, ""},
 		{"unknown fingerprint", func(n *node.Node) { n.TLS.Fingerprint = "netscape" }, `fp "netscape": unknown TLS fingerprint`},
 		{"multiplex", func(n *node.Node) { n.Multiplex = "smux" }, `multiplex "smux" is not supported yet`},
@@ -86,5 +104,28 @@ func TestNew(t *testing.T) {
 			}
 			s.Close()
 		})
+	}
+}
+
+// A gRPC node's TLS server must choose h2: one that chooses nothing (a
+// site that is no gRPC server) is named, not spoken to.
+func TestGRPCNeedsH2(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{NextProtos: []string{}}
+	srv.StartTLS()
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	n := &node.Node{Server: host, Port: uint16(p), TLS: &node.TLS{Insecure: true}, Transport: &node.Transport{Type: "grpc", ServiceName: "gun"}}
+	s, err := New("p", n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = s.Dial(ctx)
+	if err == nil || !strings.Contains(err.Error(), `server did not choose h2 (ALPN "")`) {
+		t.Fatalf("Dial: %v, want the ALPN named", err)
 	}
 }
