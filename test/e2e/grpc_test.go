@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
@@ -39,7 +42,9 @@ var (
 
 // transportCases: VLESS, Trojan and VMess over TLS with each transport,
 // against sing-box (gun only: its gRPC server has no TunMulti) and Xray
-// (gun and multi, and REALITY under gRPC).
+// (gun and multi, and REALITY under gRPC). Fast open runs against Xray
+// only: sing-box's server loses bytes that come before it took the
+// connection over (see the udp case), which fast open always sends.
 var transportCases = []transportCase{
 	{impl: singBox, kind: harness.VLESSTCP, tr: gun},
 	{impl: singBox, kind: harness.TrojanTLS, tr: gun},
@@ -56,7 +61,6 @@ var transportCases = []transportCase{
 	{impl: xray, kind: harness.VLESSTCP, tr: upgrade},
 	{impl: xray, kind: harness.TrojanTLS, tr: upgrade},
 	{impl: xray, kind: harness.VMessWS, tr: upgrade},
-	{impl: singBox, kind: harness.VLESSTCP, tr: fastOpen},
 	{impl: xray, kind: harness.VLESSTCP, tr: fastOpen},
 	{impl: xray, kind: harness.TrojanTLS, tr: fastOpen},
 }
@@ -116,7 +120,24 @@ func testTransport(t *testing.T, tc transportCase) {
 		}
 	})
 	// Xray's VLESS UDP drops datagrams of several KiB: sizes both carry.
-	t.Run("udp", func(t *testing.T) { udpThrough(t, ob, 1, 512, 1400, 3000) })
+	t.Run("udp", func(t *testing.T) {
+		if tc.impl == singBox && tc.tr.Type == node.TransportHTTPUpgrade {
+			// sing-box flushes its 101, then hijacks the connection and
+			// drops the hijack's reader (transport/v2rayhttpupgrade/
+			// server.go), so a first byte net/http's background read took
+			// in between is lost and the flow refused ("unknown version",
+			// "bad request"). On loopback the client's first bytes come
+			// back within that window (a UDP session writes at once: most
+			// runs lost one); over a network a round trip is far longer.
+			// The first session may fail so; a second must not.
+			if err := udpOnce(ob, 1, 512, 1400, 3000); err != nil {
+				t.Logf("first UDP session (sing-box's upgrade race): %v", err)
+			} else {
+				return
+			}
+		}
+		udpThrough(t, ob, 1, 512, 1400, 3000)
+	})
 	t.Run("server-restart", func(t *testing.T) {
 		server.Stop()
 		server = start()
@@ -237,4 +258,51 @@ func startWith(t *testing.T, impl serverImpl, s *harness.Server, cfg []byte) *ha
 		t.Fatal(err)
 	}
 	return p
+}
+
+// udpOnce sends one datagram of each size through ob to a UDP echo and
+// wants each back, as an error.
+func udpOnce(ob outbound.Outbound, sizes ...int) error {
+	ln, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, from, err := ln.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			ln.WriteTo(buf[:n], from)
+		}
+	}()
+	dst, err := flow.ParseAddr(ln.LocalAddr().String())
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pc, err := ob.ListenPacket(ctx, dst)
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	pc.SetDeadline(time.Now().Add(5 * time.Second))
+	got := make([]byte, 65535)
+	for _, n := range sizes {
+		p := bytes.Repeat([]byte{byte(n)}, n)
+		if _, err := pc.WriteTo(p, dst); err != nil {
+			return err
+		}
+		m, _, err := pc.ReadFrom(got)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(got[:m], p) {
+			return fmt.Errorf("%d-byte datagram came back as %d bytes", n, m)
+		}
+	}
+	return nil
 }
