@@ -36,7 +36,8 @@ type vmessJSON struct {
 	FP            string `json:"fp"`
 	AllowInsecure string `json:"allowInsecure,omitempty"`
 	PinSHA256     string `json:"pinSHA256,omitempty"`
-	ECH           string `json:"ech,omitempty"` // as the URL forms' ech= (link/ech.go)
+	ECH           string `json:"ech,omitempty"`   // as the URL forms' ech= (link/ech.go)
+	Extra         string `json:"extra,omitempty"` // xhttp: its extra= (v2rayN puts the mode in type)
 }
 
 // parseVMess reads vmess://base64(JSON) (v2rayN; the base64 may be
@@ -116,6 +117,8 @@ func parseVMess(rest string) (*node.Node, error) {
 		q["serviceName"] = q["path"]
 	case "", "tcp", "raw":
 		q["headerType"] = strings.TrimSpace(str("type"))
+	case "xhttp", "splithttp":
+		q["mode"], q["extra"] = strings.TrimSpace(str("type")), str("extra")
 	}
 	tr, err := streamTransport(s, q)
 	if err != nil {
@@ -230,6 +233,11 @@ func formatVMess(n *node.Node) (string, error) {
 			j.Net, j.Type, j.Path = "grpc", "gun", tr.ServiceName
 		case node.TransportH2:
 			j.Net, j.Host, j.Path = "h2", tr.Host, tr.Path
+		case node.TransportXHTTP:
+			j.Net, j.Host, j.Path, j.Type = "xhttp", tr.Host, tr.Path, ""
+			if x := tr.XHTTP; x != nil {
+				j.Type, j.Extra = x.Mode, x.Extra
+			}
 		}
 	}
 	if t := n.TLS; t != nil {

@@ -133,6 +133,7 @@ type Transport struct {
 	EarlyDataHeader string            `json:"earlyDataHeader,omitempty"` // ws: header carrying early data; empty: Sec-WebSocket-Protocol
 	ServiceName     string            `json:"serviceName,omitempty"`     // grpc
 	HeaderType      string            `json:"headerType,omitempty"`      // tcp: "" (none) or "http" (HTTP/1.1 request header disguise with Host and Path); an outbound that cannot do it must refuse the node
+	XHTTP           *XHTTP            `json:"xhttp,omitempty"`           // xhttp: mode and extra
 }
 
 // Hysteria2Options is Hysteria2's settings. TLS settings are in Node.TLS.
@@ -291,7 +292,7 @@ func (n *Node) Validate() error {
 	}
 	if n.Transport != nil {
 		switch n.Transport.Type {
-		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2:
+		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2, TransportXHTTP:
 		default:
 			return fmt.Errorf("node: transport: unknown type %q", n.Transport.Type)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/skiffvpn/skiff/core/transport/h2"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
+	"github.com/skiffvpn/skiff/core/transport/xhttp"
 )
 
 // Stack dials one server through its layers.
@@ -29,6 +30,8 @@ type Stack struct {
 	tls    *tlsconf.Stream // nil: no TLS
 	ws     *ws.Config      // nil: no WebSocket
 	h2     *h2.Client      // nil: no HTTP/2
+	xhttp  *xhttp.Client   // nil: no XHTTP
+	wantH2 bool            // the TLS handshake must choose h2
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
@@ -50,6 +53,7 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		typ = t.Type
 	}
 	var alpn []string
+	var xc xhttp.Config
 	switch typ {
 	case node.TransportTCP, "raw":
 		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
@@ -66,8 +70,13 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 			return nil, node.Unsupportedf(node.FeatureTransport, "h2 (no TLS)", "%s: %s: transport h2 without TLS is not supported", proto, addr)
 		}
 		alpn = []string{"h2"}
+	case node.TransportXHTTP:
+		var err error
+		if xc, alpn, err = xhttpConfig(proto, n); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws and h2)", proto, addr, typ)
+		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws, h2 and xhttp)", proto, addr, typ)
 	}
 	if n.TLS != nil {
 		if n.TLS.Reality != nil && typ == node.TransportWS {
@@ -93,6 +102,13 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
 	}
+	if typ == node.TransportXHTTP {
+		var err error
+		if s.xhttp, err = xhttp.New(xc, s.dialTLS); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+		s.wantH2 = xc.HTTP == xhttp.HTTP2 && s.tls != nil
+	}
 	return s, nil
 }
 
@@ -106,6 +122,13 @@ func (s *Stack) TLS() bool { return s.tls != nil }
 // early data) the WebSocket upgrade, bounded by ctx. Errors name the
 // server and the step.
 func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
+	if s.xhttp != nil {
+		c, err := s.xhttp.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		return c, nil
+	}
 	if s.h2 != nil {
 		c, err := s.h2.Dial(ctx)
 		if err != nil {
@@ -142,7 +165,7 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
 		}
-		if s.h2 != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
+		if (s.h2 != nil || s.wantH2) && tc.ConnectionState().NegotiatedProtocol != "h2" {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, tc.ConnectionState().NegotiatedProtocol)
 		}
@@ -155,6 +178,9 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 func (s *Stack) Close() {
 	if s.h2 != nil {
 		s.h2.Close()
+	}
+	if s.xhttp != nil {
+		s.xhttp.Close()
 	}
 }
 
