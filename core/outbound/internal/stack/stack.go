@@ -107,7 +107,8 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		if s.xhttp, err = xhttp.New(xc, s.dialTLS); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
-		s.wantH2 = xc.HTTP == xhttp.HTTP2 && s.tls != nil
+		// REALITY reports no ALPN: Xray's server speaks h2 under it.
+		s.wantH2 = xc.HTTP == xhttp.HTTP2 && s.tls != nil && !s.tls.Reality()
 	}
 	return s, nil
 }
