@@ -69,7 +69,9 @@ func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 	var alpn []string
 	switch {
 	case reality:
-		cfg.HTTP, alpn = xhttp.HTTP2, []string{"h2"}
+		// The ALPN a browser offers, for the hello the cover site sees;
+		// REALITY reports none, and Xray's server speaks h2 under it.
+		cfg.HTTP, alpn = xhttp.HTTP2, []string{"h2", "http/1.1"}
 	case n.TLS == nil:
 		cfg.HTTP = xhttp.HTTP1
 	case slices.Equal(n.TLS.ALPN, []string{"h3"}):
