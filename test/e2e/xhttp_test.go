@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -14,7 +15,7 @@ import (
 // xhttpCase is one XHTTP combination against Xray's server.
 type xhttpCase struct {
 	name string
-	kind harness.Kind // VLESSTCP (TLS), VLESSReality or TrojanTLS
+	kind harness.Kind // VLESSTCP (TLS), VLESSReality, TrojanTLS or VMessTCP (no TLS: HTTP/1.1)
 	mode string       // the link's mode; "" leaves it out (auto)
 	alpn string       // the link's alpn; "http/1.1" gives HTTP/1.1
 }
@@ -29,6 +30,7 @@ var xhttpCases = []xhttpCase{
 	{"vless-reality-stream-up", harness.VLESSReality, "stream-up", ""},
 	{"vless-reality-packet-up", harness.VLESSReality, "packet-up", ""},
 	{"trojan-tls-h2-stream-one", harness.TrojanTLS, "stream-one", ""},
+	{"vmess-plain-h1-packet-up", harness.VMessTCP, "packet-up", ""},
 }
 
 // TestXHTTP runs Skiff's XHTTP client against Xray's XHTTP server (mode
@@ -105,6 +107,22 @@ func xrayXHTTP(t *testing.T, s *harness.Server, path string) []byte {
 // xhttpLink turns s's tcp link into an XHTTP one.
 func xhttpLink(t *testing.T, l, path, mode, alpn string) string {
 	t.Helper()
+	if b64, ok := strings.CutPrefix(l, "vmess://"); ok {
+		raw, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j map[string]any
+		if err := json.Unmarshal(raw, &j); err != nil {
+			t.Fatal(err)
+		}
+		j["net"], j["path"], j["type"] = "xhttp", path, mode
+		if alpn != "" {
+			j["alpn"] = alpn
+		}
+		raw, _ = json.Marshal(j)
+		return "vmess://" + base64.StdEncoding.EncodeToString(raw)
+	}
 	u, err := url.Parse(l)
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func (p *pipe) Read(b []byte) (int, error) {
 			n := copy(b, p.buf[p.off:])
 			p.off += n
 			if p.off == len(p.buf) {
-				p.buf, p.off = p.buf[:0], 0
+				p.drained()
 			}
 			p.mu.Unlock()
 			signal(p.canWr)
@@ -70,7 +70,7 @@ func (p *pipe) take(max int) ([]byte, error) {
 			out := append([]byte(nil), p.buf[p.off:p.off+n]...)
 			p.off += n
 			if p.off == len(p.buf) {
-				p.buf, p.off = p.buf[:0], 0
+				p.drained()
 			}
 			p.mu.Unlock()
 			signal(p.canWr)
@@ -116,6 +116,21 @@ func (p *pipe) Write(b []byte) (int, error) {
 			return n, os.ErrDeadlineExceeded
 		}
 	}
+}
+
+// keepCap is the most buffer a drained pipe keeps: a burst grows it to
+// its limit (256 KiB down, 1 MB up in packet-up), which an idle stream
+// must not hold; a relay's 32 KiB writes fit without reallocating.
+const keepCap = 64 << 10
+
+// drained resets the empty buffer, dropping a large one.
+func (p *pipe) drained() {
+	if cap(p.buf) > keepCap {
+		p.buf = nil
+	} else {
+		p.buf = p.buf[:0]
+	}
+	p.off = 0
 }
 
 // buffered is how many bytes wait to be read.

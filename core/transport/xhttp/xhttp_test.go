@@ -424,3 +424,15 @@ func FuzzRange(f *testing.F) {
 		}
 	})
 }
+
+// A drained pipe lets go of a burst's buffer.
+func TestPipeReleases(t *testing.T) {
+	p := newPipe(1 << 20)
+	p.Write(make([]byte, 1<<20))
+	if _, err := p.take(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	if c := cap(p.buf); c > keepCap {
+		t.Fatalf("drained pipe keeps %d bytes", c)
+	}
+}
