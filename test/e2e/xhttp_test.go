@@ -17,7 +17,7 @@ type xhttpCase struct {
 	name string
 	kind harness.Kind // VLESSTCP (TLS), VLESSReality, TrojanTLS or VMessTCP (no TLS: HTTP/1.1)
 	mode string       // the link's mode; "" leaves it out (auto)
-	alpn string       // the link's alpn; "http/1.1" gives HTTP/1.1
+	alpn string       // the link's alpn; "http/1.1" gives HTTP/1.1, "h3" HTTP/3 (the server's too)
 }
 
 var xhttpCases = []xhttpCase{
@@ -31,6 +31,9 @@ var xhttpCases = []xhttpCase{
 	{"vless-reality-packet-up", harness.VLESSReality, "packet-up", ""},
 	{"trojan-tls-h2-stream-one", harness.TrojanTLS, "stream-one", ""},
 	{"vmess-plain-h1-packet-up", harness.VMessTCP, "packet-up", ""},
+	{"vless-tls-h3-packet-up", harness.VLESSTCP, "packet-up", "h3"},
+	{"vless-tls-h3-stream-up", harness.VLESSTCP, "stream-up", "h3"},
+	{"vless-tls-h3-stream-one", harness.VLESSTCP, "stream-one", "h3"},
 }
 
 // TestXHTTP runs Skiff's XHTTP client against Xray's XHTTP server (mode
@@ -44,9 +47,12 @@ func TestXHTTP(t *testing.T) {
 
 func testXHTTP(t *testing.T, tc xhttpCase) {
 	s := newServer(t, setup{kind: tc.kind})
-	cfg := xrayXHTTP(t, s, "/xh")
+	cfg := xrayXHTTP(t, s, "/xh", tc.alpn == "h3")
 	start := func() *harness.Process {
 		p := harness.Xray(t, "xray-xhttp", cfg)
+		if tc.alpn == "h3" {
+			return p // QUIC: no TCP port to wait for
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := harness.WaitTCP(ctx, s.Addr()); err != nil {
@@ -81,8 +87,9 @@ func testXHTTP(t *testing.T, tc xhttpCase) {
 	})
 }
 
-// xrayXHTTP is s's Xray configuration with XHTTP (mode auto) at path.
-func xrayXHTTP(t *testing.T, s *harness.Server, path string) []byte {
+// xrayXHTTP is s's Xray configuration with XHTTP (mode auto) at path,
+// on HTTP/3 (QUIC) when h3.
+func xrayXHTTP(t *testing.T, s *harness.Server, path string, h3 bool) []byte {
 	t.Helper()
 	b, err := s.XrayConfig()
 	if err != nil {
@@ -97,6 +104,9 @@ func xrayXHTTP(t *testing.T, s *harness.Server, path string) []byte {
 	st["xhttpSettings"] = map[string]any{"path": path, "mode": "auto"}
 	if tls, ok := st["tlsSettings"].(map[string]any); ok {
 		tls["alpn"] = []string{"h2", "http/1.1"}
+		if h3 {
+			tls["alpn"] = []string{"h3"}
+		}
 	}
 	if b, err = json.Marshal(cfg); err != nil {
 		t.Fatal(err)

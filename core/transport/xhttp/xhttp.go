@@ -53,6 +53,7 @@ type Version int
 const (
 	HTTP2 Version = iota // over TLS with ALPN h2 (or REALITY)
 	HTTP1                // HTTP/1.1, with or without TLS: packet-up only
+	HTTP3                // over QUIC with ALPN h3: see NewHTTP3
 )
 
 // Defaults, as Xray's: x_padding of 100-1000 bytes; POSTs of at most
@@ -113,6 +114,51 @@ const chromeUA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (
 // New returns a client whose connections come from dial: a TLS
 // connection that negotiated h2 for HTTP2, a TLS or plain one for HTTP1.
 func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client, error) {
+	c, err := prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg = c.cfg
+	timed := func(ctx context.Context) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+		return dial(ctx)
+	}
+	switch cfg.HTTP {
+	case HTTP2:
+		t := &http2.Transport{
+			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+				return timed(ctx)
+			},
+			AllowHTTP:          !cfg.TLS,
+			DisableCompression: true,
+			ReadIdleTimeout:    idleTimeout,
+			PingTimeout:        pingTimeout,
+		}
+		c.rt, c.idle = t, t.CloseIdleConnections
+	case HTTP1:
+		d := func(ctx context.Context, _, _ string) (net.Conn, error) { return timed(ctx) }
+		t := &http.Transport{
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: maxInflightPosts + 1,
+			IdleConnTimeout:     idleTimeout,
+			ForceAttemptHTTP2:   false,
+		}
+		if cfg.TLS {
+			t.DialTLSContext = d
+		} else {
+			t.DialContext = d
+		}
+		c.rt, c.idle = t, t.CloseIdleConnections
+	default:
+		return nil, fmt.Errorf("xhttp: HTTP version %d (HTTP/3 is NewHTTP3)", cfg.HTTP)
+	}
+	return c, nil
+}
+
+// prepare checks cfg, fills in its defaults and returns a client without
+// its round tripper.
+func prepare(cfg Config) (*Client, error) {
 	if cfg.Host == "" {
 		return nil, errors.New("xhttp: no host")
 	}
@@ -153,40 +199,6 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 		if strings.EqualFold(k, "User-Agent") {
 			c.ua = v
 		}
-	}
-	timed := func(ctx context.Context) (net.Conn, error) {
-		ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		defer cancel()
-		return dial(ctx)
-	}
-	switch cfg.HTTP {
-	case HTTP2:
-		t := &http2.Transport{
-			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-				return timed(ctx)
-			},
-			AllowHTTP:          !cfg.TLS,
-			DisableCompression: true,
-			ReadIdleTimeout:    idleTimeout,
-			PingTimeout:        pingTimeout,
-		}
-		c.rt, c.idle = t, t.CloseIdleConnections
-	case HTTP1:
-		d := func(ctx context.Context, _, _ string) (net.Conn, error) { return timed(ctx) }
-		t := &http.Transport{
-			DisableCompression:  true,
-			MaxIdleConnsPerHost: maxInflightPosts + 1,
-			IdleConnTimeout:     idleTimeout,
-			ForceAttemptHTTP2:   false,
-		}
-		if cfg.TLS {
-			t.DialTLSContext = d
-		} else {
-			t.DialContext = d
-		}
-		c.rt, c.idle = t, t.CloseIdleConnections
-	default:
-		return nil, fmt.Errorf("xhttp: HTTP version %d", cfg.HTTP)
 	}
 	return c, nil
 }

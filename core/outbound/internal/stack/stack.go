@@ -102,7 +102,11 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 		}
 	}
-	if typ == node.TransportXHTTP {
+	if typ == node.TransportXHTTP && xc.HTTP == xhttp.HTTP3 {
+		if err := s.newXHTTP3(n, xc); err != nil {
+			return nil, err
+		}
+	} else if typ == node.TransportXHTTP {
 		var err error
 		if s.xhttp, err = xhttp.New(xc, s.dialTLS); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)

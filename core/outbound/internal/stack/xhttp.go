@@ -1,12 +1,21 @@
 package stack
 
 import (
+	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/xhttp"
 )
 
@@ -14,7 +23,7 @@ import (
 // As in Xray, extra is the whole configuration and the link's host, path
 // and mode are put back over it when set. The HTTP version is Xray's
 // choice: HTTP/1.1 without TLS or with ALPN exactly http/1.1, HTTP/3 with
-// ALPN exactly h3 (refused), HTTP/2 otherwise and always under REALITY.
+// ALPN exactly h3, HTTP/2 otherwise and always under REALITY.
 func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 	addr := n.Address()
 	t := n.Transport
@@ -75,7 +84,7 @@ func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 	case n.TLS == nil:
 		cfg.HTTP = xhttp.HTTP1
 	case slices.Equal(n.TLS.ALPN, []string{"h3"}):
-		return xhttp.Config{}, nil, node.Unsupportedf(node.FeatureTransport, "xhttp h3", "%s: %s: XHTTP over HTTP/3 (alpn h3) is not supported yet", proto, addr)
+		cfg.HTTP, alpn = xhttp.HTTP3, []string{"h3"}
 	case slices.Equal(n.TLS.ALPN, []string{"http/1.1"}):
 		cfg.HTTP, alpn = xhttp.HTTP1, []string{"http/1.1"}
 	default:
@@ -85,4 +94,53 @@ func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 		return xhttp.Config{}, nil, node.Unsupportedf(node.FeatureTransport, "xhttp "+string(cfg.Mode)+" over HTTP/1.1", "%s: %s: XHTTP %s needs HTTP/2 (TLS with alpn h2, or REALITY)", proto, addr, cfg.Mode)
 	}
 	return cfg, alpn, nil
+}
+
+// newXHTTP3 makes s's XHTTP client over HTTP/3: QUIC with the node's TLS
+// settings (crypto/tls; ECH is refused by tlsconf.New, a uTLS
+// fingerprint does not apply to QUIC).
+func (s *Stack) newXHTTP3(n *node.Node, cfg xhttp.Config) error {
+	tc, err := tlsconf.New(n.TLS, n.Server, "h3")
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+	}
+	s.xhttp, err = xhttp.NewHTTP3(cfg, tc, s.dialQUIC)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+	}
+	return nil
+}
+
+// dialQUIC opens one QUIC connection to the server on a socket of its
+// own, which is closed with the connection.
+func (s *Stack) dialQUIC(ctx context.Context, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
+	host, portStr, err := net.SplitHostPort(s.addr)
+	if err != nil {
+		return nil, err
+	}
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: bad port in %s", s.proto, s.addr)
+	}
+	ip, err := quicconn.Resolve(ctx, s.dialer, s.proto, s.addr, host)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := s.dialer.ListenPacket(ctx, "udp", "")
+	if err != nil {
+		return nil, fmt.Errorf("%s: dial %s: %w", s.proto, s.addr, err)
+	}
+	tr := &quic.Transport{Conn: pc}
+	c, err := tr.Dial(ctx, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip.Unmap(), uint16(port))), tc, qc)
+	if err != nil {
+		tr.Close()
+		pc.Close()
+		return nil, quicconn.HandshakeError(s.proto, s.addr, ctx, err)
+	}
+	go func() { // ends with the connection, which http3's pool or an error closes
+		<-c.Context().Done()
+		tr.Close()
+		pc.Close()
+	}()
+	return c, nil
 }

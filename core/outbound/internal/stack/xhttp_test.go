@@ -30,7 +30,8 @@ func TestXHTTPConfig(t *testing.T) {
 		{name: "alpn http/1.1", tls: &node.TLS{ALPN: []string{"http/1.1"}}, tr: node.Transport{},
 			mode: xhttp.PacketUp, http: xhttp.HTTP1, host: "x.example"},
 		{name: "no tls", tr: node.Transport{}, mode: xhttp.PacketUp, http: xhttp.HTTP1, host: "x.example"},
-		{name: "h3", tls: &node.TLS{ALPN: []string{"h3"}}, tr: node.Transport{}, unsupported: "xhttp h3"},
+		{name: "h3", tls: &node.TLS{ALPN: []string{"h3"}}, tr: node.Transport{XHTTP: &node.XHTTP{Mode: "stream-one"}},
+			mode: xhttp.StreamOne, http: xhttp.HTTP3, host: "x.example"},
 		{name: "stream-one without tls", tr: node.Transport{XHTTP: &node.XHTTP{Mode: "stream-one"}}, unsupported: "xhttp stream-one over HTTP/1.1"},
 		{name: "download settings", tls: &node.TLS{}, tr: node.Transport{XHTTP: &node.XHTTP{Extra: `{"downloadSettings":{"address":"d"}}`}}, unsupported: "xhttp downloadSettings"},
 	} {
