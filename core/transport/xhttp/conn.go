@@ -12,12 +12,14 @@ import (
 	"time"
 )
 
-// Buffers per stream: the download read ahead of Conn.Read, and the
-// upload waiting for its request. 256 KiB down keeps a loopback 16 MiB
-// transfer at full speed; up holds one POST's worth so that packet-up
-// sends full POSTs.
+// Buffers per stream: the download read ahead of Conn.Read (the HTTP
+// transport's own stream window holds more), and the upload waiting for
+// its request (one POST's worth in packet-up, so that POSTs go out full).
+// A download buffer above keepCap halved 16-stream download throughput
+// (3703 -> 1899 Mbit/s, cmd/xhttpbench): drained, it was dropped and
+// regrown for every few reads.
 const (
-	downBuffer = 256 << 10
+	downBuffer = keepCap
 	readChunk  = 32 << 10
 )
 
@@ -32,7 +34,7 @@ var errClosed = net.ErrClosed
 // bounded by ctx. The stream lives on after ctx, until Close.
 func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 	cctx, cancel := context.WithCancel(context.Background())
-	x := &conn{c: c, ctx: cctx, cancel: cancel, down: newPipe(downBuffer)}
+	x := &conn{c: c, rt: c.pick(), ctx: cctx, cancel: cancel, down: newPipe(downBuffer)}
 	upLimit := c.cfg.MaxEachPost.To
 	if c.cfg.Mode != PacketUp {
 		upLimit = readChunk * 2
@@ -49,7 +51,7 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 			return nil, rerr
 		}
 		c.streamHeaders(req)
-		resp, err = c.do(req)
+		resp, err = c.do(x.rt, req)
 	default:
 		sid := newSessionID()
 		x.url = c.base + sid
@@ -63,7 +65,7 @@ func (c *Client) Dial(ctx context.Context) (net.Conn, error) {
 			x.Close()
 			return nil, rerr
 		}
-		resp, err = c.do(req)
+		resp, err = c.do(x.rt, req)
 	}
 	if !stop() && err == nil {
 		resp.Body.Close()
@@ -92,7 +94,8 @@ func (c *Client) streamHeaders(req *http.Request) {
 // conn is one stream.
 type conn struct {
 	c      *Client
-	ctx    context.Context // the stream's requests; cancelled by Close and on failure
+	rt     http.RoundTripper // all of the stream's requests
+	ctx    context.Context   // the stream's requests; cancelled by Close and on failure
 	cancel context.CancelFunc
 	url    string // base/<session>; "" for stream-one
 	up     *pipe  // Write -> request bodies
@@ -147,7 +150,7 @@ func (x *conn) streamUp() {
 		return
 	}
 	x.c.streamHeaders(req)
-	resp, err := x.c.do(req)
+	resp, err := x.c.do(x.rt, req)
 	if err != nil {
 		x.fail(err)
 		return
@@ -199,7 +202,7 @@ func (x *conn) post(seq int, data []byte) error {
 	req.Body = io.NopCloser(bytes.NewReader(data))
 	req.ContentLength = int64(len(data))
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	resp, err := x.c.do(req)
+	resp, err := x.c.do(x.rt, req)
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,7 @@ type Extra struct {
 	NoGRPCHeader     bool
 	MaxEachPost      Range // scMaxEachPostBytes
 	MinPostsInterval Range // scMinPostsIntervalMs
+	MaxConnections   Range // xmux.maxConnections
 }
 
 // UnsupportedError is an extra setting the client cannot honour.
@@ -107,9 +108,10 @@ func (e *UnsupportedError) Error() string {
 // Bounds on what extra may ask for. Padding goes in one request header,
 // which Xray's server limits (with the rest) to 8 KiB on HTTP/1.1.
 const (
-	maxPadding  = 8000
-	maxPostSize = 16 << 20
-	maxInterval = 10_000 // ms
+	maxPadding     = 8000
+	maxPostSize    = 16 << 20
+	maxInterval    = 10_000 // ms
+	maxConnections = 64
 )
 
 // ParseExtra reads extra, a JSON object (empty: none).
@@ -134,6 +136,9 @@ func ParseExtra(extra string) (*Extra, error) {
 		SessionIDPlacement   string            `json:"sessionIDPlacement"`
 		SeqPlacement         string            `json:"seqPlacement"`
 		UplinkDataPlacement  string            `json:"uplinkDataPlacement"`
+		Xmux                 struct {
+			MaxConnections *Range `json:"maxConnections"`
+		} `json:"xmux"`
 	}
 	dec := json.NewDecoder(strings.NewReader(extra))
 	if err := dec.Decode(&raw); err != nil {
@@ -178,6 +183,7 @@ func ParseExtra(extra string) (*Extra, error) {
 		{"xPaddingBytes", raw.XPaddingBytes, &e.Padding, maxPadding},
 		{"scMaxEachPostBytes", raw.ScMaxEachPostBytes, &e.MaxEachPost, maxPostSize},
 		{"scMinPostsIntervalMs", raw.ScMinPostsIntervalMs, &e.MinPostsInterval, maxInterval},
+		{"xmux.maxConnections", raw.Xmux.MaxConnections, &e.MaxConnections, maxConnections},
 	} {
 		if r.in == nil {
 			continue

@@ -3,6 +3,7 @@ package xhttp
 import (
 	"context"
 	"crypto/tls"
+	"net/http"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -37,6 +38,6 @@ func NewHTTP3(cfg Config, tlsConf *tls.Config, dial func(ctx context.Context, tc
 			return dial(ctx, tc, qc)
 		},
 	}
-	c.rt, c.idle = t, t.CloseIdleConnections
+	c.rts, c.idle = []http.RoundTripper{t}, []func(){t.CloseIdleConnections}
 	return c, nil
 }

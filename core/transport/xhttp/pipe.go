@@ -67,10 +67,12 @@ func (p *pipe) take(max int) ([]byte, error) {
 	for {
 		p.mu.Lock()
 		if n := min(len(p.buf)-p.off, max); n > 0 {
-			out := append([]byte(nil), p.buf[p.off:p.off+n]...)
-			p.off += n
-			if p.off == len(p.buf) {
-				p.drained()
+			var out []byte
+			if p.off+n == len(p.buf) { // all of it: hand the buffer over
+				out, p.buf, p.off = p.buf[p.off:], nil, 0
+			} else {
+				out = append([]byte(nil), p.buf[p.off:p.off+n]...)
+				p.off += n
 			}
 			p.mu.Unlock()
 			signal(p.canWr)
@@ -118,9 +120,9 @@ func (p *pipe) Write(b []byte) (int, error) {
 	}
 }
 
-// keepCap is the most buffer a drained pipe keeps: a burst grows it to
-// its limit (256 KiB down, 1 MB up in packet-up), which an idle stream
-// must not hold; a relay's 32 KiB writes fit without reallocating.
+// keepCap is the most buffer a drained pipe keeps: packet-up's upload
+// grows to 1 MB, which an idle stream must not hold; a relay's 32 KiB
+// writes fit without reallocating.
 const keepCap = 64 << 10
 
 // drained resets the empty buffer, dropping a large one.

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -77,7 +78,15 @@ type Config struct {
 	NoGRPCHeader     bool              // streaming POSTs without Content-Type: application/grpc
 	MaxEachPost      Range             // zero: DefaultMaxEachPost
 	MinPostsInterval Range             // ms; zero: DefaultMinPostsInterval
+	MaxConnections   int               // HTTP/2 connections streams spread over; 0: DefaultMaxConnections
 }
+
+// DefaultMaxConnections is xmux's maxConnections in Xray 26.3.27 (6; 3
+// from v26.7.28). Spreading matters: Go's HTTP/2 server, Xray's, gives
+// each connection 1 MiB of upload window, which one connection's streams
+// share; 16 streams uploading on one connection got 0.44x of Xray's
+// packet-up upload (cmd/xhttpbench).
+const DefaultMaxConnections = 6
 
 // StatusError is a response other than 200.
 type StatusError struct {
@@ -101,10 +110,16 @@ const (
 // Client opens streams as XHTTP requests on shared connections.
 type Client struct {
 	cfg  Config
-	base string // scheme://host/path/
-	rt   http.RoundTripper
-	idle func() // closes idle connections
+	base string              // scheme://host/path/
+	rts  []http.RoundTripper // streams take turns; each keeps its connections
+	idle []func()            // close idle connections
+	next atomic.Uint32       // the next stream's round tripper
 	ua   string
+}
+
+// pick returns the round tripper of the next stream.
+func (c *Client) pick() http.RoundTripper {
+	return c.rts[int(c.next.Add(1)-1)%len(c.rts)]
 }
 
 // chromeUA is sent unless the headers name another: Go's own user agent
@@ -126,16 +141,18 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 	}
 	switch cfg.HTTP {
 	case HTTP2:
-		t := &http2.Transport{
-			DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
-				return timed(ctx)
-			},
-			AllowHTTP:          !cfg.TLS,
-			DisableCompression: true,
-			ReadIdleTimeout:    idleTimeout,
-			PingTimeout:        pingTimeout,
+		for range cfg.MaxConnections {
+			t := &http2.Transport{
+				DialTLSContext: func(ctx context.Context, _, _ string, _ *tls.Config) (net.Conn, error) {
+					return timed(ctx)
+				},
+				AllowHTTP:          !cfg.TLS,
+				DisableCompression: true,
+				ReadIdleTimeout:    idleTimeout,
+				PingTimeout:        pingTimeout,
+			}
+			c.rts, c.idle = append(c.rts, t), append(c.idle, t.CloseIdleConnections)
 		}
-		c.rt, c.idle = t, t.CloseIdleConnections
 	case HTTP1:
 		d := func(ctx context.Context, _, _ string) (net.Conn, error) { return timed(ctx) }
 		t := &http.Transport{
@@ -149,7 +166,7 @@ func New(cfg Config, dial func(ctx context.Context) (net.Conn, error)) (*Client,
 		} else {
 			t.DialContext = d
 		}
-		c.rt, c.idle = t, t.CloseIdleConnections
+		c.rts, c.idle = []http.RoundTripper{t}, []func(){t.CloseIdleConnections}
 	default:
 		return nil, fmt.Errorf("xhttp: HTTP version %d (HTTP/3 is NewHTTP3)", cfg.HTTP)
 	}
@@ -180,6 +197,12 @@ func prepare(cfg Config) (*Client, error) {
 	if cfg.MinPostsInterval.IsZero() {
 		cfg.MinPostsInterval = DefaultMinPostsInterval
 	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.MaxConnections < 1 || cfg.MaxConnections > maxConnections {
+		return nil, fmt.Errorf("xhttp: max connections %d (1-%d)", cfg.MaxConnections, maxConnections)
+	}
 	if cfg.Padding.From < 1 || cfg.MaxEachPost.From < 1 {
 		return nil, errors.New("xhttp: padding and post sizes must be at least 1")
 	}
@@ -207,7 +230,11 @@ func prepare(cfg Config) (*Client, error) {
 func (c *Client) Mode() Mode { return c.cfg.Mode }
 
 // Close closes the idle connections; open streams end with their Close.
-func (c *Client) Close() { c.idle() }
+func (c *Client) Close() {
+	for _, f := range c.idle {
+		f()
+	}
+}
 
 // request builds a request for url with the headers and a fresh
 // x_padding in the Referer, as Xray's client sends it.
@@ -227,9 +254,9 @@ func (c *Client) request(ctx context.Context, method, url string, body io.Reader
 	return req, nil
 }
 
-// do sends req and wants 200; on any other answer the body is closed.
-func (c *Client) do(req *http.Request) (*http.Response, error) {
-	resp, err := c.rt.RoundTrip(req)
+// do sends req on rt and wants 200; on any other answer the body is closed.
+func (c *Client) do(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		return nil, fmt.Errorf("xhttp: %s %s: %w", req.Method, req.URL, err)
 	}

@@ -321,7 +321,7 @@ func TestParseExtra(t *testing.T) {
 		{in: `{"xPaddingBytes":{"from":10,"to":20},"scMaxEachPostBytes":500000,"scMinPostsIntervalMs":"10-50"}`,
 			want: Extra{Padding: Range{10, 20}, MaxEachPost: Range{500000, 500000}, MinPostsInterval: Range{10, 50}}},
 		{in: `{"xPaddingBytes":0}`, want: Extra{}},
-		{in: `{"xmux":{"maxConnections":2},"noSSEHeader":true,"scMaxBufferedPosts":30,"downloadSettings":null,"uplinkHTTPMethod":"POST","sessionPlacement":"path","somethingNew":1}`, want: Extra{}},
+		{in: `{"xmux":{"maxConnections":2},"noSSEHeader":true,"scMaxBufferedPosts":30,"downloadSettings":null,"uplinkHTTPMethod":"POST","sessionPlacement":"path","somethingNew":1}`, want: Extra{MaxConnections: Range{2, 2}}},
 		{in: `{"downloadSettings":{"address":"d.example"}}`, err: "unsupported:downloadSettings"},
 		{in: `{"xPaddingObfsMode":true}`, err: "unsupported:xPaddingObfsMode"},
 		{in: `{"uplinkHTTPMethod":"PUT"}`, err: "unsupported:uplinkHTTPMethod"},
@@ -355,7 +355,7 @@ func TestParseExtra(t *testing.T) {
 		}
 		if got.Host != tc.want.Host || got.Path != tc.want.Path || got.Mode != tc.want.Mode || got.Padding != tc.want.Padding ||
 			got.NoGRPCHeader != tc.want.NoGRPCHeader || got.MaxEachPost != tc.want.MaxEachPost ||
-			got.MinPostsInterval != tc.want.MinPostsInterval || len(got.Headers) != len(tc.want.Headers) {
+			got.MinPostsInterval != tc.want.MinPostsInterval || got.MaxConnections != tc.want.MaxConnections || len(got.Headers) != len(tc.want.Headers) {
 			t.Errorf("ParseExtra(%s) = %+v, want %+v", tc.in, *got, tc.want)
 		}
 	}
@@ -434,5 +434,35 @@ func TestPipeReleases(t *testing.T) {
 	}
 	if c := cap(p.buf); c > keepCap {
 		t.Fatalf("drained pipe keeps %d bytes", c)
+	}
+}
+
+// Streams spread over MaxConnections HTTP/2 connections, then reuse them.
+func TestSpread(t *testing.T) {
+	s := newServer(t)
+	dial := s.start(t, false)
+	var mu sync.Mutex
+	dials := 0
+	counted := func(ctx context.Context) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		mu.Unlock()
+		return dial(ctx)
+	}
+	c, err := New(Config{Host: "example.com", Path: "xh", Mode: StreamOne, TLS: true, MaxConnections: 2}, counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 6 {
+		conn, err := c.Dial(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		echo(t, conn, 1000)
+		conn.Close()
+	}
+	if dials != 2 {
+		t.Fatalf("%d connections for 6 streams, want 2", dials)
 	}
 }

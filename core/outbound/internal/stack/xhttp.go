@@ -41,6 +41,9 @@ func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 	}
 	cfg := xhttp.Config{Host: ex.Host, Path: ex.Path, Mode: ex.Mode, Headers: map[string]string{},
 		Padding: ex.Padding, NoGRPCHeader: ex.NoGRPCHeader, MaxEachPost: ex.MaxEachPost, MinPostsInterval: ex.MinPostsInterval}
+	if !ex.MaxConnections.IsZero() {
+		cfg.MaxConnections = max(ex.MaxConnections.From, 1) // the low end: connections cost memory
+	}
 	for k, v := range ex.Headers {
 		cfg.Headers[k] = v
 	}
