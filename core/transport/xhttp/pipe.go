@@ -99,6 +99,11 @@ func (p *pipe) Write(b []byte) (int, error) {
 		}
 		if room := p.limit - (len(p.buf) - p.off); room > 0 {
 			k := min(room, len(b)-n)
+			if p.buf == nil && p.limit > keepCap && k >= bulkWrite {
+				// Bulk upload in packet-up: room for a whole POST at once,
+				// not regrown by doubling (copies) for each.
+				p.buf = make([]byte, 0, p.limit)
+			}
 			if p.off > 0 && cap(p.buf)-len(p.buf) < k {
 				p.buf, p.off = p.buf[:copy(p.buf, p.buf[p.off:])], 0
 			}
@@ -124,6 +129,10 @@ func (p *pipe) Write(b []byte) (int, error) {
 // grows to 1 MB, which an idle stream must not hold; a relay's 32 KiB
 // writes fit without reallocating.
 const keepCap = 64 << 10
+
+// bulkWrite is the write size taken as a bulk transfer (a relay's reads
+// are 16-32 KiB; interactive writes are far smaller).
+const bulkWrite = 16 << 10
 
 // drained resets the empty buffer, dropping a large one.
 func (p *pipe) drained() {
