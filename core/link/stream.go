@@ -205,6 +205,8 @@ func streamTransport(scheme string, q params) (*node.Transport, error) {
 		return grpcTransport(scheme, q)
 	case "http", "h2":
 		return &node.Transport{Type: node.TransportH2, Host: q.get("host"), Path: q.get("path")}, nil
+	case "xhttp", "splithttp":
+		return xhttpTransport(scheme, q)
 	}
 	return nil, refuse(scheme, "type", "unsupported", typ)
 }
@@ -243,6 +245,14 @@ func addStreamTransport(scheme string, q *query, t *node.Transport) error {
 		q.add("type", "http")
 		q.addNonEmpty("host", t.Host)
 		q.addNonEmpty("path", t.Path)
+	case node.TransportXHTTP:
+		q.add("type", "xhttp")
+		q.addNonEmpty("host", t.Host)
+		q.addNonEmpty("path", t.Path)
+		if x := t.XHTTP; x != nil {
+			q.addNonEmpty("mode", x.Mode)
+			q.addNonEmpty("extra", x.Extra)
+		}
 	}
 	return nil
 }

@@ -38,6 +38,7 @@ type vmessJSON struct {
 	PinSHA256     string `json:"pinSHA256,omitempty"`
 	ECH           string `json:"ech,omitempty"`       // as the URL forms' ech= (link/ech.go)
 	Authority     string `json:"authority,omitempty"` // grpc :authority (v2rayN)
+	Extra         string `json:"extra,omitempty"`     // xhttp: its extra= (v2rayN puts the mode in type)
 }
 
 // parseVMess reads vmess://base64(JSON) (v2rayN; the base64 may be
@@ -121,6 +122,8 @@ func parseVMess(rest string) (*node.Node, error) {
 		}
 	case "", "tcp", "raw":
 		q["headerType"] = strings.TrimSpace(str("type"))
+	case "xhttp", "splithttp":
+		q["mode"], q["extra"] = strings.TrimSpace(str("type")), str("extra")
 	}
 	tr, err := streamTransport(s, q)
 	if err != nil {
@@ -235,6 +238,11 @@ func formatVMess(n *node.Node) (string, error) {
 			j.Net, j.Type, j.Path, j.Authority = "grpc", grpcMode(tr.MultiMode), tr.ServiceName, tr.Authority
 		case node.TransportH2:
 			j.Net, j.Host, j.Path = "h2", tr.Host, tr.Path
+		case node.TransportXHTTP:
+			j.Net, j.Host, j.Path, j.Type = "xhttp", tr.Host, tr.Path, ""
+			if x := tr.XHTTP; x != nil {
+				j.Type, j.Extra = x.Mode, x.Extra
+			}
 		}
 	}
 	if t := n.TLS; t != nil {

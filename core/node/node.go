@@ -141,6 +141,7 @@ type Transport struct {
 	MultiMode       bool              `json:"multiMode,omitempty"`       // grpc: TunMulti (mode=multi) instead of Tun (gun)
 	Authority       string            `json:"authority,omitempty"`       // grpc :authority; empty: the TLS server name
 	HeaderType      string            `json:"headerType,omitempty"`      // tcp: "" (none) or "http" (HTTP/1.1 request header disguise with Host and Path); an outbound that cannot do it must refuse the node
+	XHTTP           *XHTTP            `json:"xhttp,omitempty"`           // xhttp: mode and extra
 }
 
 // Hysteria2Options is Hysteria2's settings. TLS settings are in Node.TLS.
@@ -328,7 +329,7 @@ func (n *Node) Validate() error {
 	}
 	if n.Transport != nil {
 		switch n.Transport.Type {
-		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2:
+		case TransportTCP, TransportWS, TransportGRPC, TransportHTTPUpgrade, TransportH2, TransportXHTTP:
 		default:
 			return fmt.Errorf("node: transport: unknown type %q", n.Transport.Type)
 		}

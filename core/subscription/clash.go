@@ -63,6 +63,7 @@ type clashProxy struct {
 		Path    []string            `yaml:"path"`
 		Headers map[string][]string `yaml:"headers"`
 	} `yaml:"http-opts"`
+	XHTTPOpts map[string]any `yaml:"xhttp-opts"`
 
 	Password             string         `yaml:"password"`
 	UUID                 string         `yaml:"uuid"`
@@ -451,6 +452,8 @@ func (cp *clashProxy) transport() (*node.Transport, error) {
 			}
 		}
 		return t, nil
+	case "xhttp":
+		return clashXHTTP(cp.XHTTPOpts)
 	default:
 		return nil, fmt.Errorf("network %q is not a transport Skiff knows", cp.Network)
 	}

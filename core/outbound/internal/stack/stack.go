@@ -23,6 +23,7 @@ import (
 	"github.com/skiffvpn/skiff/core/transport/httpupgrade"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/core/transport/ws"
+	"github.com/skiffvpn/skiff/core/transport/xhttp"
 )
 
 // Stack dials one server through its layers.
@@ -36,6 +37,8 @@ type Stack struct {
 	grpc   *grpc.Client        // nil: no gRPC
 	hu     *httpupgrade.Config // nil: no HTTPUpgrade
 	huFast bool                // HTTPUpgrade without waiting for the 101 (?ed=N)
+	xhttp  *xhttp.Client       // nil: no XHTTP
+	wantH2 bool                // the TLS handshake must choose h2
 }
 
 // New returns the stack of n for protocol proto (the prefix of its errors:
@@ -58,6 +61,7 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		typ = t.Type
 	}
 	var alpn []string
+	var xc xhttp.Config
 	switch typ {
 	case node.TransportTCP, "raw":
 		if t != nil && t.HeaderType != "" && t.HeaderType != "none" {
@@ -78,8 +82,13 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 		alpn = []string{"h2"}
 	case node.TransportHTTPUpgrade:
 		alpn = []string{"http/1.1"}
+	case node.TransportXHTTP:
+		var err error
+		if xc, alpn, err = xhttpConfig(proto, n); err != nil {
+			return nil, err
+		}
 	default:
-		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws, h2, grpc and httpupgrade)", proto, addr, typ)
+		return nil, node.Unsupportedf(node.FeatureTransport, typ, "%s: %s: transport %q is not supported yet (only tcp, ws, h2, grpc, httpupgrade and xhttp)", proto, addr, typ)
 	}
 	if n.TLS != nil {
 		if n.TLS.Reality != nil && (typ == node.TransportWS || typ == node.TransportHTTPUpgrade) {
@@ -108,6 +117,18 @@ func New(proto string, n *node.Node, d outbound.Dialer) (*Stack, error) {
 	if err := s.newGRPCOrUpgrade(n, typ); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
 	}
+	if typ == node.TransportXHTTP && xc.HTTP == xhttp.HTTP3 {
+		if err := s.newXHTTP3(n, xc); err != nil {
+			return nil, err
+		}
+	} else if typ == node.TransportXHTTP {
+		var err error
+		if s.xhttp, err = xhttp.New(xc, s.dialTLS); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", proto, addr, err)
+		}
+		// REALITY reports no ALPN: Xray's server speaks h2 under it.
+		s.wantH2 = xc.HTTP == xhttp.HTTP2 && s.tls != nil && !s.tls.Reality()
+	}
 	return s, nil
 }
 
@@ -121,6 +142,13 @@ func (s *Stack) TLS() bool { return s.tls != nil }
 // early data) the WebSocket upgrade, bounded by ctx. Errors name the
 // server and the step.
 func (s *Stack) Dial(ctx context.Context) (net.Conn, error) {
+	if s.xhttp != nil {
+		c, err := s.xhttp.Dial(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", s.proto, s.addr, err)
+		}
+		return c, nil
+	}
 	if s.h2 != nil {
 		c, err := s.h2.Dial(ctx)
 		if err != nil {
@@ -163,7 +191,7 @@ func (s *Stack) dialTLS(ctx context.Context) (net.Conn, error) {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: %w", s.proto, s.addr, err)
 		}
-		if s.h2 != nil && tc.ConnectionState().NegotiatedProtocol != "h2" {
+		if (s.h2 != nil || s.wantH2) && tc.ConnectionState().NegotiatedProtocol != "h2" {
 			raw.Close()
 			return nil, fmt.Errorf("%s: TLS handshake with %s: server did not choose h2 (ALPN %q)", s.proto, s.addr, tc.ConnectionState().NegotiatedProtocol)
 		}
@@ -179,6 +207,9 @@ func (s *Stack) Close() {
 	}
 	if s.grpc != nil {
 		s.grpc.Close()
+	}
+	if s.xhttp != nil {
+		s.xhttp.Close()
 	}
 }
 
