@@ -2,7 +2,7 @@
 // behind their "import to client" buttons, which the desktop hands Skiff
 // as an argument once the packages register it as the scheme's handler:
 //
-//	clash://install-config?url=<escaped URL>&name=<title>
+//	clash://install-config?url=<escaped URL>&name=<title>   (also clashmeta://)
 //	sing-box://import-remote-profile?url=<escaped URL>#<title>
 //
 // A link names a subscription to add, nothing else: its URL must be http
@@ -34,7 +34,7 @@ const maxLen = 8 << 10
 func Parse(s string) (Link, error) {
 	scheme, _, ok := strings.Cut(s, "://")
 	scheme = strings.ToLower(scheme)
-	if !ok || scheme != "clash" && scheme != "sing-box" {
+	if !ok || scheme != "clash" && scheme != "clashmeta" && scheme != "sing-box" {
 		return Link{}, ErrNotLink
 	}
 	if len(s) > maxLen {

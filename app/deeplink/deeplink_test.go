@@ -16,6 +16,7 @@ func TestParse(t *testing.T) {
 		{in: "clash://install-config?url=https%3A%2F%2Fsub.example.com%2Fapi%3Ftoken%3Dab%26flag%3Dclash&name=%E6%9C%BA%E5%9C%BA",
 			want: Link{URL: "https://sub.example.com/api?token=ab&flag=clash", Name: "机场"}},
 		{in: "CLASH://install-config/?url=http://a.example/s", want: Link{URL: "http://a.example/s"}},
+		{in: "clashmeta://install-config?url=http://a.example/s&name=m", want: Link{URL: "http://a.example/s", Name: "m"}},
 		{in: "sing-box://import-remote-profile?url=https%3A%2F%2Fa.example%2Fs.json#My%20sub",
 			want: Link{URL: "https://a.example/s.json", Name: "My sub"}},
 		{in: "--config-dir", notLink: true},

@@ -23,6 +23,7 @@ import (
 
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/skiffvpn/skiff/app/instance"
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/app/window"
 	"github.com/skiffvpn/skiff/core"
@@ -86,6 +87,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	if err != nil {
 		fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 		return 1
+	}
+	// One window per user: a later launch hands its arguments (an import
+	// link) to the running one, which comes to the front.
+	single, err := acquire(prefsDir, *socket, fs.Args())
+	switch {
+	case errors.Is(err, instance.ErrRunning):
+		fmt.Fprintln(stderr, "skiff-window: Skiff's window is open already; it was asked to come to the front")
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "skiff-window: warning: %v; a later launch will open a second window\n", err)
+	default:
+		defer single.Close()
 	}
 	// The service when it runs (the VPN then outlives the window), else
 	// the core in this process.
@@ -162,6 +175,16 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}()
 	} else {
 		close(governed)
+	}
+	if single != nil {
+		go func() {
+			for m := range single.Messages() {
+				ui.Handoff(m.Args)
+			}
+		}()
+	}
+	if args := fs.Args(); len(args) > 0 {
+		fa.Lifecycle().SetOnStarted(func() { ui.Handoff(args) })
 	}
 	ui.Window().ShowAndRun()
 	ui.Close()
