@@ -85,6 +85,10 @@ type Options struct {
 	// SystemProxy is this session's proxy settings, which the system
 	// proxy mode points at the local proxy; nil: sysproxy.New(PrefsDir).
 	SystemProxy *sysproxy.Proxy
+	// TrayProcess says that the tray process (app/tray) runs beside the
+	// window and owns the tray icon and the session's proxy settings: the
+	// window has neither, and closing it ends its process.
+	TrayProcess bool
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
@@ -161,7 +165,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	if o.SystemProxy == nil {
 		o.SystemProxy = sysproxy.New(o.PrefsDir)
 	}
-	u.sys = newSysKeeper(o.SystemProxy)
+	if !o.TrayProcess {
+		u.sys = newSysKeeper(o.SystemProxy)
+	}
 
 	fa.SetIcon(iconApp)
 	u.win = fa.NewWindow(Title)
@@ -176,7 +182,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 
 	u.reloadProfile()
 	u.watchTheme()
-	u.tray = setupTray(u)
+	if !o.TrayProcess {
+		u.tray = setupTray(u)
+	}
 	u.win.SetCloseIntercept(func() {
 		if u.tray != nil {
 			u.hideWindow() // Skiff stays in the tray
