@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/plan"
 )
 
 // Name is the file, beside the profile, that holds the window's own
@@ -46,6 +47,17 @@ func (p Prefs) ListenAddr() string {
 		return core.DefaultListen
 	}
 	return p.Listen
+}
+
+// Request is the Connect request these preferences make: the mode, the
+// local proxy's address, TUN's IPv6 and DNS choices.
+func (p Prefs) Request() plan.Request {
+	req := plan.Request{Mode: plan.ModeProxy, Listen: p.Listen, NoIPv6: !p.IPv6, DNS: p.DNSMode}
+	switch p.Mode {
+	case plan.ModeTUN, plan.ModeSystemProxy:
+		req.Mode = p.Mode
+	}
+	return req
 }
 
 // Load reads dir/gui.json; a missing file gives the defaults.

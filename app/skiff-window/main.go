@@ -57,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	socket := fs.String("socket", service.DefaultSocket, "the service's socket")
+	fromTray := fs.Bool("tray-process", false, "started by skiff-tray, which keeps the tray icon and the proxy settings: closing the window ends it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -115,6 +116,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		switch {
 		case err == nil:
 			opts.Backend, opts.Service = c, true
+			opts.TrayProcess = *fromTray
 			// The window alone allocates little (a few KiB a second
 			// while it shows live figures): a tighter heap goal costs it
 			// next to nothing and holds some 6-9 MiB less.

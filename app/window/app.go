@@ -37,7 +37,6 @@ import (
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/internal/exepages"
@@ -357,14 +356,7 @@ func (u *UI) Quit() {
 // Connect starts the core with the profile's route, in the background; the
 // outcome reaches the views through the Watch stream.
 func (u *UI) Connect() {
-	prefs := u.Prefs()
-	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
-	switch prefs.Mode {
-	case plan.ModeTUN:
-		req.Mode = plan.ModeTUN
-	case plan.ModeSystemProxy:
-		req.Mode = plan.ModeSystemProxy
-	}
+	req := u.Prefs().Request()
 	u.home.showError("")
 	u.wg.Add(1)
 	go func() {
