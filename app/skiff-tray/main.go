@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -72,7 +73,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// One tray per user: a second launch opens the window instead.
 	single, err := instance.Acquire(context.Background(), instance.Config{Name: "tray"}, []string{"open"})
-	if err == instance.ErrRunning {
+	if errors.Is(err, instance.ErrRunning) {
 		return 0
 	}
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/skiffvpn/skiff/app/guiprefs"
 	"github.com/skiffvpn/skiff/app/sysproxy"
-	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -79,7 +78,7 @@ type tray struct {
 
 // ready builds the menu; systray calls it once the tray runs.
 func (t *tray) ready() {
-	systray.SetIcon(assets.TrayOff)
+	systray.SetIcon(iconOff)
 	systray.SetTitle("Skiff")
 	systray.SetTooltip("Skiff")
 	t.status = systray.AddMenuItem("", "")
@@ -178,9 +177,9 @@ func (t *tray) show() {
 	t.shown = &v
 	if old == nil || old.Running != v.Running {
 		if v.Running {
-			systray.SetIcon(assets.TrayOn)
+			systray.SetIcon(iconOn)
 		} else {
-			systray.SetIcon(assets.TrayOff)
+			systray.SetIcon(iconOff)
 		}
 	}
 	t.status.SetTitle(v.Status)
