@@ -33,7 +33,8 @@ func Run(ctx context.Context, o Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	t := &tray{o: o, ctx: ctx, cancel: cancel, sys: sysproxy.NewKeeper(sysproxy.New(o.PrefsDir)), actions: make(chan func(context.Context), 4)}
+	t := &tray{o: o, ctx: ctx, cancel: cancel, sys: sysproxy.NewKeeper(sysproxy.New(o.PrefsDir)), actions: make(chan func(context.Context), 4),
+		reachable: true, st: api.Status{State: core.Stopped}} // main has asked the service; watch says otherwise if it goes
 	prefs, err := guiprefs.Load(o.PrefsDir)
 	if err != nil {
 		o.Logger.Warn("tray: preferences", "err", err)
