@@ -91,6 +91,9 @@ deps deps-build:
 build: deps-build
 	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff .
 	CGO_ENABLED=1 $(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff-window ./app/skiff-window
+	@# skiff-tray: the tray without the window (no Fyne, no GL; cgo only
+	@# on macOS)
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/skiff-tray ./app/skiff-tray
 
 test: deps
 	$(GO) vet ./...
@@ -208,7 +211,7 @@ bench: build
 # Not part of CI. MEASURE_ENV passes SKIFF_MEASURE_BACKEND=local,
 # SKIFF_MEASURE_SECONDS, SKIFF_MEASURE_RUNS or SKIFF_MEASURE_BIN.
 measure-window:
-	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasureWindow$$' -count=1 -v -timeout 30m
+	cd test && SKIFF_MEASURE=1 $(MEASURE_ENV) go test ./gui -run '^TestMeasure(Tray|Window)$$' -count=1 -v -timeout 40m
 
 # The window's bundled CJK subset (app/window/font), made again from Noto Sans CJK
 # (the same bytes from the same fonts-noto-cjk). Not part of CI.

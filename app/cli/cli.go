@@ -43,6 +43,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runWindow(nil, stdin, stdout, stderr)
 	}
 	name := args[0]
+	if strings.Contains(name, "://") {
+		// An import link the desktop hands its scheme's handler: the
+		// window offers it (app/deeplink).
+		return runWindow(args, stdin, stdout, stderr)
+	}
 	if name == "--version" || name == "-version" {
 		name = "version"
 	}

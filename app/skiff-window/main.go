@@ -23,6 +23,7 @@ import (
 
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/skiffvpn/skiff/app/instance"
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/app/window"
 	"github.com/skiffvpn/skiff/core"
@@ -56,6 +57,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	socket := fs.String("socket", service.DefaultSocket, "the service's socket")
+	fromTray := fs.Bool("tray-process", false, "started by skiff-tray, which keeps the tray icon and the proxy settings: closing the window ends it")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,6 +89,18 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		fmt.Fprintf(stderr, "skiff-window: %v\n", err)
 		return 1
 	}
+	// One window per user: a later launch hands its arguments (an import
+	// link) to the running one, which comes to the front.
+	single, err := acquire(prefsDir, *socket, fs.Args())
+	switch {
+	case errors.Is(err, instance.ErrRunning):
+		fmt.Fprintln(stderr, "skiff-window: Skiff's window is open already; it was asked to come to the front")
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "skiff-window: warning: %v; a later launch will open a second window\n", err)
+	default:
+		defer single.Close()
+	}
 	// The service when it runs (the VPN then outlives the window), else
 	// the core in this process.
 	opts := window.Options{PrefsDir: prefsDir}
@@ -102,6 +116,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		switch {
 		case err == nil:
 			opts.Backend, opts.Service = c, true
+			opts.TrayProcess = *fromTray
 			// The window alone allocates little (a few KiB a second
 			// while it shows live figures): a tighter heap goal costs it
 			// next to nothing and holds some 6-9 MiB less.
@@ -162,6 +177,16 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		}()
 	} else {
 		close(governed)
+	}
+	if single != nil {
+		go func() {
+			for m := range single.Messages() {
+				ui.Handoff(m.Args)
+			}
+		}()
+	}
+	if args := fs.Args(); len(args) > 0 {
+		fa.Lifecycle().SetOnStarted(func() { ui.Handoff(args) })
 	}
 	ui.Window().ShowAndRun()
 	ui.Close()

@@ -37,7 +37,6 @@ import (
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/group"
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/internal/exepages"
@@ -85,6 +84,10 @@ type Options struct {
 	// SystemProxy is this session's proxy settings, which the system
 	// proxy mode points at the local proxy; nil: sysproxy.New(PrefsDir).
 	SystemProxy *sysproxy.Proxy
+	// TrayProcess says that the tray process (app/tray) runs beside the
+	// window and owns the tray icon and the session's proxy settings: the
+	// window has neither, and closing it ends its process.
+	TrayProcess bool
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
@@ -161,7 +164,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	if o.SystemProxy == nil {
 		o.SystemProxy = sysproxy.New(o.PrefsDir)
 	}
-	u.sys = newSysKeeper(o.SystemProxy)
+	if !o.TrayProcess {
+		u.sys = newSysKeeper(o.SystemProxy)
+	}
 
 	fa.SetIcon(iconApp)
 	u.win = fa.NewWindow(Title)
@@ -176,7 +181,9 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 
 	u.reloadProfile()
 	u.watchTheme()
-	u.tray = setupTray(u)
+	if !o.TrayProcess {
+		u.tray = setupTray(u)
+	}
 	u.win.SetCloseIntercept(func() {
 		if u.tray != nil {
 			u.hideWindow() // Skiff stays in the tray
@@ -349,14 +356,7 @@ func (u *UI) Quit() {
 // Connect starts the core with the profile's route, in the background; the
 // outcome reaches the views through the Watch stream.
 func (u *UI) Connect() {
-	prefs := u.Prefs()
-	req := plan.Request{Mode: plan.ModeProxy, Listen: prefs.Listen, NoIPv6: !prefs.IPv6, DNS: prefs.DNSMode}
-	switch prefs.Mode {
-	case plan.ModeTUN:
-		req.Mode = plan.ModeTUN
-	case plan.ModeSystemProxy:
-		req.Mode = plan.ModeSystemProxy
-	}
+	req := u.Prefs().Request()
 	u.home.showError("")
 	u.wg.Add(1)
 	go func() {

@@ -1,95 +1,22 @@
 package window
 
-import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-
-	"github.com/skiffvpn/skiff/core"
-)
+import "github.com/skiffvpn/skiff/app/guiprefs"
 
 // PrefsName is the file, beside the profile, that holds the window's own
-// preferences (what the core's profile has no field for).
-const PrefsName = "gui.json"
+// preferences.
+const PrefsName = guiprefs.Name
 
 // Theme choices.
 const (
-	ThemeSystem = "system"
-	ThemeLight  = "light"
-	ThemeDark   = "dark"
+	ThemeSystem = guiprefs.ThemeSystem
+	ThemeLight  = guiprefs.ThemeLight
+	ThemeDark   = guiprefs.ThemeDark
 )
 
-// Prefs are the window's preferences. Everything the core reads lives in
-// the profile (core/profile); these only steer the GUI and how it starts
-// the core.
-type Prefs struct {
-	Mode           string `json:"mode,omitempty"`   // plan.ModeProxy, plan.ModeSystemProxy or plan.ModeTUN; empty: plan.ModeProxy
-	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
-	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
-	StartConnected bool   `json:"startConnected,omitempty"`
-	IPv6           bool   `json:"ipv6,omitempty"`     // TUN: route IPv6 too
-	DNSMode        string `json:"dnsMode,omitempty"`  // TUN: "fake-ip" or "real-ip"; empty: fake-ip
-	Theme          string `json:"theme,omitempty"`    // ThemeSystem, ThemeLight or ThemeDark; empty: system
-	Language       string `json:"language,omitempty"` // an i18n.Languages code; empty: the system's
-}
+// Prefs are the window's preferences (package guiprefs: the tray process
+// shares them).
+type Prefs = guiprefs.Prefs
 
-// listen returns the local proxy address to use.
-func (p Prefs) listen() string {
-	if p.Listen == "" {
-		return core.DefaultListen
-	}
-	return p.Listen
-}
+func loadPrefs(dir string) (Prefs, error) { return guiprefs.Load(dir) }
 
-// loadPrefs reads dir/gui.json; a missing file gives the defaults.
-func loadPrefs(dir string) (Prefs, error) {
-	var p Prefs
-	b, err := os.ReadFile(filepath.Join(dir, PrefsName))
-	if errors.Is(err, fs.ErrNotExist) {
-		return p, nil
-	}
-	if err != nil {
-		return p, fmt.Errorf("reading window preferences: %w", err)
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		return Prefs{}, fmt.Errorf("reading %s: %w", PrefsName, err)
-	}
-	return p, nil
-}
-
-// savePrefs writes p to dir/gui.json atomically, mode 0600.
-func savePrefs(dir string, p Prefs) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("saving window preferences: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, PrefsName+".*")
-	if err != nil {
-		return fmt.Errorf("saving window preferences: %w", err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	if werr == nil {
-		werr = tmp.Sync()
-	}
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o600)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), filepath.Join(dir, PrefsName))
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("saving window preferences: %w", werr)
-	}
-	return nil
-}
+func savePrefs(dir string, p Prefs) error { return guiprefs.Save(dir, p) }

@@ -461,14 +461,18 @@ func (v *profilesView) importBody(b []byte, source, file string) {
 // AddSubscription adds rawURL (or finds it) and fetches it, in the
 // background (the core does: api.Backend.Import). A new subscription whose
 // first fetch fails is not kept; the error says why.
-func (v *profilesView) AddSubscription(rawURL string) {
+func (v *profilesView) AddSubscription(rawURL string) { v.addSubscription(rawURL, "") }
+
+// addSubscription is AddSubscription with the name a new subscription
+// gets ("": the core picks one).
+func (v *profilesView) addSubscription(rawURL, name string) {
 	v.say(tr("profiles.adding"), false)
 	var (
 		res *api.ImportResult
 		err error
 	)
 	v.u.background(func(ctx context.Context) {
-		res, err = v.u.b.Import(ctx, api.ImportRequest{URL: rawURL})
+		res, err = v.u.b.Import(ctx, api.ImportRequest{URL: rawURL, Name: name})
 	}, func() {
 		v.u.reloadProfile()
 		if err != nil {

@@ -29,6 +29,12 @@ if [ -n "$user" ] && [ "$user" != root ] && getent passwd "$user" >/dev/null; th
 	fi
 fi
 
+# The desktop file's MimeType makes skiff-window the handler of clash://
+# and sing-box:// import links; the cache is what desktops read.
+if command -v update-desktop-database >/dev/null 2>&1; then
+	update-desktop-database -q /usr/share/applications || true
+fi
+
 unit=""
 for d in /lib/systemd/system /usr/lib/systemd/system; do
 	[ -e "$d/skiff.service" ] && unit="$d/skiff.service"

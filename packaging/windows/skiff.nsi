@@ -66,6 +66,23 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 !insertmacro MUI_UNPAGE_INSTFILES
 !insertmacro MUI_LANGUAGE "English"
 
+; URL handlers: clash://, clashmeta:// and sing-box:// import links open
+; skiff-window, which asks before it adds the subscription (app/deeplink).
+!macro RegisterScheme SCHEME
+  WriteRegStr HKLM "Software\Classes\${SCHEME}" "" "URL:${SCHEME} import link (Skiff)"
+  WriteRegStr HKLM "Software\Classes\${SCHEME}" "URL Protocol" ""
+  WriteRegStr HKLM "Software\Classes\${SCHEME}\DefaultIcon" "" "$INSTDIR\skiff.ico"
+  WriteRegStr HKLM "Software\Classes\${SCHEME}\shell\open\command" "" '"$INSTDIR\skiff-window.exe" "%1"'
+!macroend
+
+; Removes a scheme's handler only while it is still Skiff's.
+!macro UnregisterScheme SCHEME
+  ReadRegStr $0 HKLM "Software\Classes\${SCHEME}\shell\open\command" ""
+  ${If} $0 == '"$INSTDIR\skiff-window.exe" "%1"'
+    DeleteRegKey HKLM "Software\Classes\${SCHEME}"
+  ${EndIf}
+!macroend
+
 Function .onInit
   ${IfNot} ${RunningX64}
     MessageBox MB_ICONSTOP "Skiff needs 64-bit Windows." /SD IDOK
@@ -110,6 +127,9 @@ Section "Skiff" SecMain
   WriteRegStr HKLM "${UNINSTKEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
   WriteRegDWORD HKLM "${UNINSTKEY}" "NoModify" 1
   WriteRegDWORD HKLM "${UNINSTKEY}" "NoRepair" 1
+  !insertmacro RegisterScheme "clash"
+  !insertmacro RegisterScheme "clashmeta"
+  !insertmacro RegisterScheme "sing-box"
 
   ; Register and start the privileged service (LocalSystem), so that TUN
   ; mode works from the window without a prompt, now and after a reboot.
@@ -142,4 +162,7 @@ Section "Uninstall"
   Delete "$INSTDIR\uninstall.exe"
   RMDir "$INSTDIR"
   DeleteRegKey HKLM "${UNINSTKEY}"
+  !insertmacro UnregisterScheme "clash"
+  !insertmacro UnregisterScheme "clashmeta"
+  !insertmacro UnregisterScheme "sing-box"
 SectionEnd

@@ -156,6 +156,21 @@ func (m *measurer) startWindow(bin, backend, prefsDir, profileDir string) *harne
 		t.Setenv("SKIFF_CONFIG_DIR", prefsDir)
 		return harness.Start(t, "skiff-gui", bin, "gui", "--config-dir", prefsDir)
 	}
+	sock := m.startService(bin, profileDir)
+	t.Setenv("SKIFF_CONFIG_DIR", prefsDir)
+	gui := harness.Start(t, "skiff-gui", bin, "gui", "--socket", sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := gui.WaitText(ctx, "a client of the service"); err != nil {
+		t.Fatalf("the window is not the service's client: %v\n%s", err, gui.Output())
+	}
+	return gui
+}
+
+// startService starts `skiff service` whose profile is the one in
+// profileDir (none when "") and returns its socket.
+func (m *measurer) startService(bin, profileDir string) string {
+	t := m.t
 	state := t.TempDir()
 	if profileDir != "" {
 		b, err := os.ReadFile(filepath.Join(profileDir, "profile.json"))
@@ -187,14 +202,7 @@ func (m *measurer) startWindow(bin, backend, prefsDir, profileDir string) *harne
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Setenv("SKIFF_CONFIG_DIR", prefsDir)
-	gui := harness.Start(t, "skiff-gui", bin, "gui", "--socket", sock)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := gui.WaitText(ctx, "a client of the service"); err != nil {
-		t.Fatalf("the window is not the service's client: %v\n%s", err, gui.Output())
-	}
-	return gui
+	return sock
 }
 
 // stopService stops the service startWindow started, if any.
@@ -216,30 +224,42 @@ type sample struct {
 // measure takes m.runs windows of m.window and records the median of each
 // figure, with RSS at the end.
 func (m *measurer) measure(what string, p *harness.Process) {
+	m.measurePID(what, p.Pid(), func() {
+		select {
+		case <-p.Done():
+			m.t.Fatalf("%s exited while measured: %s\n%s", p.Name, p.ExitStatus(), p.Output())
+		default:
+		}
+	})
+}
+
+// measurePID is measure for process pid; alive fails the test when the
+// process ended meanwhile.
+func (m *measurer) measurePID(what string, pid int, alive func()) {
 	t := m.t
+	if m.runs == 0 { // the scenario without the measuring
+		alive()
+		return
+	}
 	time.Sleep(3 * time.Second) // let what the last step started settle
 	var cpus, wakes, sws []float64
 	for range m.runs {
-		a := readSample(t, p.Pid())
+		a := readSample(t, pid)
 		time.Sleep(m.window)
-		b := readSample(t, p.Pid())
+		b := readSample(t, pid)
 		secs := b.at.Sub(a.at).Seconds()
 		cpus = append(cpus, (b.cpu-a.cpu).Seconds()/secs*100)
 		wakes = append(wakes, float64(b.wakeup-a.wakeup)/secs)
 		sws = append(sws, float64(b.ctxsw-a.ctxsw)/secs)
 	}
-	select {
-	case <-p.Done():
-		t.Fatalf("%s exited while measured: %s\n%s", p.Name, p.ExitStatus(), p.Output())
-	default:
-	}
-	mem := readMemory(t, p.Pid())
+	alive()
+	mem := readMemory(t, pid)
 	row := fmt.Sprintf("| %s | %.2f %% (%.2f s/min) | %.0f | %.0f | %.1f | %.1f | %.1f | %d |",
 		what, median(cpus), median(cpus)*0.6, median(wakes), median(sws),
-		mem["Rss"]/1024, mem["Anonymous"]/1024, (mem["Rss"]-mem["Anonymous"])/1024, threads(t, p.Pid()))
+		mem["Rss"]/1024, mem["Anonymous"]/1024, (mem["Rss"]-mem["Anonymous"])/1024, threads(t, pid))
 	t.Logf("%s  (runs: CPU %% %v, wake-ups/s %v)", row, round(cpus), round(wakes))
 	m.rows = append(m.rows, row)
-	saveMemory(t, p.Pid(), what)
+	saveMemory(t, pid, what)
 }
 
 // report writes the table to the log and test/out/measure-window.txt.

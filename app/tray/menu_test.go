@@ -1,0 +1,75 @@
+package tray
+
+import (
+	"os/exec"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/api"
+	"github.com/skiffvpn/skiff/core/link"
+	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/i18n"
+)
+
+func TestMakeView(t *testing.T) {
+	l := i18n.New(i18n.Languages[0])
+	var nodes []*profile.Node
+	for _, s := range []string{"hysteria2://a@127.0.0.1:9/#Tokyo", "hysteria2://b@127.0.0.1:10/#Osaka"} {
+		n, err := link.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, &profile.Node{ID: profile.NodeID("", n), Config: *n})
+	}
+	pick := &profile.Group{ID: "pick", Name: "Pick", Type: profile.GroupSelector, Members: []string{nodes[0].ID, nodes[1].ID}, Selected: nodes[1].ID}
+	fail := &profile.Group{ID: "auto", Name: "Auto", Type: profile.GroupFailover, Members: []string{nodes[0].ID}}
+	prof := &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail, pick}, Selected: "pick"}
+	tun := api.Status{State: core.Running, Member: "Osaka", Route: &api.Route{Mode: plan.ModeTUN}}
+	for _, tt := range []struct {
+		name      string
+		st        api.Status
+		p         *profile.Profile
+		mode      string
+		reachable bool
+		want      view
+	}{
+		{"no service", api.Status{State: core.Stopped}, nil, "", false,
+			view{Status: "The Skiff service is not running", Toggle: "Connect", Mode: plan.ModeProxy}},
+		{"stopped, a selector picked", api.Status{State: core.Stopped}, prof, plan.ModeSystemProxy, true,
+			view{Status: "Not connected", Toggle: "Connect", Mode: plan.ModeSystemProxy,
+				Routes:  []entry{{"auto", "Auto", false}, {"pick", "Pick", true}},
+				Group:   "pick",
+				Members: []entry{{nodes[0].ID, "Tokyo", false}, {nodes[1].ID, "Osaka", true}}}},
+		// The mode that runs wins over the one saved since.
+		{"running in TUN, a failover group picked", tun, &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail}, Selected: "auto"}, plan.ModeProxy, true,
+			view{Status: "Via Osaka", Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN,
+				Routes: []entry{{"auto", "Auto", true}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := makeView(l, tt.st, tt.p, tt.mode, tt.reachable); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoFyne: the tray process keeps no GL context: skiff-tray links
+// neither Fyne nor GLFW, on any desktop OS.
+func TestNoFyne(t *testing.T) {
+	for _, goos := range []string{"linux", "windows", "darwin"} {
+		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../skiff-tray")
+		cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps (GOOS=%s): %v", goos, err)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if strings.HasPrefix(p, "fyne.io/fyne") || strings.Contains(p, "go-gl/") || p == "github.com/skiffvpn/skiff/app/window" {
+				t.Errorf("GOOS=%s: skiff-tray imports %s", goos, p)
+			}
+		}
+	}
+}
