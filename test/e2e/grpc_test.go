@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -102,22 +101,7 @@ func testTransport(t *testing.T, tc transportCase) {
 	echo := harness.TCPEcho(t)
 	t.Run("tcp-echo-16MiB", func(t *testing.T) { echoThrough(t, ob, echo, 16<<20) })
 	t.Run("parallel", func(t *testing.T) {
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- echoThroughErr(t, ob, echo, 1<<20)
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Error(err)
-			}
-		}
+		parallelEcho(t, ob, echo, 8, 1<<20)
 	})
 	// Xray's VLESS UDP drops datagrams of several KiB: sizes both carry.
 	t.Run("udp", func(t *testing.T) {
@@ -141,18 +125,7 @@ func testTransport(t *testing.T, tc transportCase) {
 	t.Run("server-restart", func(t *testing.T) {
 		server.Stop()
 		server = start()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for {
-			err := echoOnceThrough(ob, echo, 64<<10)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("no echo within 30 s of the server's restart: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		echoAfterRestart(t, ob, echo)
 		echoThrough(t, ob, echo, 1<<20)
 	})
 	if tc.impl == singBox && tc.tr.Type == node.TransportGRPC {

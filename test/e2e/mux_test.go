@@ -182,39 +182,13 @@ func testMultiplex(t *testing.T, s *harness.Server, proto string, padding bool) 
 		}
 	})
 	t.Run("parallel", func(t *testing.T) {
-		var wg sync.WaitGroup
-		errs := make(chan error, 8)
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- echoThroughErr(t, ob, echo, 1<<20)
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Error(err)
-			}
-		}
+		parallelEcho(t, ob, echo, 8, 1<<20)
 	})
 	t.Run("udp", func(t *testing.T) { udpThrough(t, ob, 1, 512, 1400, 3000, 8192) })
 	t.Run("server-restart", func(t *testing.T) {
 		server.Stop()
 		startConfig(t, s, cfg)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for {
-			err := echoOnceThrough(ob, echo, 64<<10)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("no echo within 30 s of the server's restart: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		echoAfterRestart(t, ob, echo)
 		echoThrough(t, ob, echo, 1<<20)
 	})
 	// A client without padding is refused by a padding server, and the
@@ -229,6 +203,46 @@ func testMultiplex(t *testing.T, s *harness.Server, proto string, padding bool) 
 			t.Fatal("an unpadded session passed a padding server")
 		}
 	})
+}
+
+// echoAfterRestart waits up to 30 s for an echo through ob to work again
+// after the server's restart (the old connections die; the next flows
+// dial anew).
+func echoAfterRestart(t *testing.T, ob outbound.Outbound, echo string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		err := echoOnceThrough(ob, echo, 64<<10)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no echo within 30 s of the server's restart: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// parallelEcho runs n echoes of size bytes through ob at once.
+func parallelEcho(t *testing.T, ob outbound.Outbound, echo string, n, size int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- echoThroughErr(t, ob, echo, size)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // echoOnceThrough is one short echo through ob, as an error.

@@ -72,18 +72,7 @@ func testXHTTP(t *testing.T, tc xhttpCase) {
 	t.Run("server-restart", func(t *testing.T) {
 		server.Stop()
 		server = start()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for {
-			err := echoOnceThrough(ob, echo, 64<<10)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("no echo within 30 s of the server's restart: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		echoAfterRestart(t, ob, echo)
 	})
 }
 
