@@ -98,33 +98,23 @@ func withPick(ctx context.Context, out outbound.Outbound, member *string) contex
 // A panic while serving the flow ends that flow alone (see package guard).
 func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func() (net.Conn, error)) (err error) {
 	defer guard.Catch(ctx, &err, "tcp flow")
-	out, name, err := e.router.Route(&m)
+	start := time.Now()
+	up, name, member, err := dialOut(e, ctx, &m, start, "dial failed", func(ctx context.Context, out outbound.Outbound) (net.Conn, error) {
+		return out.DialContext(ctx, flow.TCP, m.Destination)
+	})
 	if err != nil {
-		return fmt.Errorf("route %s: %w", m.Destination, err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := time.Now()
-	var member string
-	dctx, dcancel := context.WithTimeout(withPick(ctx, out, &member), DialTimeout)
-	up, err := out.DialContext(dctx, flow.TCP, m.Destination)
-	dcancel()
-	if err != nil {
-		e.warnDial(&m, name, err)
-		e.logFlow(ctx, &m, name, "dial failed", start, nil, err)
-		return err
-	}
 	app, err := accept()
 	if err != nil {
 		up.Close()
 		e.logFlow(ctx, &m, name, "accept failed", start, nil, err)
 		return err
 	}
-	c := e.stats.Track(&m, name, cancel)
+	c := e.track(&m, name, member, cancel)
 	defer c.Done()
-	if member != "" {
-		c.SetMember(member)
-	}
 	if _, halfClose := app.(interface{ CloseWrite() error }); halfClose && m.Host == "" && m.Destination.IP.IsValid() && m.Inbound == "tun" {
 		app = &sniffConn{Conn: app, c: c}
 	}
@@ -140,33 +130,52 @@ func (e *Engine) HandleStream(ctx context.Context, m flow.Metadata, accept func(
 func (e *Engine) HandlePacket(ctx context.Context, m flow.Metadata, conn net.PacketConn) (err error) {
 	defer guard.Catch(ctx, &err, "udp flow")
 	defer conn.Close() // on every way out, a panic's too; the relay closes it first
-	out, name, err := e.router.Route(&m)
+	start := time.Now()
+	up, name, member, err := dialOut(e, ctx, &m, start, "udp session failed", func(ctx context.Context, out outbound.Outbound) (net.PacketConn, error) {
+		return out.ListenPacket(ctx, m.Destination)
+	})
 	if err != nil {
-		return fmt.Errorf("route %s: %w", m.Destination, err)
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	start := time.Now()
-	var member string
-	dctx, dcancel := context.WithTimeout(withPick(ctx, out, &member), DialTimeout)
-	up, err := out.ListenPacket(dctx, m.Destination)
-	dcancel()
-	if err != nil {
-		e.warnDial(&m, name, err)
-		e.logFlow(ctx, &m, name, "udp session failed", start, nil, err)
-		return err
-	}
-	c := e.stats.Track(&m, name, cancel)
+	c := e.track(&m, name, member, cancel)
 	defer c.Done()
-	if member != "" {
-		c.SetMember(member)
-	}
 	err = relay.Packet(ctx, conn, up, relay.IdleTimeout(m.Destination.Port), &c.Up, &c.Down)
 	if errors.Is(err, context.Canceled) || errors.Is(err, relay.ErrIdle) {
 		err = nil
 	}
 	e.logFlow(ctx, &m, name, "udp session closed", start, c, err)
 	return err
+}
+
+// dialOut routes m and opens its upstream with open, under DialTimeout; a
+// failure is logged as failed (and warned of). member is the server of a
+// group that carried it.
+func dialOut[C any](e *Engine, ctx context.Context, m *flow.Metadata, start time.Time, failed string, open func(context.Context, outbound.Outbound) (C, error)) (up C, name, member string, err error) {
+	out, name, err := e.router.Route(m)
+	if err != nil {
+		return up, "", "", fmt.Errorf("route %s: %w", m.Destination, err)
+	}
+	dctx, dcancel := context.WithTimeout(withPick(ctx, out, &member), DialTimeout)
+	up, err = open(dctx, out)
+	dcancel()
+	if err != nil {
+		e.warnDial(m, name, err)
+		e.logFlow(ctx, m, name, failed, start, nil, err)
+		return up, name, "", err
+	}
+	return up, name, member, nil
+}
+
+// track counts m's flow in the stats; cancel ends it from the connection
+// table.
+func (e *Engine) track(m *flow.Metadata, name, member string, cancel context.CancelFunc) *stats.Conn {
+	c := e.stats.Track(m, name, cancel)
+	if member != "" {
+		c.SetMember(member)
+	}
+	return c
 }
 
 // logFlow writes one debug line per flow. Per-flow lines are debug only: at

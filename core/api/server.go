@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skiffvpn/skiff/core/plan"
+	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/profile"
 	"github.com/skiffvpn/skiff/core/subscription"
 )
@@ -154,28 +154,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch route {
 	case "GET status":
-		st, err := h.b.Status(ctx)
-		reply(w, st, err)
+		get(ctx, w, h.b.Status)
 	case "GET stats":
-		s, err := h.b.Stats(ctx)
-		reply(w, s, err)
+		get(ctx, w, h.b.Stats)
 	case "GET groups":
-		g, err := h.b.Groups(ctx)
-		reply(w, g, err)
+		get(ctx, w, h.b.Groups)
 	case "GET connections":
-		c, err := h.b.Connections(ctx)
-		reply(w, c, err)
+		get(ctx, w, h.b.Connections)
 	case "GET logs":
-		l, err := h.b.Logs(ctx)
-		reply(w, l, err)
+		get(ctx, w, h.b.Logs)
 	case "GET watch":
 		h.watch(w, r)
 	case "POST connect":
-		var req plan.Request
-		if decode(w, r, limit, &req) {
-			rt, err := h.b.Connect(ctx, req)
-			reply(w, rt, err)
-		}
+		post(ctx, w, r, limit, h.b.Connect)
 	case "POST disconnect":
 		if decode(w, r, limit, nil) {
 			reply(w, nil, h.b.Disconnect(ctx))
@@ -189,41 +180,23 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			reply(w, nil, h.b.SetProfile(ctx, doc.Profile, doc.Rev))
 		}
 	case "POST import":
-		var req ImportRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.Import(ctx, req)
-			replyResult(w, res, err)
-		}
+		post(ctx, w, r, limit, h.b.Import)
 	case "POST refresh":
-		var req refreshRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.Refresh(ctx, req.ID)
-			replyResult(w, res, err)
-		}
+		post(ctx, w, r, limit, func(ctx context.Context, req refreshRequest) (*ImportResult, error) {
+			return h.b.Refresh(ctx, req.ID)
+		})
 	case "POST probe":
-		var req probeRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.Probe(ctx, req.IDs)
-			reply(w, res, err)
-		}
+		post(ctx, w, r, limit, func(ctx context.Context, req probeRequest) ([]ProbeResult, error) {
+			return h.b.Probe(ctx, req.IDs)
+		})
 	case "POST mode":
-		var req ModeRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.SetMode(ctx, req)
-			reply(w, res, err)
-		}
+		post(ctx, w, r, limit, h.b.SetMode)
 	case "POST select":
-		var req SelectRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.Select(ctx, req)
-			reply(w, res, err)
-		}
+		post(ctx, w, r, limit, h.b.Select)
 	case "POST rulesets/refresh":
-		var req ruleSetsRequest
-		if decode(w, r, limit, &req) {
-			res, err := h.b.RefreshRuleSets(ctx, req.Names)
-			reply(w, res, err)
-		}
+		post(ctx, w, r, limit, func(ctx context.Context, req ruleSetsRequest) ([]core.RuleSetState, error) {
+			return h.b.RefreshRuleSets(ctx, req.Names)
+		})
 	default:
 		writeError(w, errorf(CodeNotFound, "no such path: "+r.Method+" /"+Version+"/"+rest))
 	}
@@ -350,8 +323,35 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	return true
 }
 
-// reply writes v as JSON, or err.
+// get writes what f returns.
+func get[Res any](ctx context.Context, w http.ResponseWriter, f func(context.Context) (Res, error)) {
+	res, err := f(ctx)
+	reply(w, res, err)
+}
+
+// post decodes r's body into a Req, calls f with it and writes what f
+// returns.
+func post[Req, Res any](ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64, f func(context.Context, Req) (Res, error)) {
+	var req Req
+	if decode(w, r, limit, &req) {
+		res, err := f(ctx, req)
+		reply(w, res, err)
+	}
+}
+
+// reply writes v as JSON, or err. A failed import still has a result
+// (with its Error), written beside the error: the client turns it back
+// into the error.
 func reply(w http.ResponseWriter, v any, err error) {
+	if res, ok := v.(*ImportResult); ok && err != nil && res != nil && res.Error != nil {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(statusOf(res.Error.Code))
+		json.NewEncoder(w).Encode(struct {
+			*Error
+			Result *ImportResult `json:"result"`
+		}{res.Error, res})
+		return
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -362,21 +362,6 @@ func reply(w http.ResponseWriter, v any, err error) {
 		return
 	}
 	json.NewEncoder(w).Encode(v)
-}
-
-// replyResult writes an import's result; a failed fetch still has one
-// (with its Error), which the client turns back into the error.
-func replyResult(w http.ResponseWriter, res *ImportResult, err error) {
-	if err != nil && res != nil && res.Error != nil {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(statusOf(res.Error.Code))
-		json.NewEncoder(w).Encode(struct {
-			*Error
-			Result *ImportResult `json:"result"`
-		}{res.Error, res})
-		return
-	}
-	reply(w, res, err)
 }
 
 func writeError(w http.ResponseWriter, err error) {
