@@ -41,15 +41,9 @@ type logsView struct {
 
 func newLogsView(u *UI) *logsView {
 	v := &logsView{u: u, min: slog.LevelInfo}
-	v.list = widget.NewList(
-		func() int { return len(v.shown) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
-			l := o.(*widget.Label)
+	v.list = labelList(
+		func() int { return len(v.shown) }, "",
+		func(i widget.ListItemID, l *widget.Label) {
 			r := v.shown[i]
 			l.SetText(logLine(r))
 			switch {

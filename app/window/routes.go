@@ -175,25 +175,16 @@ func presetTitles() []string {
 }
 
 // presetTitle is how a core/preset preset is shown.
-func presetTitle(name string) string {
-	switch name {
-	case preset.Everything:
-		return tr("routes.presetEverything")
-	case preset.BypassCN:
-		return tr("routes.presetBypassCN")
-	case preset.ProxyListed:
-		return tr("routes.presetListed")
-	}
-	return name
+func presetTitle(name string) string { return trKey(presetKeys, name, name) }
+
+var presetKeys = map[string]string{
+	preset.Everything:  "routes.presetEverything",
+	preset.BypassCN:    "routes.presetBypassCN",
+	preset.ProxyListed: "routes.presetListed",
 }
 
 // ruleTypeLabel is how a rule kind is shown.
-func ruleTypeLabel(t string) string {
-	if key, ok := ruleTypeKeys[t]; ok {
-		return tr(key)
-	}
-	return t
-}
+func ruleTypeLabel(t string) string { return trKey(ruleTypeKeys, t, t) }
 
 // ruleTypeKeys are the words of the rule kinds.
 var ruleTypeKeys = map[string]string{
@@ -263,14 +254,9 @@ func newRoutesView(u *UI) *routesView {
 // groupsPane is the list of groups, with the buttons that make, use and
 // remove them, beside the selected group's members with their health.
 func (v *routesView) groupsPane() fyne.CanvasObject {
-	v.groupList = widget.NewList(
-		func() int { return len(v.p.Groups) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("group name")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
+	v.groupList = labelList(
+		func() int { return len(v.p.Groups) }, "group name",
+		func(i widget.ListItemID, l *widget.Label) {
 			g := v.p.Groups[i]
 			s := tr("routes.groupRow", M{"Name": g.Name, "Type": groupTypeLabel(g.Type), "N": len(g.Members)})
 			// A rule target's live state first: the row is cut at its end.
@@ -286,7 +272,7 @@ func (v *routesView) groupsPane() fyne.CanvasObject {
 			if v.p.Selected == g.ID {
 				s = "● " + s
 			}
-			o.(*widget.Label).SetText(s)
+			l.SetText(s)
 		},
 	)
 	v.groupList.OnSelected = func(i widget.ListItemID) { v.selGroup = i; v.update(); v.memberList.Refresh() }
@@ -324,10 +310,7 @@ func (v *routesView) buildMemberList() {
 	v.memberList = widget.NewList(
 		func() int { return len(v.members()) },
 		func() fyne.CanvasObject {
-			name := widget.NewLabel("member")
-			name.Truncation = fyne.TextTruncateEllipsis
-			health := widget.NewLabel("health")
-			health.Truncation = fyne.TextTruncateEllipsis
+			name, health := cutLabel("member"), cutLabel("health")
 			health.TextStyle.Italic = true
 			use := widget.NewButton(tr("pick.use"), nil)
 			up := widget.NewButtonWithIcon("", theme.MoveUpIcon(), nil)
@@ -390,14 +373,9 @@ func (v *routesView) buildMemberList() {
 // switchLogPane is the log of the groups' switches, newest first, under
 // the view's note.
 func (v *routesView) switchLogPane() fyne.CanvasObject {
-	v.switchLog = widget.NewList(
-		func() int { return len(v.switches) },
-		func() fyne.CanvasObject {
-			l := widget.NewLabel("switch")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return l
-		},
-		func(i widget.ListItemID, o fyne.CanvasObject) {
+	v.switchLog = labelList(
+		func() int { return len(v.switches) }, "switch",
+		func(i widget.ListItemID, l *widget.Label) {
 			e := v.switches[len(v.switches)-1-i] // newest first
 			from, to := e.From, e.To
 			if from == "" {
@@ -406,7 +384,7 @@ func (v *routesView) switchLogPane() fyne.CanvasObject {
 			if to == "" {
 				to = tr("routes.none")
 			}
-			o.(*widget.Label).SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), v.switchGroup(e.Group), from, to, switchWhy(e.Why, e.Reason)))
+			l.SetText(fmt.Sprintf("%s  %s: %s → %s — %s", fmtr().Clock(e.Time), v.switchGroup(e.Group), from, to, switchWhy(e.Why, e.Reason)))
 		},
 	)
 	v.switchLog.OnSelected = func(i widget.ListItemID) {
@@ -428,9 +406,7 @@ func (v *routesView) rulesPane() fyne.CanvasObject {
 	v.ruleList = widget.NewList(
 		func() int { return len(v.rows) },
 		func() fyne.CanvasObject {
-			l := widget.NewLabel("rule")
-			l.Truncation = fyne.TextTruncateEllipsis
-			return container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("", theme.DeleteIcon(), nil), l)
+			return container.NewBorder(nil, nil, nil, widget.NewButtonWithIcon("", theme.DeleteIcon(), nil), cutLabel("rule"))
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			row := v.rows[i]
@@ -1006,27 +982,19 @@ func (v *routesView) targetName(t string) string {
 }
 
 // groupTypeLabel is how a group's type is shown.
-func groupTypeLabel(t string) string {
-	switch t {
-	case profile.GroupFailover:
-		return tr("group.failover")
-	case profile.GroupSelector:
-		return tr("group.selector")
-	case profile.GroupURLTest:
-		return tr("group.urltest")
-	}
-	return t
+func groupTypeLabel(t string) string { return trKey(groupTypeKeys, t, t) }
+
+var groupTypeKeys = map[string]string{
+	profile.GroupFailover: "group.failover",
+	profile.GroupSelector: "group.selector",
+	profile.GroupURLTest:  "group.urltest",
 }
 
 // healthLabel is how a member's health is shown.
-func healthLabel(h group.Health) string {
-	switch h {
-	case group.Healthy:
-		return tr("health.healthy")
-	case group.Failing:
-		return tr("health.failing")
-	case group.Recovering:
-		return tr("health.recovering")
-	}
-	return tr("health.untried")
+func healthLabel(h group.Health) string { return trKey(healthKeys, h, tr("health.untried")) }
+
+var healthKeys = map[group.Health]string{
+	group.Healthy:    "health.healthy",
+	group.Failing:    "health.failing",
+	group.Recovering: "health.recovering",
 }

@@ -34,12 +34,7 @@ func switchWhy(w group.Why, english string) string {
 
 // faultWords says what kind of failure k is; english is the core's whole
 // error, said as it is for a kind this window does not know.
-func faultWords(k fault.Kind, english string) string {
-	if key, ok := faultKeys[k]; ok {
-		return tr(key)
-	}
-	return english
-}
+func faultWords(k fault.Kind, english string) string { return trKey(faultKeys, k, english) }
 
 // faultKeys are the messages of the failure kinds (literal keys, so that
 // the bundles' tests see them used).

@@ -101,27 +101,25 @@ func explain(e *api.Error, service bool) string {
 		return ""
 	}
 	switch e.Code {
-	case api.CodePortInUse:
-		return tr("explain.portInUse")
-	case api.CodeNoServer:
-		return tr("explain.noServer")
 	case api.CodeTUNPermission:
 		if h := privilegeHint(service); h != "" {
 			return h
 		}
-		return tr("explain.serviceLacksRights")
-	case api.CodeServerAuth:
-		return tr("explain.serverAuth")
-	case api.CodeSubscriptionFetch:
-		return tr("explain.subscriptionFetch")
-	case api.CodeForbidden:
-		return tr("explain.forbidden")
-	case api.CodeUnavailable:
-		return tr("explain.unavailable")
 	case api.CodeRunning:
 		return ""
 	}
-	return tr("explain.unknown")
+	return trKey(explainKeys, e.Code, tr("explain.unknown"))
+}
+
+// explainKeys are the messages of the error codes.
+var explainKeys = map[api.Code]string{
+	api.CodePortInUse:         "explain.portInUse",
+	api.CodeNoServer:          "explain.noServer",
+	api.CodeTUNPermission:     "explain.serviceLacksRights",
+	api.CodeServerAuth:        "explain.serverAuth",
+	api.CodeSubscriptionFetch: "explain.subscriptionFetch",
+	api.CodeForbidden:         "explain.forbidden",
+	api.CodeUnavailable:       "explain.unavailable",
 }
 
 // details returns the core's own words for e, or "".
