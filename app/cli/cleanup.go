@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,8 +12,7 @@ import (
 // runCleanup undoes what a TUN run recorded in its state file, for when it
 // was killed before it could restore the routes itself.
 func runCleanup(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("cleanup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("cleanup", stderr)
 	state := fs.String("state", "", "state file of the TUN run (default: "+tun.DefaultStateFile()+")")
 	verbose := fs.Bool("v", false, "print each change undone")
 	if err := fs.Parse(args); err != nil {

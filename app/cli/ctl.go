@@ -50,6 +50,21 @@ func failed(stderr io.Writer, name string, err error) int {
 	return 1
 }
 
+// newFlags is the flag set of command name, its errors and usage to stderr.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// callService opens a client of the service and a call bounded by d and
+// ended on ^C; done closes both.
+func callService(client func() *api.Client, d time.Duration) (context.Context, *api.Client, func()) {
+	ctx, done := callContext(d)
+	c := client()
+	return ctx, c, func() { c.Close(); done() }
+}
+
 // callContext bounds a client call and ends it on ^C.
 func callContext(d time.Duration) (context.Context, func()) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -67,17 +82,14 @@ func runStatus(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 // runQuery implements a command that asks the service one thing and prints
 // it, as a table or text (print) or with --json.
 func runQuery[T any](args []string, name string, stdout, stderr io.Writer, ask func(*api.Client, context.Context) (T, error), print func(io.Writer, T) error) int {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags(name, stderr)
 	client := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ctx, done := callContext(10 * time.Second)
+	ctx, c, done := callService(client, 10*time.Second)
 	defer done()
-	c := client()
-	defer c.Close()
 	v, err := ask(c, ctx)
 	if err != nil {
 		return failed(stderr, name, err)
@@ -114,8 +126,7 @@ func printStatus(w io.Writer, st api.Status) {
 }
 
 func runConnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("connect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("connect", stderr)
 	client := clientFlags(fs)
 	var r plan.Request
 	tunMode := fs.Bool("tun", false, "the system-wide VPN (TUN) as well as the local proxy")
@@ -136,10 +147,8 @@ func runConnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skiff connect: %v\n", err)
 		return 2
 	}
-	ctx, done := callContext(60 * time.Second)
+	ctx, c, done := callService(client, 60*time.Second)
 	defer done()
-	c := client()
-	defer c.Close()
 	rt, err := c.Connect(ctx, r)
 	if err != nil {
 		return failed(stderr, "connect", err)
@@ -176,16 +185,13 @@ func setConnectAtStart(ctx context.Context, c *api.Client, on bool) error {
 }
 
 func runDisconnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("disconnect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("disconnect", stderr)
 	client := clientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ctx, done := callContext(30 * time.Second)
+	ctx, c, done := callService(client, 30*time.Second)
 	defer done()
-	c := client()
-	defer c.Close()
 	if err := c.Disconnect(ctx); err != nil {
 		return failed(stderr, "disconnect", err)
 	}
@@ -209,8 +215,7 @@ func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runClose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("close", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("close", stderr)
 	client := clientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -224,10 +229,8 @@ func runClose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "skiff close: %q is not a connection ID\n", fs.Arg(0))
 		return 2
 	}
-	ctx, done := callContext(10 * time.Second)
+	ctx, c, done := callService(client, 10*time.Second)
 	defer done()
-	c := client()
-	defer c.Close()
 	if err := c.CloseConnection(ctx, id); err != nil {
 		return failed(stderr, "close", err)
 	}
@@ -236,8 +239,7 @@ func runClose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runWatch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("watch", stderr)
 	client := clientFlags(fs)
 	var o api.WatchOptions
 	fs.BoolVar(&o.Stats, "stats", false, "also the traffic once a second")
@@ -267,16 +269,13 @@ func runWatch(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runProbe(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("probe", stderr)
 	client := clientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	ctx, done := callContext(2 * time.Minute)
+	ctx, c, done := callService(client, 2*time.Minute)
 	defer done()
-	c := client()
-	defer c.Close()
 	ids := fs.Args()
 	if len(ids) == 0 {
 		p, _, err := c.Profile(ctx)

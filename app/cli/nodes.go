@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -79,8 +78,7 @@ func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 
 // runNodes implements `skiff nodes [--json]`.
 func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("nodes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("nodes", stderr)
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")

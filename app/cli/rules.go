@@ -17,8 +17,7 @@ func init() {
 // runRules implements `skiff rules` (the running rule sets' states) and
 // `skiff rules refresh [NAME…]` (download them now, wait for the outcome).
 func runRules(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("rules", stderr)
 	client := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	fs.Usage = func() {
@@ -38,10 +37,8 @@ func runRules(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	// A refresh waits for the downloads, which the service bounds at 3 min.
-	ctx, done := callContext(4 * time.Minute)
+	ctx, c, done := callService(client, 4*time.Minute)
 	defer done()
-	c := client()
-	defer c.Close()
 	var states []core.RuleSetState
 	if refresh {
 		var err error

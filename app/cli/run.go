@@ -77,8 +77,7 @@ type runFlags struct {
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
 // (and for a link its position and field), never a link's secrets.
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run", stderr)
 	var (
 		ls, saved links
 		rf        runFlags

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,8 +50,7 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	fs := flag.NewFlagSet("service", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("service", stderr)
 	var o service.Options
 	fs.StringVar(&o.Socket, "socket", service.DefaultSocket, "the API socket (tests)")
 	fs.StringVar(&o.StateDir, "state-dir", service.DefaultStateDir, "where the profile is kept")
