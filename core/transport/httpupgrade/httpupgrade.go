@@ -210,18 +210,18 @@ func ClientFastOpen(ctx context.Context, c net.Conn, cfg Config) (net.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("httpupgrade: upgrade to %s: %w", target, err)
 	}
-	return &fastConn{Conn: c, target: target}, nil
+	return &fastConn{preConn: preConn{Conn: c}, target: target}, nil
 }
 
-// fastConn reads the answer on the first Read.
+// fastConn reads the answer on the first Read, then what came behind it
+// (preConn).
 type fastConn struct {
-	net.Conn
-	target string
+	preConn // pre is guarded by rmu
+	target  string
 
 	rmu  sync.Mutex
 	read bool  // the answer was read
 	rerr error // the answer's error
-	pre  []byte
 }
 
 func (c *fastConn) Read(p []byte) (int, error) {
@@ -242,14 +242,7 @@ func (c *fastConn) Read(p []byte) (int, error) {
 	if c.rerr != nil {
 		return 0, c.rerr
 	}
-	if len(c.pre) > 0 {
-		n := copy(p, c.pre)
-		if c.pre = c.pre[n:]; len(c.pre) == 0 {
-			c.pre = nil
-		}
-		return n, nil
-	}
-	return c.Conn.Read(p)
+	return c.preConn.Read(p)
 }
 
 // WaitRead waits on the connection once the answer was read; before, it
@@ -268,14 +261,6 @@ func (c *fastConn) WaitRead() bool {
 		return w.WaitRead()
 	}
 	return false
-}
-
-// CloseWrite half-closes the connection below, when it can.
-func (c *fastConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
 }
 
 // WaitRead is true at once while bytes from behind the answer are left.
