@@ -240,7 +240,7 @@ func (v *profilesView) describeSource(id string) (title, detail string, bad bool
 	if s == nil {
 		return "?", "", false
 	}
-	title = subscriptionTitle(s)
+	title = subscriptionTitle(v.p, s)
 	var parts []string
 	parts = append(parts, nodesString(v.count(id)))
 	if ui := s.UserInfo; ui != nil {
@@ -458,6 +458,9 @@ func (v *profilesView) importBody(b []byte, source, file string) {
 	if n := len(res.Unsupported); n > 0 {
 		msg += " " + trN("profiles.importedUnsupported", n)
 	}
+	if w := warningsText(res); w != "" {
+		msg += "\n" + w
+	}
 	v.say(msg, false)
 }
 
@@ -482,7 +485,11 @@ func (v *profilesView) addSubscription(rawURL, name string) {
 			v.say(tr("profiles.addFailed", M{"Err": err.Error()}), true)
 			return
 		}
-		v.say(tr("profiles.added", M{"What": fetchedString(res)}), false)
+		msg := tr("profiles.added", M{"What": fetchedString(res)})
+		if w := warningsText(res); w != "" {
+			msg += "\n" + w
+		}
+		v.say(msg, false)
 	})
 }
 
@@ -662,10 +669,11 @@ func fetchedString(res *api.ImportResult) string {
 	return s
 }
 
-// subscriptionTitle is how a subscription is named: its own name, else its
-// address without secrets.
-func subscriptionTitle(s *profile.Subscription) string {
-	if t := s.DisplayName(); t != "" {
+// subscriptionTitle is how subscription s of p is named: its own name (told
+// apart from others of the same name: profile.Label), else its address
+// without secrets.
+func subscriptionTitle(p *profile.Profile, s *profile.Subscription) string {
+	if t := p.Label(s); t != "" {
 		return t
 	}
 	return subscription.Redact(s.URL)
