@@ -10,11 +10,13 @@ require (
 	github.com/gobwas/ws v1.5.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/hashicorp/yamux v0.1.2
+	github.com/makiuchi-d/gozxing v0.1.1
 	github.com/maxmind/mmdbwriter v1.0.0
 	github.com/nicksnyder/go-i18n/v2 v2.5.1
 	github.com/oschwald/maxminddb-golang/v2 v2.1.1
 	github.com/quic-go/quic-go v0.65.0
 	github.com/refraction-networking/utls v1.8.2
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
 	github.com/vishvananda/netlink v1.3.1
 	github.com/xtaci/smux v1.5.58
 	golang.org/x/crypto v0.59.0
@@ -27,6 +29,8 @@ require (
 	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 	lukechampine.com/blake3 v1.4.1
 )
+
+require golang.org/x/xerrors v0.0.0-20200804184101-5ec99f83aff1 // indirect
 
 require (
 	fyne.io/systray v1.11.1-0.20250603113521-ca66a66d8b58

@@ -348,10 +348,10 @@ func (h *homeView) setProfile(p *profile.Profile) {
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
-			bad = append(bad, tr("home.subRefreshFailed", M{"Name": subscriptionTitle(s), "Err": s.LastError}))
+			bad = append(bad, tr("home.subRefreshFailed", M{"Name": subscriptionTitle(p, s), "Err": s.LastError}))
 		}
 		if ui := s.UserInfo; ui != nil && !ui.Expire.IsZero() && time.Until(ui.Expire) < 72*time.Hour {
-			bad = append(bad, tr("home.subExpires", M{"Name": subscriptionTitle(s), "When": fmtr().DateTime(ui.Expire)}))
+			bad = append(bad, tr("home.subExpires", M{"Name": subscriptionTitle(p, s), "When": fmtr().DateTime(ui.Expire)}))
 		}
 	}
 	if len(bad) == 0 {

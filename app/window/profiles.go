@@ -65,6 +65,7 @@ func newProfilesView(u *UI) *profilesView {
 	add.Importance = widget.HighImportance
 	paste := widget.NewButtonWithIcon(tr("profiles.paste"), theme.ContentPasteIcon(), v.addFromClipboard)
 	file := widget.NewButtonWithIcon(tr("profiles.file"), theme.FolderOpenIcon(), v.addFromFile)
+	qrFile := widget.NewButtonWithIcon(tr("profiles.qr"), theme.FileImageIcon(), v.addFromQR)
 	refreshAll := widget.NewButtonWithIcon(tr("profiles.refreshAll"), theme.ViewRefreshIcon(), func() { v.refreshSubs(nil) })
 	v.status = widget.NewLabel("")
 	v.status.Wrapping = fyne.TextWrapWord
@@ -122,7 +123,8 @@ func newProfilesView(u *UI) *profilesView {
 			lat := widget.NewLabel("9999 ms")
 			test := widget.NewButtonWithIcon("", theme.MediaPlayIcon(), nil)
 			use := widget.NewButton(tr("profiles.use"), nil)
-			right := container.NewHBox(lat, test, use)
+			share := widget.NewButtonWithIcon("", theme.MailForwardIcon(), nil)
+			right := container.NewHBox(lat, test, share, use)
 			return container.NewBorder(nil, nil, nil, container.NewCenter(right), container.NewVBox(name, detail))
 		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
@@ -131,7 +133,8 @@ func newProfilesView(u *UI) *profilesView {
 			texts := box.Objects[0].(*fyne.Container)
 			right := box.Objects[1].(*fyne.Container).Objects[0].(*fyne.Container)
 			name, detail := texts.Objects[0].(*widget.Label), texts.Objects[1].(*widget.Label)
-			lat, test, use := right.Objects[0].(*widget.Label), right.Objects[1].(*widget.Button), right.Objects[2].(*widget.Button)
+			lat, test, use := right.Objects[0].(*widget.Label), right.Objects[1].(*widget.Button), right.Objects[3].(*widget.Button)
+			right.Objects[2].(*widget.Button).OnTapped = func() { v.share(n) }
 			label := n.Name()
 			if v.p.Selected == n.ID {
 				label = "● " + label
@@ -186,7 +189,7 @@ func newProfilesView(u *UI) *profilesView {
 		},
 	)
 
-	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, paste, file, refreshAll), v.url)
+	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, paste, file, qrFile, refreshAll), v.url)
 	left := container.NewBorder(widget.NewLabelWithStyle(tr("profiles.subscriptions"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		container.NewHBox(refreshOne, remove), nil, nil, v.subList)
 	v.noNodes = widget.NewLabel("")
@@ -237,7 +240,7 @@ func (v *profilesView) describeSource(id string) (title, detail string, bad bool
 	if s == nil {
 		return "?", "", false
 	}
-	title = subscriptionTitle(s)
+	title = subscriptionTitle(v.p, s)
 	var parts []string
 	parts = append(parts, nodesString(v.count(id)))
 	if ui := s.UserInfo; ui != nil {
@@ -455,6 +458,9 @@ func (v *profilesView) importBody(b []byte, source, file string) {
 	if n := len(res.Unsupported); n > 0 {
 		msg += " " + trN("profiles.importedUnsupported", n)
 	}
+	if w := warningsText(res); w != "" {
+		msg += "\n" + w
+	}
 	v.say(msg, false)
 }
 
@@ -479,7 +485,11 @@ func (v *profilesView) addSubscription(rawURL, name string) {
 			v.say(tr("profiles.addFailed", M{"Err": err.Error()}), true)
 			return
 		}
-		v.say(tr("profiles.added", M{"What": fetchedString(res)}), false)
+		msg := tr("profiles.added", M{"What": fetchedString(res)})
+		if w := warningsText(res); w != "" {
+			msg += "\n" + w
+		}
+		v.say(msg, false)
 	})
 }
 
@@ -659,10 +669,11 @@ func fetchedString(res *api.ImportResult) string {
 	return s
 }
 
-// subscriptionTitle is how a subscription is named: its own name, else its
-// address without secrets.
-func subscriptionTitle(s *profile.Subscription) string {
-	if t := s.DisplayName(); t != "" {
+// subscriptionTitle is how subscription s of p is named: its own name (told
+// apart from others of the same name: profile.Label), else its address
+// without secrets.
+func subscriptionTitle(p *profile.Profile, s *profile.Subscription) string {
+	if t := p.Label(s); t != "" {
 		return t
 	}
 	return subscription.Redact(s.URL)

@@ -107,7 +107,7 @@ func (v *routesView) ruleRows(p *profile.Profile, rt route) []ruleRow {
 		if sr == nil {
 			continue
 		}
-		from := " (" + sub.DisplayName() + ")"
+		from := " (" + subscriptionTitle(p, sub) + ")"
 		off := p.Routes.SubscriptionRules == profile.SubRulesOff
 		used := !off && sub.ID == rt.sub // the run uses its route's subscription's rules
 		for _, r := range sr.Rules {
@@ -947,7 +947,7 @@ func (v *routesView) filterTargets(text string) {
 func (v *routesView) targetLabel(t plan.RuleTarget) string {
 	from := ""
 	if s := v.p.Subscription(t.Subscription); s != nil {
-		from = s.DisplayName()
+		from = subscriptionTitle(v.p, s)
 	}
 	switch {
 	case t.Kind == plan.TargetKindGroup && from != "":
