@@ -384,9 +384,9 @@ var lintianAccepted = map[string]string{
 	"binary-has-unneeded-section":    "the .comment section comes from the cgo objects; -s -w strips the rest; info level",
 	"package-supports-alternative-init-but-no-init.d-script": "where systemd does not run, `skiff service` is " +
 		"started directly (the postinst says so); no sysvinit script is kept; info level",
-	"statically-linked-binary": "/usr/bin/skiff — the command line and the service — is built with CGO_ENABLED=0 on " +
-		"purpose, so that the privileged service links neither Fyne nor any C library (skiff-window, the window, " +
-		"links them dynamically)",
+	"statically-linked-binary": "/usr/bin/skiff — the command line and the service — and /usr/bin/skiff-tray are " +
+		"built with CGO_ENABLED=0 on purpose: the privileged service links neither Fyne nor any C library, and the " +
+		"tray stays without a GL context (skiff-window, the window, links them dynamically)",
 	"initial-upload-closes-no-bugs": "the package is not uploaded to Debian, so there is no ITP bug to close",
 	"maintainer-script-calls-systemctl": "one set of scripts serves the deb and the rpm, and deb-systemd-helper " +
 		"exists only on Debian; the scripts call systemctl only when systemd runs (/run/systemd/system)",
