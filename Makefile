@@ -136,10 +136,11 @@ package-linux: deps
 	@mkdir -p dist/linux
 	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
 	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-window ./app/skiff-window
+	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-tray ./app/skiff-tray
 	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \
 		--date $(SOURCE_DATE_EPOCH) --bin ../dist/linux/skiff --window ../dist/linux/skiff-window \
-		--unit ../dist/linux/skiff.service --out ../dist
+		--tray ../dist/linux/skiff-tray --unit ../dist/linux/skiff.service --out ../dist
 	@# fyne package reads FyneApp.toml from --src, wants Go code there and
 	@# writes into it (its metadata file, a bumped Build): a staging
 	@# directory with a copy and a stub, never the repository root. It

@@ -42,6 +42,7 @@ type Spec struct {
 	Date    time.Time // the build's date (changelog, metainfo, file times); the commit's for reproducible builds
 	Binary  string    // the linux/amd64 skiff binary (command line and service; cgo-free)
 	Window  string    // the linux/amd64 skiff-window binary (the window; links GLFW)
+	Tray    string    // the linux/amd64 skiff-tray binary (the tray without the window; cgo-free), started at login
 	Unit    string    // the systemd unit (`skiff service unit`); "" builds packages without the service
 	Repo    string    // the repository root (assets/, LICENSE, packaging/linux/)
 	Out     string    // where the packages go
@@ -195,6 +196,10 @@ func (s Spec) info(contents files.Contents, format string) *nfpm.Info {
 	return info
 }
 
+// AutostartPath is the XDG autostart entry that starts skiff-tray at
+// login, for every user (the XDG Autostart spec's system directory).
+const AutostartPath = "/etc/xdg/autostart/skiff-tray.desktop"
+
 // UnitPath returns where the package of format installs the systemd unit:
 // Debian 12 still keeps units in /lib (its /usr merge is not finished), the
 // rpm distributions in /usr/lib.
@@ -213,7 +218,12 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 	c := files.Contents{
 		file(s.Binary, "/usr/bin/skiff", 0o755),
 		file(s.Window, "/usr/bin/skiff-window", 0o755),
+		file(s.Tray, "/usr/bin/skiff-tray", 0o755),
 		file(filepath.Join(dir, AppID+".desktop"), "/usr/share/applications/"+AppID+".desktop", 0o644),
+		// the tray at login, window closed (a conffile: a user's edit, or
+		// Hidden=true to turn it off, survives upgrades)
+		{Source: filepath.Join(dir, "skiff-tray.desktop"), Destination: AutostartPath, Type: files.TypeConfig,
+			FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: s.Date}},
 		file(filepath.Join(s.Repo, "assets", "icon.svg"), "/usr/share/icons/hicolor/scalable/apps/"+AppID+".svg", 0o644),
 	}
 	if s.Unit != "" {
@@ -259,8 +269,10 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 		return nil, err
 	}
 	c = append(c, file(filepath.Join(stage, "skiff.1.gz"), "/usr/share/man/man1/skiff.1.gz", 0o644),
-		// one page describes both programs
+		// one page describes the three programs
 		&files.Content{Source: "skiff.1.gz", Destination: "/usr/share/man/man1/skiff-window.1.gz", Type: files.TypeSymlink,
+			FileInfo: &files.ContentFileInfo{Mode: 0o777, MTime: s.Date}},
+		&files.Content{Source: "skiff.1.gz", Destination: "/usr/share/man/man1/skiff-tray.1.gz", Type: files.TypeSymlink,
 			FileInfo: &files.ContentFileInfo{Mode: 0o777, MTime: s.Date}})
 
 	license, err := os.ReadFile(filepath.Join(s.Repo, "LICENSE"))

@@ -39,6 +39,7 @@ type fixture struct {
 	deb, rpm  string
 	bin, unit string // skiff as packaged and its unit ("" without the service)
 	window    string // skiff-window as packaged
+	tray      string // skiff-tray as packaged
 	unitText  string
 	extracted string // the deb unpacked
 	repo      string
@@ -63,13 +64,13 @@ func buildFixture() (*fixture, error) {
 		path       *string
 		name, main string
 		cgo        string
-	}{{&f.bin, "skiff", ".", "0"}, {&f.window, "skiff-window", "./app/skiff-window", "1"}} {
+	}{{&f.bin, "skiff", ".", "0"}, {&f.window, "skiff-window", "./app/skiff-window", "1"}, {&f.tray, "skiff-tray", "./app/skiff-tray", "0"}} {
 		*b.path = filepath.Join(repo, "dist", "linux", b.name)
 		if _, err := os.Stat(*b.path); err == nil {
 			continue
 		}
 		*b.path = filepath.Join(dir, b.name)
-		cmd := exec.Command("go", "build", "-o", *b.path, b.main)
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", *b.path, b.main) // stripped, as `make package` builds them
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -85,7 +86,7 @@ func buildFixture() (*fixture, error) {
 	}
 	paths, err := Build(Spec{
 		Version: version, Release: release, Date: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
-		Binary: f.bin, Window: f.window, Unit: f.unit, Repo: repo, Out: dir,
+		Binary: f.bin, Window: f.window, Tray: f.tray, Unit: f.unit, Repo: repo, Out: dir,
 	})
 	if err != nil {
 		return nil, err
@@ -136,11 +137,14 @@ func wantFiles(unitPath string) []string {
 	w := []string{
 		"/usr/bin/skiff",
 		"/usr/bin/skiff-window",
+		"/usr/bin/skiff-tray",
+		AutostartPath,
 		"/usr/share/applications/" + AppID + ".desktop",
 		"/usr/share/icons/hicolor/scalable/apps/" + AppID + ".svg",
 		"/usr/share/metainfo/" + AppID + ".metainfo.xml",
 		"/usr/share/man/man1/skiff.1.gz",
 		"/usr/share/man/man1/skiff-window.1.gz",
+		"/usr/share/man/man1/skiff-tray.1.gz",
 	}
 	for _, s := range []string{"16", "22", "24", "32", "48", "64", "128", "256"} {
 		w = append(w, "/usr/share/icons/hicolor/"+s+"x"+s+"/apps/"+AppID+".png")
@@ -257,9 +261,9 @@ func TestDebContents(t *testing.T) {
 		}
 		want := "-rw-r--r-- root/root"
 		switch p {
-		case "/usr/bin/skiff", "/usr/bin/skiff-window":
+		case "/usr/bin/skiff", "/usr/bin/skiff-window", "/usr/bin/skiff-tray":
 			want = "-rwxr-xr-x root/root"
-		case "/usr/share/man/man1/skiff-window.1.gz":
+		case "/usr/share/man/man1/skiff-window.1.gz", "/usr/share/man/man1/skiff-tray.1.gz":
 			want = "lrwxrwxrwx root/root" // to skiff.1.gz
 		}
 		if got != want {
@@ -273,7 +277,7 @@ func TestDebContents(t *testing.T) {
 		t.Errorf("the copyright file does not carry the CJK font's licence:\n%s", c)
 	}
 	for p := range files {
-		if strings.Contains(p, "/usr/local/") || strings.HasPrefix(p, "/home") || strings.HasPrefix(p, "/etc/") {
+		if strings.Contains(p, "/usr/local/") || strings.HasPrefix(p, "/home") || strings.HasPrefix(p, "/etc/") && p != AutostartPath && p != "/etc/" && p != "/etc/xdg/" && p != "/etc/xdg/autostart/" {
 			t.Errorf("deb has %s", p)
 		}
 	}
@@ -380,9 +384,9 @@ var lintianAccepted = map[string]string{
 	"binary-has-unneeded-section":    "the .comment section comes from the cgo objects; -s -w strips the rest; info level",
 	"package-supports-alternative-init-but-no-init.d-script": "where systemd does not run, `skiff service` is " +
 		"started directly (the postinst says so); no sysvinit script is kept; info level",
-	"statically-linked-binary": "/usr/bin/skiff — the command line and the service — is built with CGO_ENABLED=0 on " +
-		"purpose, so that the privileged service links neither Fyne nor any C library (skiff-window, the window, " +
-		"links them dynamically)",
+	"statically-linked-binary": "/usr/bin/skiff — the command line and the service — and /usr/bin/skiff-tray are " +
+		"built with CGO_ENABLED=0 on purpose: the privileged service links neither Fyne nor any C library, and the " +
+		"tray stays without a GL context (skiff-window, the window, links them dynamically)",
 	"initial-upload-closes-no-bugs": "the package is not uploaded to Debian, so there is no ITP bug to close",
 	"maintainer-script-calls-systemctl": "one set of scripts serves the deb and the rpm, and deb-systemd-helper " +
 		"exists only on Debian; the scripts call systemctl only when systemd runs (/run/systemd/system)",
@@ -404,5 +408,40 @@ func TestMetainfoAndDesktopEntryValidate(t *testing.T) {
 	desktop := filepath.Join(f.extracted, "usr/share/applications", AppID+".desktop")
 	if out, err := exec.Command("desktop-file-validate", desktop).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("desktop-file-validate: %v\n%s", err, out)
+	}
+}
+
+// TestAutostartStartsTheTray: both packages start skiff-tray at login (the
+// XDG autostart entry, a conffile so a user's Hidden=true survives
+// upgrades), the entry validates and runs the packaged tray, and the tray
+// runs (`--version`).
+func TestAutostartStartsTheTray(t *testing.T) {
+	f := need(t, "dpkg-deb", "rpm", "desktop-file-validate")
+	entry := filepath.Join(f.extracted, strings.TrimPrefix(AutostartPath, "/"))
+	b, err := os.ReadFile(entry)
+	if err != nil {
+		t.Fatalf("the deb has no autostart entry: %v", err)
+	}
+	for _, want := range []string{"\nExec=skiff-tray\n", "\nType=Application\n", "\nNoDisplay=true\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q:\n%s", AutostartPath, strings.TrimSpace(want), b)
+		}
+	}
+	if out, err := exec.Command("desktop-file-validate", entry).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("desktop-file-validate %s: %v\n%s", AutostartPath, err, out)
+	}
+	ctl := t.TempDir()
+	if out, err := exec.Command("dpkg-deb", "-e", f.deb, ctl).CombinedOutput(); err != nil {
+		t.Fatalf("dpkg-deb -e: %v\n%s", err, out)
+	}
+	if c, err := os.ReadFile(filepath.Join(ctl, "conffiles")); err != nil || !strings.Contains(string(c), AutostartPath) {
+		t.Errorf("the deb's conffiles lack %s: %v %q", AutostartPath, err, c)
+	}
+	if c := run(t, "rpm", "-qcp", f.rpm); !strings.Contains(c, AutostartPath) {
+		t.Errorf("the rpm's config files lack %s:\n%s", AutostartPath, c)
+	}
+	tray := filepath.Join(f.extracted, "usr/bin/skiff-tray")
+	if out, err := exec.Command(tray, "--version").Output(); err != nil || !strings.HasPrefix(string(out), "skiff-tray ") {
+		t.Errorf("%s --version: %v %q", tray, err, out)
 	}
 }

@@ -40,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	repo := fs.String("repo", "..", "repository root")
 	bin := fs.String("bin", "", "the skiff binary: the command line and the service (linux)")
 	window := fs.String("window", "", "the skiff-window binary (linux)")
+	trayBin := fs.String("tray", "", "the skiff-tray binary (linux)")
 	program := fs.String("program", "skiff", "the executable the resource is for: skiff or skiff-window (windows-res)")
 	unit := fs.String("unit", "", "the systemd unit from `skiff service unit` (linux); empty: no service in the packages")
 	out := fs.String("out", "", "output directory (linux, wintun) or .syso file (windows-res)")
@@ -59,14 +60,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "linux":
-		if *version == "" || *bin == "" || *window == "" || *out == "" {
-			fmt.Fprintln(stderr, "skiffpkg linux: --version, --bin, --window and --out are required")
+		if *version == "" || *bin == "" || *window == "" || *trayBin == "" || *out == "" {
+			fmt.Fprintln(stderr, "skiffpkg linux: --version, --bin, --window, --tray and --out are required")
 			return 2
 		}
 		if *unit == "" {
 			fmt.Fprintln(stderr, "skiffpkg linux: WARNING: no --unit: the packages are built without the systemd service")
 		}
-		paths, err := linux.Build(linux.Spec{Version: *version, Release: *release, Date: date, Binary: *bin, Window: *window, Unit: *unit, Repo: *repo, Out: *out})
+		paths, err := linux.Build(linux.Spec{Version: *version, Release: *release, Date: date, Binary: *bin, Window: *window, Tray: *trayBin, Unit: *unit, Repo: *repo, Out: *out})
 		if err != nil {
 			fmt.Fprintf(stderr, "skiffpkg linux: %v\n", err)
 			return 1
