@@ -25,7 +25,6 @@ import (
 	"io"
 	"net"
 	"strings"
-	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
@@ -55,9 +54,7 @@ type Client struct {
 	// (its server sends every sub-connection to its Shadowsocks server).
 	muxTarget flow.Addr
 
-	mu     sync.Mutex
-	open   map[io.Closer]struct{}
-	closed bool
+	flows outbound.Flows
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -67,13 +64,10 @@ var _ outbound.Outbound = (*Client)(nil)
 // opens nothing itself. Errors name the server and never quote the
 // password.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.Shadowsocks == nil {
-		return nil, errors.New("shadowsocks: node has no Shadowsocks options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.Shadowsocks != nil, "shadowsocks", "Shadowsocks")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("shadowsocks: node has no server address")
-	}
-	addr := n.Address()
 	o := n.Shadowsocks
 	name := strings.ToLower(o.Method)
 	if why, ok := refused(name); ok {
@@ -103,7 +97,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if d == nil {
 		d = &outbound.SystemDialer{}
 	}
-	c := &Client{addr: addr, m: m, k: k, dialer: d, uot: uotVersion, open: map[io.Closer]struct{}{}}
+	c := &Client{addr: addr, m: m, k: k, dialer: d, uot: uotVersion}
 	if err := c.setPlugin(n, o.Plugin, o.PluginOpts); err != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: %w", addr, err)
 	}
@@ -307,29 +301,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	open := c.open
-	c.open = nil
-	c.mu.Unlock()
-	for cl := range open {
-		cl.Close()
-	}
+	c.flows.Close()
 	return nil
 }
 
-func (c *Client) track(cl io.Closer) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cl] = struct{}{}
-	return true
-}
+func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
 
-func (c *Client) untrack(cl io.Closer) {
-	c.mu.Lock()
-	delete(c.open, cl)
-	c.mu.Unlock()
-}
+func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

@@ -13,7 +13,6 @@ package trojan
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -40,17 +39,15 @@ var _ outbound.Outbound = (*Client)(nil)
 // New returns a client for n, which must be a Trojan node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.Trojan == nil {
-		return nil, errors.New("trojan: node has no Trojan options")
-	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("trojan: node has no server address")
+	addr, err := outbound.NodeAddress(n, n != nil && n.Trojan != nil, "trojan", "Trojan")
+	if err != nil {
+		return nil, err
 	}
 	if n.Trojan.Password == "" {
-		return nil, fmt.Errorf("trojan: %s: empty password", n.Address())
+		return nil, fmt.Errorf("trojan: %s: empty password", addr)
 	}
 	if m := n.Trojan.SSMethod; m != "" {
-		return nil, node.Unsupportedf(node.FeatureOption, "trojan-go shadowsocks", "trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", n.Address(), m)
+		return nil, node.Unsupportedf(node.FeatureOption, "trojan-go shadowsocks", "trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", addr, m)
 	}
 	st, err := stack.New("trojan", n, d)
 	if err != nil {

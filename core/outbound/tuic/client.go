@@ -91,14 +91,12 @@ type qconn struct {
 // New returns a Client for node n, whose sockets come from d (nil: the
 // system's). It does not connect; the first flow does.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
+	name, err := outbound.NodeAddress(n, n.TUIC != nil, "tuic", "tuic")
+	if err != nil {
+		return nil, err
+	}
 	o := n.TUIC
-	if o == nil {
-		return nil, errors.New("tuic: node has no tuic options")
-	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("tuic: node has no server address")
-	}
-	c := &Client{name: n.Address(), host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
+	c := &Client{name: name, host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
 	if c.dialer == nil {
 		c.dialer = &outbound.SystemDialer{}
 	}

@@ -9,7 +9,6 @@ package vless
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -45,13 +44,10 @@ var _ outbound.Outbound = (*Client)(nil)
 // New returns a client for n, which must be a VLESS node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.VLESS == nil {
-		return nil, errors.New("vless: node has no VLESS options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.VLESS != nil, "vless", "VLESS")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("vless: node has no server address")
-	}
-	addr := n.Address()
 	o := n.VLESS
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {

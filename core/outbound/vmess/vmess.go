@@ -19,7 +19,6 @@ package vmess
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -68,13 +67,10 @@ func hasAESGCM() bool {
 // New returns a client for n, which must be a VMess node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.VMess == nil {
-		return nil, errors.New("vmess: node has no VMess options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.VMess != nil, "vmess", "VMess")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("vmess: node has no server address")
-	}
-	addr := n.Address()
 	o := n.VMess
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
