@@ -22,7 +22,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 
@@ -213,7 +212,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		return nil, err
 	}
 	s := newStreamConn(tr, c, dst)
-	if !c.track(s) {
+	if !c.flows.Add(s) {
 		tr.Close()
 		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
 	}
@@ -292,7 +291,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, fmt.Errorf("shadowsocks: udp to %s: %w", c.addr, err)
 	}
 	p := newPacketConn(c, pc)
-	if !c.track(p) {
+	if !c.flows.Add(p) {
 		pc.Close()
 		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
 	}
@@ -304,7 +303,3 @@ func (c *Client) Close() error {
 	c.flows.Close()
 	return nil
 }
-
-func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
-
-func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

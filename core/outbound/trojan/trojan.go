@@ -14,7 +14,6 @@ package trojan
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 
@@ -77,8 +76,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 		return nil, err
 	}
 	var tc *reqconn.Conn
-	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.untrack(tc) })
-	if !c.track(tc) {
+	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.flows.Remove(tc) })
+	if !c.flows.Add(tc) {
 		tr.Close()
 		return nil, fmt.Errorf("trojan: %s: client closed", c.stack.Addr())
 	}
@@ -102,7 +101,3 @@ func (c *Client) Close() error {
 	c.stack.Close()
 	return nil
 }
-
-func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
-
-func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }
