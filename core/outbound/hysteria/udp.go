@@ -175,15 +175,9 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := flow.AddrFromNet(addr)
+	dst, err := pc.Target("hysteria", pc.c.name, p, addr)
 	if err != nil {
-		return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.name, err)
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
-	}
-	if len(p) > quicconn.MaxUDPPacket {
-		return 0, fmt.Errorf("hysteria: UDP to %s via %s: datagram of %d bytes", dst, pc.c.name, len(p))
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()

@@ -100,20 +100,9 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	var dst flow.Addr
-	switch a := addr.(type) {
-	case flow.Addr:
-		dst = a
-	case *net.UDPAddr:
-		dst = flow.AddrFromAddrPort(a.AddrPort())
-	default:
-		var err error
-		if dst, err = flow.AddrFromNet(addr); err != nil {
-			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, err)
-		}
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
+	dst, err := pc.Target("hysteria2", pc.c.name, p, addr)
+	if err != nil {
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()

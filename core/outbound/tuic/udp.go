@@ -123,15 +123,9 @@ func (pc *packetConn) deliver(p *packet) {
 // flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
 // datagram is sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := flow.AddrFromNet(addr)
+	dst, err := pc.Target("tuic", pc.c.name, p, addr)
 	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
-	}
-	if len(p) > 0xffff {
-		return 0, fmt.Errorf("tuic: UDP to %s via %s: datagram of %d bytes", dst, pc.c.name, len(p))
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
