@@ -54,10 +54,7 @@ func parseHysteria(rest string) (*node.Node, error) {
 	default:
 		return nil, refuse(s, "obfs", "unknown type", obfs)
 	}
-	if o.UpMbps, err = q.number(s, "upmbps", 1<<20); err != nil {
-		return nil, err
-	}
-	if o.DownMbps, err = q.number(s, "downmbps", 1<<20); err != nil {
+	if o.UpMbps, o.DownMbps, err = readRates(s, q); err != nil {
 		return nil, err
 	}
 	if n.TLS, err = quicTLS(s, q); err != nil {
@@ -85,12 +82,7 @@ func formatHysteria(n *node.Node) (string, error) {
 	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
 		return "", err
 	}
-	if o.UpMbps > 0 {
-		q.add("upmbps", strconv.Itoa(o.UpMbps))
-	}
-	if o.DownMbps > 0 {
-		q.add("downmbps", strconv.Itoa(o.DownMbps))
-	}
+	q.addRates(o.UpMbps, o.DownMbps)
 	if o.Obfs != "" {
 		q.add("obfs", "xplus")
 		q.add("obfsParam", o.Obfs)
@@ -102,4 +94,25 @@ func formatHysteria(n *node.Node) (string, error) {
 	b.WriteByte('#')
 	b.WriteString(escape(n.Name))
 	return b.String(), nil
+}
+
+// readRates reads the upmbps and downmbps of a Hysteria link (v1 or 2).
+func readRates(scheme string, q params) (up, down int, err error) {
+	if up, err = q.number(scheme, "upmbps", 1<<20); err != nil {
+		return 0, 0, err
+	}
+	if down, err = q.number(scheme, "downmbps", 1<<20); err != nil {
+		return 0, 0, err
+	}
+	return up, down, nil
+}
+
+// addRates writes the rates readRates reads, those that are set.
+func (q *query) addRates(up, down int) {
+	if up > 0 {
+		q.add("upmbps", strconv.Itoa(up))
+	}
+	if down > 0 {
+		q.add("downmbps", strconv.Itoa(down))
+	}
 }

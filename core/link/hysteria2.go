@@ -53,10 +53,7 @@ func parseHysteria2(rest string) (*node.Node, error) {
 	default:
 		return nil, refuse(s, "obfs", "unknown type", obfs)
 	}
-	if o.UpMbps, err = q.number(s, "upmbps", 1<<20); err != nil {
-		return nil, err
-	}
-	if o.DownMbps, err = q.number(s, "downmbps", 1<<20); err != nil {
+	if o.UpMbps, o.DownMbps, err = readRates(s, q); err != nil {
 		return nil, err
 	}
 
@@ -163,12 +160,7 @@ func formatHysteria2(n *node.Node) (string, error) {
 	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
 		return "", err
 	}
-	if o.UpMbps > 0 {
-		q.add("upmbps", strconv.Itoa(o.UpMbps))
-	}
-	if o.DownMbps > 0 {
-		q.add("downmbps", strconv.Itoa(o.DownMbps))
-	}
+	q.addRates(o.UpMbps, o.DownMbps)
 	b.WriteString(q.String())
 	b.WriteByte('#')
 	b.WriteString(escape(n.Name))

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -83,37 +84,14 @@ func Parse(s string) (*node.Node, error) {
 		return nil, &Error{Reason: "not a share link (no scheme://)"}
 	}
 	scheme, rest := strings.ToLower(s[:i]), s[i+3:]
-	var (
-		n   *node.Node
-		err error
-	)
-	switch scheme {
-	case "hysteria2", "hy2":
-		n, err = parseHysteria2(rest)
-	case "vless":
-		n, err = parseVLESS(rest)
-	case "vmess":
-		n, err = parseVMess(rest)
-	case "ss":
-		n, err = parseSS(rest)
-	case "trojan":
-		n, err = parseTrojan(rest)
-	case "tuic":
-		n, err = parseTUIC(rest)
-	case "anytls":
-		n, err = parseAnyTLS(rest)
-	case "ssh":
-		n, err = parseSSH(rest)
-	case "wireguard", "wg", "awg":
-		n, err = parseWireGuard(rest)
-	case "hysteria":
-		n, err = parseHysteria(rest)
-	default:
+	f := formatOfScheme(scheme)
+	if f == nil {
 		if !isToken(scheme) || len(scheme) > 16 {
 			return nil, &Error{Reason: "unsupported scheme"}
 		}
 		return nil, &Error{Reason: fmt.Sprintf("unsupported scheme %q", scheme)}
 	}
+	n, err := f.parse(rest)
 	if err != nil {
 		return nil, err
 	}
@@ -146,29 +124,45 @@ func Format(n *node.Node) (string, error) {
 	} else if err := checkHostName(schemeOf(n.Protocol), n.Server); err != nil {
 		return "", err
 	}
-	switch n.Protocol {
-	case node.Hysteria2:
-		return formatHysteria2(n)
-	case node.VLESS:
-		return formatVLESS(n)
-	case node.VMess:
-		return formatVMess(n)
-	case node.Shadowsocks:
-		return formatSS(n)
-	case node.Trojan:
-		return formatTrojan(n)
-	case node.TUIC:
-		return formatTUIC(n)
-	case node.AnyTLS:
-		return formatAnyTLS(n)
-	case node.SSH:
-		return formatSSH(n)
-	case node.WireGuard:
-		return formatWireGuard(n)
-	case node.Hysteria:
-		return formatHysteria(n)
+	for i := range formats {
+		if f := &formats[i]; f.protocol == n.Protocol {
+			return f.format(n)
+		}
 	}
 	return "", &Error{Reason: fmt.Sprintf("protocol %q has no share link", n.Protocol)}
+}
+
+// linkFormat is one protocol's share link: the schemes Parse reads it
+// under, and its parser and writer.
+type linkFormat struct {
+	protocol string
+	schemes  []string
+	parse    func(rest string) (*node.Node, error)
+	format   func(*node.Node) (string, error)
+}
+
+var formats = []linkFormat{
+	{node.Hysteria2, []string{"hysteria2", "hy2"}, parseHysteria2, formatHysteria2},
+	{node.VLESS, []string{"vless"}, parseVLESS, formatVLESS},
+	{node.VMess, []string{"vmess"}, parseVMess, formatVMess},
+	{node.Shadowsocks, []string{"ss"}, parseSS, formatSS},
+	{node.Trojan, []string{"trojan"}, parseTrojan, formatTrojan},
+	{node.TUIC, []string{"tuic"}, parseTUIC, formatTUIC},
+	{node.AnyTLS, []string{"anytls"}, parseAnyTLS, formatAnyTLS},
+	{node.SSH, []string{"ssh"}, parseSSH, formatSSH},
+	{node.WireGuard, []string{"wireguard", "wg", "awg"}, parseWireGuard, formatWireGuard},
+	{node.Hysteria, []string{"hysteria"}, parseHysteria, formatHysteria},
+}
+
+// formatOfScheme returns the format Parse reads scheme (lower case)
+// under, or nil.
+func formatOfScheme(scheme string) *linkFormat {
+	for i := range formats {
+		if slices.Contains(formats[i].schemes, scheme) {
+			return &formats[i]
+		}
+	}
+	return nil
 }
 
 func schemeOf(protocol string) string {

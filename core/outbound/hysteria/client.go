@@ -32,7 +32,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -50,23 +49,9 @@ import (
 // DefaultALPN is v1's ALPN when the node names none.
 const DefaultALPN = "hysteria"
 
-// QUIC settings: sing-box's v1 defaults (8 MiB per stream, 20 MiB per
-// connection); a node's recv windows replace the first two.
-const (
-	handshakeIdleTimeout = 5 * time.Second
-	maxIdleTimeout       = 30 * time.Second
-	keepAlivePeriod      = 10 * time.Second
-	streamReceiveWindow  = 8 << 20
-	connReceiveWindow    = 20 << 20
-
-	// dialTimeout bounds one connection attempt: name resolution, QUIC
-	// and TLS handshake and the hello exchange.
-	dialTimeout = 12 * time.Second
-
-	// retiredLinger is how long a retired connection may go on carrying
-	// its streams while no new connection replaces it.
-	retiredLinger = 2 * time.Minute
-)
+// dialTimeout bounds one connection attempt: name resolution, QUIC and
+// TLS handshake and the hello exchange.
+const dialTimeout = 12 * time.Second
 
 // mbps is one megabit per second in bytes per second, as v1 counts it.
 const mbps = 125000
@@ -97,28 +82,12 @@ type Client struct {
 
 // qconn is one accepted QUIC connection and the socket it runs on.
 type qconn struct {
-	qc      *quic.Conn
-	tr      *quic.Transport
-	sock    net.PacketConn
+	quicconn.Link
 	control *quic.Stream // kept open for the connection's life
 	hello   serverHello
 
 	udpMu sync.RWMutex
 	udp   map[uint32]*packetConn // the sessions on this connection by their ID
-
-	panics *guard.Reporter // of the flow that dialled it (see package guard)
-}
-
-func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
-
-// Alive reports whether q's QUIC connection is open (quicconn.Conn).
-func (q *qconn) Alive() bool { return q.alive() }
-
-// Close closes q's QUIC connection and its socket (quicconn.Conn).
-func (q *qconn) Close(code quic.ApplicationErrorCode) {
-	q.qc.CloseWithError(code, "")
-	q.tr.Close()
-	q.sock.Close()
 }
 
 // New returns a Client for node n, whose sockets come from d (nil: the
@@ -152,24 +121,17 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("hysteria: %s: %w", c.name, err)
 	}
 	c.tlsConf = tc
-	sw, cw := int64(streamReceiveWindow), int64(connReceiveWindow)
+	// sing-box's v1 defaults; a node's recv windows replace them.
+	sw, cw := int64(quicconn.StreamReceiveWindow), int64(quicconn.ConnReceiveWindow)
 	if o.RecvWindowConn > 0 {
 		sw = o.RecvWindowConn
 	}
 	if o.RecvWindow > 0 {
 		cw = o.RecvWindow
 	}
-	c.quicConf = &quic.Config{
-		HandshakeIdleTimeout:           handshakeIdleTimeout,
-		MaxIdleTimeout:                 maxIdleTimeout,
-		KeepAlivePeriod:                keepAlivePeriod,
-		InitialStreamReceiveWindow:     uint64(sw),
-		MaxStreamReceiveWindow:         uint64(sw),
-		InitialConnectionReceiveWindow: uint64(cw),
-		MaxConnectionReceiveWindow:     uint64(cw),
-		EnableDatagrams:                true,
-		DisablePathMTUDiscovery:        o.DisableMTUDiscovery,
-	}
+	c.quicConf = quicconn.NewConfig(uint64(sw), uint64(cw))
+	c.quicConf.KeepAlivePeriod = quicconn.KeepAlivePeriod
+	c.quicConf.DisablePathMTUDiscovery = o.DisableMTUDiscovery
 	c.conns = quicconn.NewShared("hysteria", c.name, closeCodeOK, c.dial, c.run)
 	c.sessions = make(map[*packetConn]struct{})
 	return c, nil
@@ -179,29 +141,17 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	ip, err := quicconn.Resolve(ctx, c.dialer, "hysteria", c.name, c.host)
+	raddr, server, sock, err := quicconn.Open(ctx, c.dialer, "hysteria", c.name, c.host, c.port)
 	if err != nil {
 		return nil, err
-	}
-	raddr := &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.port)}
-	server := c.name
-	if s := raddr.String(); s != c.name {
-		server += " (" + s + ")"
-	}
-	sock, err := c.dialer.ListenPacket(ctx, "udp", "")
-	if err != nil {
-		return nil, fmt.Errorf("hysteria: dial %s: open UDP socket: %w", server, err)
 	}
 	pc := udpgro.Wrap(sock)
 	if c.obfs != "" {
 		pc = xorobfs.NewConn(sock, xorobfs.XPlus, c.obfs)
 	}
-	q := &qconn{sock: sock, tr: &quic.Transport{Conn: pc}, udp: make(map[uint32]*packetConn), panics: panics}
-	q.qc, err = q.tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
-	if err != nil {
-		q.tr.Close()
-		sock.Close()
-		return nil, quicconn.HandshakeError("hysteria", server, ctx, err)
+	q := &qconn{Link: quicconn.Link{Sock: sock, Panics: panics}, udp: make(map[uint32]*packetConn)}
+	if err := q.Dial(ctx, "hysteria", server, pc, raddr, c.tlsConf, c.quicConf, false); err != nil {
+		return nil, err
 	}
 	if err := c.handshake(ctx, q); err != nil {
 		q.Close(closeCodeProtocol)
@@ -213,7 +163,7 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 // handshake sends the client hello on a new control stream and reads the
 // server hello. Errors never contain the auth payload.
 func (c *Client) handshake(ctx context.Context, q *qconn) error {
-	st, err := q.qc.OpenStreamSync(ctx)
+	st, err := q.QC.OpenStreamSync(ctx)
 	if err != nil {
 		return fmt.Errorf("open control stream: %w", err)
 	}
@@ -259,18 +209,15 @@ func helloError(ctx context.Context, err error) error {
 // run owns a live connection: it hands its datagrams to the UDP sessions
 // and, when the connection dies, forgets it and closes its socket.
 func (c *Client) run(q *qconn) {
-	quicconn.Guarded(q.qc, closeCodeProtocol, q.panics, "hysteria datagram reader", func() { c.receiveDatagrams(q) })
-	<-q.qc.Context().Done()
-	c.conns.Forget(q)
-	q.tr.Close()
-	q.sock.Close()
+	quicconn.Guarded(q.QC, closeCodeProtocol, q.Panics, "hysteria datagram reader", func() { c.receiveDatagrams(q) })
+	c.conns.Serve(q)
 }
 
 // NetworkChanged retires the live QUIC connection (see
 // quicconn.Shared.Retire): the next flow dials a new connection from a new
 // socket, and UDP sessions move to it with their next datagram.
 func (c *Client) NetworkChanged() {
-	c.conns.Retire(retiredLinger, func(q *qconn) <-chan struct{} { return q.qc.Context().Done() })
+	c.conns.Retire()
 }
 
 // Close closes the QUIC connection and its socket; open streams and UDP
@@ -292,10 +239,4 @@ var _ outbound.Outbound = (*Client)(nil)
 
 // PathStats reports the live QUIC connection's figures and the download
 // rate declared to the server, for the failover group's throttle judging.
-func (c *Client) PathStats() (outbound.PathStats, bool) {
-	q, ok := c.conns.Current()
-	if !ok {
-		return outbound.PathStats{}, false
-	}
-	return quicconn.PathStats(q.qc, c.recvBPS), true
-}
+func (c *Client) PathStats() (outbound.PathStats, bool) { return c.conns.PathStats(c.recvBPS) }

@@ -376,7 +376,7 @@ func TestClientReconnects(t *testing.T) {
 	echo := net.UDPAddrFromAddrPort(nettest.UDPEcho(t))
 	echoUDP(t, pc, echo, 100)
 	q, _ := c.conns.Current()
-	q.qc.CloseWithError(0, "test")
+	q.QC.CloseWithError(0, "test")
 	echoTCP(t, c, 1000)
 	echoUDP(t, pc, echo, 100, 3000)
 	if n := srv.hellos.Load(); n != 2 {

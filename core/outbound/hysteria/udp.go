@@ -31,7 +31,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	pc := &packetConn{
 		c:           c,
 		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.qc.LocalAddr(),
+		local:       q.QC.LocalAddr(),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	c.udpMu.Lock()
@@ -48,7 +48,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		if err == nil {
 			return pc, nil
 		}
-		if attempt == 0 && ctx.Err() == nil && !q.alive() {
+		if attempt == 0 && ctx.Err() == nil && !q.Alive() {
 			// The connection died under the request: ask a new one.
 			if q, err = c.conns.Get(ctx); err == nil {
 				continue
@@ -62,7 +62,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var m udpMessage
-	quicconn.ReceiveDatagrams(q.qc, func(b []byte) {
+	quicconn.ReceiveDatagrams(q.QC, func(b []byte) {
 		if parseUDPMessage(b, &m) != nil {
 			return
 		}
@@ -175,15 +175,9 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := flow.AddrFromNet(addr)
+	dst, err := pc.Target("hysteria", pc.c.name, p, addr)
 	if err != nil {
-		return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.name, err)
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
-	}
-	if len(p) > quicconn.MaxUDPPacket {
-		return 0, fmt.Errorf("hysteria: UDP to %s via %s: datagram of %d bytes", dst, pc.c.name, len(p))
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
@@ -202,7 +196,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		}
 		m := udpMessage{SessionID: id, Host: pc.dstHost, Port: dst.Port, FragCount: 1, Data: p}
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
-		err = q.qc.SendDatagram(pc.wbuf)
+		err = q.QC.SendDatagram(pc.wbuf)
 		var tooLarge *quic.DatagramTooLargeError
 		if errors.As(err, &tooLarge) {
 			err = pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize))
@@ -210,7 +204,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		if err == nil {
 			return len(p), nil
 		}
-		if attempt > 0 || q.alive() {
+		if attempt > 0 || q.Alive() {
 			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.name, err)
 		}
 		// The connection died since session looked: send on a new one.
@@ -265,7 +259,7 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 		f.MsgID, f.FragID, f.FragCount = pc.msgID, uint8(i), uint8(count)
 		f.Data = m.Data[i*chunk : min((i+1)*chunk, len(m.Data))]
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &f)
-		if err := q.qc.SendDatagram(pc.wbuf); err != nil {
+		if err := q.QC.SendDatagram(pc.wbuf); err != nil {
 			return err
 		}
 	}

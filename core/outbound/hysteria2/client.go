@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"time"
 
@@ -34,15 +33,9 @@ import (
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
-// QUIC settings. The windows and timeouts are the reference client's
-// defaults; the handshake may take up to twice handshakeIdleTimeout.
+// QUIC settings: the windows and timeouts are the reference client's
+// defaults (quicconn.NewConfig).
 const (
-	handshakeIdleTimeout = 5 * time.Second
-	maxIdleTimeout       = 30 * time.Second
-	keepAlivePeriod      = 10 * time.Second
-	streamReceiveWindow  = 8 << 20
-	connReceiveWindow    = 20 << 20
-
 	// dialTimeout bounds one connection attempt: name resolution, QUIC
 	// and TLS handshake and authentication.
 	dialTimeout = 12 * time.Second
@@ -84,22 +77,10 @@ type Client struct {
 
 // qconn is one authenticated QUIC connection and the socket it runs on.
 type qconn struct {
-	qc   *quic.Conn
-	tr   *quic.Transport
-	sock net.PacketConn
-	hop  *hopConn // sock, for a multi-port server; nil otherwise
-	udp  bool     // the server relays UDP
-
-	panics *guard.Reporter // of the flow that dialled it; its readers report here (see package guard)
+	quicconn.Link
+	hop *hopConn // Sock, for a multi-port server; nil otherwise
+	udp bool     // the server relays UDP
 }
-
-func (q *qconn) alive() bool { return q.qc.Context().Err() == nil }
-
-// Alive reports whether q's QUIC connection is open (quicconn.Conn).
-func (q *qconn) Alive() bool { return q.alive() }
-
-// Close closes q (quicconn.Conn).
-func (q *qconn) Close(code quic.ApplicationErrorCode) { q.close(code) }
 
 // New returns a Client for node n, whose sockets come from d (nil: the
 // system's). It does not connect; the first flow does.
@@ -152,16 +133,8 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("hysteria2: %s: %w", c.name, err)
 	}
 	c.tlsConf = tc
-	c.quicConf = &quic.Config{
-		HandshakeIdleTimeout:           handshakeIdleTimeout,
-		MaxIdleTimeout:                 maxIdleTimeout,
-		KeepAlivePeriod:                keepAlivePeriod,
-		InitialStreamReceiveWindow:     streamReceiveWindow,
-		MaxStreamReceiveWindow:         streamReceiveWindow,
-		InitialConnectionReceiveWindow: connReceiveWindow,
-		MaxConnectionReceiveWindow:     connReceiveWindow,
-		EnableDatagrams:                true,
-	}
+	c.quicConf = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
+	c.quicConf.KeepAlivePeriod = quicconn.KeepAlivePeriod
 	c.conns = quicconn.NewShared("hysteria2", c.name, closeCodeOK, c.dial, c.run)
 	c.udp = quicconn.NewSessions[uint32, *packetConn]()
 	return c, nil
@@ -178,67 +151,53 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 	if err != nil {
 		return nil, err
 	}
-	q.panics = panics
+	q.Panics = panics
 	return q, nil
 }
 
 // connect opens the socket, dials QUIC and authenticates.
 func (c *Client) connect(ctx context.Context) (*qconn, error) {
-	ip, err := c.resolve(ctx)
-	if err != nil {
-		return nil, err
-	}
 	q := &qconn{}
 	var raddr *net.UDPAddr
+	var server string
 	var pc net.PacketConn
 	if c.ports.size() == 1 {
-		raddr = &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.ports.pick())}
-		sock, err := c.listen(ctx)
+		var err error
+		raddr, server, q.Sock, err = quicconn.Open(ctx, c.dialer, "hysteria2", c.name, c.host, c.ports.pick())
 		if err != nil {
-			return nil, fmt.Errorf("hysteria2: dial %s: open UDP socket: %w", c.server(raddr), err)
+			return nil, err
 		}
-		q.sock = sock
 		if c.obfs != "" {
-			pc = newObfsConn(sock, c.obfs)
+			pc = newObfsConn(q.Sock, c.obfs)
 		} else {
-			pc = udpgro.Wrap(sock)
+			pc = udpgro.Wrap(q.Sock)
 		}
 	} else {
 		// Several ports: hopConn picks the port and owns the sockets.
+		ip, err := quicconn.Resolve(ctx, c.dialer, "hysteria2", c.name, c.host)
+		if err != nil {
+			return nil, err
+		}
 		raddr = &net.UDPAddr{IP: ip.AsSlice()}
 		h, err := newHopConn(ctx, c.listen, ip, c.ports, raddr)
 		if err != nil {
 			return nil, err // "hysteria2: hop to host:port: …"
 		}
 		raddr.Port = int(h.port())
-		q.sock, q.hop, pc = h, h, h
+		q.Sock, q.hop, pc = h, h, h
 		if c.obfs != "" {
 			pc = newObfsConn(h, c.obfs)
 		}
+		server = quicconn.ServerName(c.name, raddr)
 	}
-	server := c.server(raddr)
-	tr := &quic.Transport{Conn: pc}
-	q.tr = tr
-	q.qc, err = tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
-	if err != nil {
-		tr.Close()
-		q.sock.Close()
-		return nil, handshakeError(server, ctx, err)
+	if err := q.Dial(ctx, "hysteria2", server, pc, raddr, c.tlsConf, c.quicConf, false); err != nil {
+		return nil, err
 	}
 	if err := c.authenticate(ctx, q); err != nil {
-		q.close(closeCodeProtocol)
+		q.Close(closeCodeProtocol)
 		return nil, fmt.Errorf("hysteria2: auth to %s: %w", server, err)
 	}
 	return q, nil
-}
-
-// server names the server for errors: its name and, when that differs,
-// the address dialled.
-func (c *Client) server(raddr *net.UDPAddr) string {
-	if s := raddr.String(); s != c.name {
-		return c.name + " (" + s + ")"
-	}
-	return c.name
 }
 
 // listen opens a UDP socket from the dialer.
@@ -255,23 +214,13 @@ func hopInterval(d time.Duration) time.Duration {
 	return max(d, MinHopInterval)
 }
 
-// resolve returns the server's address.
-func (c *Client) resolve(ctx context.Context) (netip.Addr, error) {
-	return quicconn.Resolve(ctx, c.dialer, "hysteria2", c.name, c.host)
-}
-
-// handshakeError names what failed in a QUIC dial.
-func handshakeError(server string, ctx context.Context, err error) error {
-	return quicconn.HandshakeError("hysteria2", server, ctx, err)
-}
-
 // authenticate sends the HTTP/3 auth request on q and reads the answer.
 // Errors never contain the auth string.
 func (c *Client) authenticate(ctx context.Context, q *qconn) error {
 	// A raw client connection does not accept the server's HTTP/3
 	// unidirectional streams, so http3 never starts reading QUIC
 	// datagrams itself: they all carry Hysteria UDP messages.
-	cc := c.h3.NewRawClientConn(q.qc)
+	cc := c.h3.NewRawClientConn(q.QC)
 	req := &http.Request{
 		Method: http.MethodPost,
 		URL:    &url.URL{Scheme: "https", Host: "hysteria", Path: "/auth"},
@@ -301,13 +250,6 @@ func (c *Client) authenticate(ctx context.Context, q *qconn) error {
 	return nil
 }
 
-// close closes q's QUIC connection and its socket.
-func (q *qconn) close(code quic.ApplicationErrorCode) {
-	q.qc.CloseWithError(code, "")
-	q.tr.Close()
-	q.sock.Close()
-}
-
 // run owns a live connection: it delivers its datagrams to the UDP
 // sessions and, when the connection dies, forgets it and closes its socket.
 func (c *Client) run(q *qconn) {
@@ -315,18 +257,15 @@ func (c *Client) run(q *qconn) {
 		c.conns.Go(func() { c.hopLoop(q) })
 	}
 	if q.udp {
-		quicconn.Guarded(q.qc, closeCodeProtocol, q.panics, "hysteria2 datagram reader", func() { c.receiveDatagrams(q) })
+		quicconn.Guarded(q.QC, closeCodeProtocol, q.Panics, "hysteria2 datagram reader", func() { c.receiveDatagrams(q) })
 	}
-	<-q.qc.Context().Done()
-	c.conns.Forget(q)
-	q.tr.Close()
-	q.sock.Close()
+	c.conns.Serve(q)
 }
 
 // hopLoop moves q to a new server port every hop interval until q dies. A
 // hop that fails (no socket to be had) leaves q where it is until the next.
 func (c *Client) hopLoop(q *qconn) {
-	ctx := q.qc.Context()
+	ctx := q.QC.Context()
 	t := time.NewTicker(c.hopEvery)
 	defer t.Stop()
 	for {
@@ -357,10 +296,4 @@ var _ outbound.Outbound = (*Client)(nil)
 // PathStats reports the live QUIC connection's figures and the receive
 // rate declared to the server (Hysteria-CC-RX), for the failover group's
 // throttle judging. ok is false while there is no live connection.
-func (c *Client) PathStats() (outbound.PathStats, bool) {
-	q, ok := c.conns.Current()
-	if !ok {
-		return outbound.PathStats{}, false
-	}
-	return quicconn.PathStats(q.qc, c.rxRate), true
-}
+func (c *Client) PathStats() (outbound.PathStats, bool) { return c.conns.PathStats(c.rxRate) }

@@ -401,9 +401,9 @@ func TestClientRelays(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, fast := q.tr.Conn.(quic.OOBCapablePacketConn)
+			_, fast := q.Tr.Conn.(quic.OOBCapablePacketConn)
 			if fast != (tt.obfs == "" || runtime.GOOS == "linux") {
-				t.Errorf("quic-go runs on a %T (obfs %q)", q.tr.Conn, tt.obfs)
+				t.Errorf("quic-go runs on a %T (obfs %q)", q.Tr.Conn, tt.obfs)
 			}
 		})
 	}

@@ -174,8 +174,8 @@ func TestSinglePortDoesNotHop(t *testing.T) {
 	if q.hop != nil {
 		t.Fatal("single-port connection has a hopping socket")
 	}
-	if _, ok := q.sock.(*net.UDPConn); !ok {
-		t.Fatalf("socket is %T, want *net.UDPConn", q.sock)
+	if _, ok := q.Sock.(*net.UDPConn); !ok {
+		t.Fatalf("socket is %T, want *net.UDPConn", q.Sock)
 	}
 }
 

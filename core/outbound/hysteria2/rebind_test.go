@@ -27,14 +27,14 @@ func TestNetworkChangedRedials(t *testing.T) {
 	if second == nil || second == first {
 		t.Fatal("the flow after NetworkChanged used the old connection")
 	}
-	if a, b := first.sock.LocalAddr().String(), second.sock.LocalAddr().String(); a == b {
+	if a, b := first.Sock.LocalAddr().String(), second.Sock.LocalAddr().String(); a == b {
 		t.Errorf("the new connection runs on the old socket %s", a)
 	}
 	if n := srv.accepted.Load(); n != 2 {
 		t.Errorf("the server authenticated %d connections, want 2", n)
 	}
 	select {
-	case <-first.qc.Context().Done():
+	case <-first.QC.Context().Done():
 	case <-time.After(3 * time.Second):
 		t.Error("the retired connection is still open 3 s after its replacement came up")
 	}

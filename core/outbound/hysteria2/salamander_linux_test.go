@@ -28,7 +28,7 @@ func TestSalamanderOffload(t *testing.T) {
 	for _, end := range []struct {
 		name string
 		pc   net.PacketConn
-	}{{"client", q.tr.Conn}, {"server", srvConn}} {
+	}{{"client", q.Tr.Conn}, {"server", srvConn}} {
 		g, batched := xorobfs.Offload(end.pc)
 		if !batched {
 			t.Fatalf("%s: quic-go runs on a %T", end.name, end.pc)

@@ -34,7 +34,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	pc := &packetConn{
 		c:           c,
 		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.qc.LocalAddr(),
+		local:       q.QC.LocalAddr(),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
@@ -46,7 +46,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var m udpMessage
-	quicconn.ReceiveDatagrams(q.qc, func(b []byte) {
+	quicconn.ReceiveDatagrams(q.QC, func(b []byte) {
 		if parseUDPMessage(b, &m) != nil {
 			return
 		}
@@ -100,20 +100,9 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	var dst flow.Addr
-	switch a := addr.(type) {
-	case flow.Addr:
-		dst = a
-	case *net.UDPAddr:
-		dst = flow.AddrFromAddrPort(a.AddrPort())
-	default:
-		var err error
-		if dst, err = flow.AddrFromNet(addr); err != nil {
-			return 0, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, err)
-		}
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
+	dst, err := pc.Target("hysteria2", pc.c.name, p, addr)
+	if err != nil {
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
@@ -128,8 +117,8 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if !q.udp {
 		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
 	}
-	err = q.qc.SendDatagram(pc.wbuf)
-	if err != nil && !q.alive() {
+	err = q.QC.SendDatagram(pc.wbuf)
+	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
 		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
 			return 0, err
@@ -137,7 +126,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		if !q.udp {
 			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
 		}
-		err = q.qc.SendDatagram(pc.wbuf)
+		err = q.QC.SendDatagram(pc.wbuf)
 	}
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
@@ -181,7 +170,7 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 	for i := range count {
 		f := fragment(m, pc.packetID, chunk, count, i)
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &f)
-		if err := q.qc.SendDatagram(pc.wbuf); err != nil {
+		if err := q.QC.SendDatagram(pc.wbuf); err != nil {
 			return err
 		}
 	}

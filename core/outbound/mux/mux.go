@@ -257,7 +257,7 @@ const maxDatagram = 0xffff
 
 // ListenPacket opens a UDP session: one stream per destination.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
-	pc := udpstreams.New(ctx, udpstreams.Config{
+	return udpstreams.Listen(ctx, udpstreams.Config{
 		Proto:    "mux",
 		Server:   c.name,
 		MaxWrite: maxDatagram,
@@ -268,12 +268,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 			}
 			return newUDPStream(conn.(*streamConn)), nil
 		},
-	})
-	if err := pc.Open(ctx, dst); err != nil {
-		pc.Close()
-		return nil, err
-	}
-	return pc, nil
+	}, dst, nil)
 }
 
 // Close closes every session, and so every stream, and the inner

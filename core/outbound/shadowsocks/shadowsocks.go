@@ -22,10 +22,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
-	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
@@ -55,9 +53,7 @@ type Client struct {
 	// (its server sends every sub-connection to its Shadowsocks server).
 	muxTarget flow.Addr
 
-	mu     sync.Mutex
-	open   map[io.Closer]struct{}
-	closed bool
+	flows outbound.Flows
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -67,13 +63,10 @@ var _ outbound.Outbound = (*Client)(nil)
 // opens nothing itself. Errors name the server and never quote the
 // password.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.Shadowsocks == nil {
-		return nil, errors.New("shadowsocks: node has no Shadowsocks options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.Shadowsocks != nil, "shadowsocks", "Shadowsocks")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("shadowsocks: node has no server address")
-	}
-	addr := n.Address()
 	o := n.Shadowsocks
 	name := strings.ToLower(o.Method)
 	if why, ok := refused(name); ok {
@@ -103,7 +96,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if d == nil {
 		d = &outbound.SystemDialer{}
 	}
-	c := &Client{addr: addr, m: m, k: k, dialer: d, uot: uotVersion, open: map[io.Closer]struct{}{}}
+	c := &Client{addr: addr, m: m, k: k, dialer: d, uot: uotVersion}
 	if err := c.setPlugin(n, o.Plugin, o.PluginOpts); err != nil {
 		return nil, fmt.Errorf("shadowsocks: %s: %w", addr, err)
 	}
@@ -219,7 +212,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		return nil, err
 	}
 	s := newStreamConn(tr, c, dst)
-	if !c.track(s) {
+	if !c.flows.Add(s) {
 		tr.Close()
 		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
 	}
@@ -298,7 +291,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, fmt.Errorf("shadowsocks: udp to %s: %w", c.addr, err)
 	}
 	p := newPacketConn(c, pc)
-	if !c.track(p) {
+	if !c.flows.Add(p) {
 		pc.Close()
 		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
 	}
@@ -307,29 +300,6 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 
 // Close closes every stream and packet session the client handed out.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	open := c.open
-	c.open = nil
-	c.mu.Unlock()
-	for cl := range open {
-		cl.Close()
-	}
+	c.flows.Close()
 	return nil
-}
-
-func (c *Client) track(cl io.Closer) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cl] = struct{}{}
-	return true
-}
-
-func (c *Client) untrack(cl io.Closer) {
-	c.mu.Lock()
-	delete(c.open, cl)
-	c.mu.Unlock()
 }

@@ -744,7 +744,7 @@ func (s *streamConn) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closed)
 		err = s.Conn.Close()
-		s.c.untrack(s)
+		s.c.flows.Remove(s)
 	})
 	return err
 }

@@ -266,7 +266,7 @@ func (p *packetConn) Close() error {
 	err := net.ErrClosed
 	p.closeOnce.Do(func() {
 		err = p.conn.Close()
-		p.c.untrack(p)
+		p.c.flows.Remove(p)
 	})
 	return err
 }

@@ -77,13 +77,10 @@ var _ outbound.Outbound = (*Client)(nil)
 // socket to the server; nil means a zero outbound.SystemDialer. It opens
 // nothing itself. Errors never quote the password or the key.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.SSH == nil {
-		return nil, errors.New("ssh: node has no SSH options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.SSH != nil, "ssh", "SSH")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("ssh: node has no server address")
-	}
-	addr := n.Address()
 	cfg, err := clientConfig(n.SSH)
 	if err != nil {
 		return nil, fmt.Errorf("ssh: %s: %w", addr, err)

@@ -13,9 +13,7 @@ package trojan
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 
@@ -40,17 +38,15 @@ var _ outbound.Outbound = (*Client)(nil)
 // New returns a client for n, which must be a Trojan node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.Trojan == nil {
-		return nil, errors.New("trojan: node has no Trojan options")
-	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("trojan: node has no server address")
+	addr, err := outbound.NodeAddress(n, n != nil && n.Trojan != nil, "trojan", "Trojan")
+	if err != nil {
+		return nil, err
 	}
 	if n.Trojan.Password == "" {
-		return nil, fmt.Errorf("trojan: %s: empty password", n.Address())
+		return nil, fmt.Errorf("trojan: %s: empty password", addr)
 	}
 	if m := n.Trojan.SSMethod; m != "" {
-		return nil, node.Unsupportedf(node.FeatureOption, "trojan-go shadowsocks", "trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", n.Address(), m)
+		return nil, node.Unsupportedf(node.FeatureOption, "trojan-go shadowsocks", "trojan: %s: trojan-go's shadowsocks layer (%s) is not supported", addr, m)
 	}
 	st, err := stack.New("trojan", n, d)
 	if err != nil {
@@ -80,8 +76,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 		return nil, err
 	}
 	var tc *reqconn.Conn
-	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.untrack(tc) })
-	if !c.track(tc) {
+	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.flows.Remove(tc) })
+	if !c.flows.Add(tc) {
 		tr.Close()
 		return nil, fmt.Errorf("trojan: %s: client closed", c.stack.Addr())
 	}
@@ -105,7 +101,3 @@ func (c *Client) Close() error {
 	c.stack.Close()
 	return nil
 }
-
-func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
-
-func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

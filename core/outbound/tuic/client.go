@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync/atomic"
 	"time"
 
@@ -31,13 +30,9 @@ import (
 	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
-// QUIC settings.
+// QUIC settings, beside quicconn.NewConfig's.
 const (
-	handshakeIdleTimeout = 5 * time.Second
-	maxIdleTimeout       = 30 * time.Second
-	streamReceiveWindow  = 8 << 20
-	connReceiveWindow    = 20 << 20
-	maxIncomingUni       = 1024 // server-opened streams: UDP packets in quic mode
+	maxIncomingUni = 1024 // server-opened streams: UDP packets in quic mode
 
 	// DefaultHeartbeat is the heartbeat interval when the node does not
 	// say (sing-box's).
@@ -82,9 +77,7 @@ type Client struct {
 
 // qconn is one QUIC connection and the socket it runs on.
 type qconn struct {
-	qc   *quic.Conn
-	tr   *quic.Transport
-	sock net.PacketConn
+	quicconn.Link
 
 	// heard is set once anything came from the server beyond the
 	// handshake (stream data, a packet): the server took the
@@ -93,31 +86,17 @@ type qconn struct {
 	heard    atomic.Bool
 	watching atomic.Bool // a stall check is armed
 	stalled  atomic.Bool
-
-	panics *guard.Reporter // of the flow that dialled it; its readers report here (see package guard)
-}
-
-// Alive reports whether q's QUIC connection is open.
-func (q *qconn) Alive() bool { return q.qc.Context().Err() == nil }
-
-// Close closes q's QUIC connection and its socket.
-func (q *qconn) Close(code quic.ApplicationErrorCode) {
-	q.qc.CloseWithError(code, "")
-	q.tr.Close()
-	q.sock.Close()
 }
 
 // New returns a Client for node n, whose sockets come from d (nil: the
 // system's). It does not connect; the first flow does.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
+	name, err := outbound.NodeAddress(n, n.TUIC != nil, "tuic", "tuic")
+	if err != nil {
+		return nil, err
+	}
 	o := n.TUIC
-	if o == nil {
-		return nil, errors.New("tuic: node has no tuic options")
-	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("tuic: node has no server address")
-	}
-	c := &Client{name: n.Address(), host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
+	c := &Client{name: name, host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
 	if c.dialer == nil {
 		c.dialer = &outbound.SystemDialer{}
 	}
@@ -157,16 +136,8 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, fmt.Errorf("tuic: %s: %w", c.name, err)
 	}
 	c.tlsConf = tc
-	c.quicConf = &quic.Config{
-		HandshakeIdleTimeout:           handshakeIdleTimeout,
-		MaxIdleTimeout:                 maxIdleTimeout,
-		InitialStreamReceiveWindow:     streamReceiveWindow,
-		MaxStreamReceiveWindow:         streamReceiveWindow,
-		InitialConnectionReceiveWindow: connReceiveWindow,
-		MaxConnectionReceiveWindow:     connReceiveWindow,
-		MaxIncomingUniStreams:          maxIncomingUni,
-		EnableDatagrams:                true,
-	}
+	c.quicConf = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
+	c.quicConf.MaxIncomingUniStreams = maxIncomingUni
 	c.conns = quicconn.NewShared("tuic", c.name, closeCodeOK, c.dial, c.run)
 	c.udp = quicconn.NewSessions[uint16, *packetConn]()
 	return c, nil
@@ -176,34 +147,17 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	ip, err := quicconn.Resolve(ctx, c.dialer, "tuic", c.name, c.host)
+	raddr, server, sock, err := quicconn.Open(ctx, c.dialer, "tuic", c.name, c.host, c.port)
 	if err != nil {
 		return nil, err
 	}
-	raddr := &net.UDPAddr{IP: ip.AsSlice(), Port: int(c.port)}
-	server := c.name
-	if s := raddr.String(); s != server {
-		server += " (" + s + ")"
-	}
-	sock, err := c.dialer.ListenPacket(ctx, "udp", "")
-	if err != nil {
-		return nil, fmt.Errorf("tuic: dial %s: open UDP socket: %w", server, err)
-	}
-	q := &qconn{sock: sock, panics: panics}
-	q.tr = &quic.Transport{Conn: udpgro.Wrap(sock)}
+	q := &qconn{Link: quicconn.Link{Sock: sock, Panics: panics}}
 	// 0-RTT (the node's ZeroRTT): with a session ticket, streams open
 	// before the handshake completes and Authenticate follows once it has
 	// (the exporter needs the full handshake). Early data a server rejects
 	// is lost: the flows opened in it fail, the connection goes on in 1-RTT.
-	if c.zeroRTT {
-		q.qc, err = q.tr.DialEarly(ctx, raddr, c.tlsConf, c.quicConf)
-	} else {
-		q.qc, err = q.tr.Dial(ctx, raddr, c.tlsConf, c.quicConf)
-	}
-	if err != nil {
-		q.tr.Close()
-		sock.Close()
-		return nil, quicconn.HandshakeError("tuic", server, ctx, err)
+	if err := q.Dial(ctx, "tuic", server, udpgro.Wrap(sock), raddr, c.tlsConf, c.quicConf, c.zeroRTT); err != nil {
+		return nil, err
 	}
 	if !c.zeroRTT {
 		if err := c.authenticate(q); err != nil {
@@ -222,12 +176,12 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 // wrong UUID or password shows as the server closing the connection before
 // it sent anything (the flows' errors wrap outbound.ErrAuthRejected).
 func (c *Client) authenticate(q *qconn) error {
-	cs := q.qc.ConnectionState().TLS
+	cs := q.QC.ConnectionState().TLS
 	token, err := cs.ExportKeyingMaterial(string(c.uuid[:]), []byte(c.password), tokenLen)
 	if err != nil {
 		return fmt.Errorf("export keying material: %w", err)
 	}
-	st, err := q.qc.OpenUniStream()
+	st, err := q.QC.OpenUniStream()
 	if err != nil {
 		return fmt.Errorf("open stream: %w", err)
 	}
@@ -244,46 +198,43 @@ func (c *Client) authenticate(q *qconn) error {
 // sessions and, when the connection dies, forgets it and closes its
 // socket.
 func (c *Client) run(q *qconn) {
-	ctx := q.qc.Context()
+	ctx := q.QC.Context()
 	if c.zeroRTT {
 		c.conns.Go(func() {
 			select {
 			case <-ctx.Done():
 				return
-			case <-q.qc.HandshakeComplete():
+			case <-q.QC.HandshakeComplete():
 			}
-			if !q.qc.ConnectionState().Used0RTT {
+			if !q.QC.ConnectionState().Used0RTT {
 				// No early data, or the server refused it: the streams
 				// opened in it failed (quic.Err0RTTRejected); later ones
 				// go in 1-RTT.
-				if _, err := q.qc.NextConnection(ctx); err != nil {
+				if _, err := q.QC.NextConnection(ctx); err != nil {
 					return
 				}
 			}
 			if err := c.authenticate(q); err != nil {
-				q.qc.CloseWithError(closeCodeOK, "")
+				q.QC.CloseWithError(closeCodeOK, "")
 			}
 		})
 	}
 	c.conns.Go(func() { c.heartbeatLoop(q) })
 	c.conns.Go(func() { c.guarded(q, "tuic packet stream reader", c.receiveStreams) })
 	c.guarded(q, "tuic datagram reader", c.receiveDatagrams)
-	<-ctx.Done()
-	c.conns.Forget(q)
-	q.tr.Close()
-	q.sock.Close()
+	c.conns.Serve(q)
 }
 
 // guarded runs f for q with a panic ending this connection rather than
 // the process (quicconn.Guarded).
 func (c *Client) guarded(q *qconn, what string, f func(*qconn)) {
-	quicconn.Guarded(q.qc, closeCodeOK, q.panics, what, func() { f(q) })
+	quicconn.Guarded(q.QC, closeCodeOK, q.Panics, what, func() { f(q) })
 }
 
 // heartbeatLoop sends the Heartbeat command every heartbeat interval
 // until q dies.
 func (c *Client) heartbeatLoop(q *qconn) {
-	ctx := q.qc.Context()
+	ctx := q.QC.Context()
 	t := time.NewTicker(c.heartbeat)
 	defer t.Stop()
 	for {
@@ -291,7 +242,7 @@ func (c *Client) heartbeatLoop(q *qconn) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			q.qc.SendDatagram(heartbeat) // an error means the connection is going
+			q.QC.SendDatagram(heartbeat) // an error means the connection is going
 		}
 	}
 }
@@ -302,12 +253,12 @@ func (q *qconn) watch() {
 	if !q.watching.CompareAndSwap(false, true) {
 		return
 	}
-	rx := q.qc.ConnectionStats().PacketsReceived
-	time.AfterFunc(quicconn.StallTimeout(q.qc), func() {
+	rx := q.QC.ConnectionStats().PacketsReceived
+	time.AfterFunc(quicconn.StallTimeout(q.QC), func() {
 		defer q.watching.Store(false)
-		if q.Alive() && q.qc.ConnectionStats().PacketsReceived == rx {
+		if q.Alive() && q.QC.ConnectionStats().PacketsReceived == rx {
 			q.stalled.Store(true)
-			q.qc.CloseWithError(closeCodeOK, "")
+			q.QC.CloseWithError(closeCodeOK, "")
 		}
 	})
 }
@@ -333,7 +284,7 @@ func (c *Client) explain(q *qconn, err error) error {
 	if (eof || remote(err)) && !q.heard.Load() && q.Alive() {
 		t := time.NewTimer(authCloseWait)
 		select {
-		case <-q.qc.Context().Done():
+		case <-q.QC.Context().Done():
 		case <-t.C:
 		}
 		t.Stop()
@@ -345,7 +296,7 @@ func (c *Client) explain(q *qconn, err error) error {
 		// Not %w for err: quic-go's errors are net.ErrClosed, which a
 		// relay takes for an orderly end.
 		return fmt.Errorf("tuic: via %s: %w (%v)", c.name, errStalled, err)
-	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.qc.Context()))):
+	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.QC.Context()))):
 		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?) (%v)",
 			c.name, outbound.ErrAuthRejected, err)
 	}
@@ -369,21 +320,11 @@ func (c *Client) Close() error {
 
 // NetworkChanged retires the live connection (see quicconn.Shared.Retire).
 func (c *Client) NetworkChanged() {
-	c.conns.Retire(retiredLinger, func(q *qconn) <-chan struct{} { return q.qc.Context().Done() })
+	c.conns.Retire()
 }
-
-// retiredLinger is how long a retired connection may go on carrying its
-// streams while no new connection replaces it.
-const retiredLinger = 2 * time.Minute
 
 var _ outbound.Outbound = (*Client)(nil)
 
 // PathStats reports the live QUIC connection's figures, for the failover
 // group's throttle judging. ok is false while there is no live connection.
-func (c *Client) PathStats() (outbound.PathStats, bool) {
-	q, ok := c.conns.Current()
-	if !ok {
-		return outbound.PathStats{}, false
-	}
-	return quicconn.PathStats(q.qc, 0), true
-}
+func (c *Client) PathStats() (outbound.PathStats, bool) { return c.conns.PathStats(0) }

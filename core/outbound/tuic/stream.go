@@ -25,25 +25,16 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.name, err)
 	}
-	for attempt := 0; ; attempt++ {
-		q, err := c.conns.Get(ctx)
-		if err != nil {
-			return nil, err
-		}
-		conn, err := c.openStream(ctx, q, req)
-		if err == nil {
-			return conn, nil
-		}
-		if attempt > 0 || ctx.Err() != nil || q.Alive() {
-			return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.name, c.explain(q, err))
-		}
-		// The connection died under this request: dial a new one.
-	}
+	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
+		return c.openStream(ctx, q, req)
+	}, func(q *qconn, err error) error {
+		return fmt.Errorf("tuic: %s via %s: %w", dst, c.name, c.explain(q, err))
+	})
 }
 
 // openStream opens a stream on q and sends req on it.
 func (c *Client) openStream(ctx context.Context, q *qconn, req []byte) (net.Conn, error) {
-	st, err := q.qc.OpenStreamSync(ctx)
+	st, err := q.QC.OpenStreamSync(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open stream: %w", err)
 	}
@@ -53,7 +44,7 @@ func (c *Client) openStream(ctx context.Context, q *qconn, req []byte) (net.Conn
 		return nil, fmt.Errorf("send request: %w", err)
 	}
 	q.watch()
-	return &streamConn{StreamConn: quicconn.NewStreamConn(st, q.qc), c: c, q: q}, nil
+	return &streamConn{StreamConn: quicconn.NewStreamConn(st, q.QC), c: c, q: q}, nil
 }
 
 // streamConn is a TCP flow. Its errors say when the server refused the

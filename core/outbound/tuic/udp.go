@@ -29,7 +29,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if err != nil {
 		return nil, err
 	}
-	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.qc.LocalAddr(), wbuf: make([]byte, 0, 1500)}
+	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.QC.LocalAddr(), wbuf: make([]byte, 0, 1500)}
 	if err := c.udp.Add(pc, func(id uint16) { pc.id = id }); err != nil {
 		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, err)
 	}
@@ -40,7 +40,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 func (c *Client) receiveDatagrams(q *qconn) {
 	var p packet
 	for {
-		b, err := q.qc.ReceiveDatagram(context.Background())
+		b, err := q.QC.ReceiveDatagram(context.Background())
 		if err != nil {
 			return // the connection is closed
 		}
@@ -55,15 +55,15 @@ func (c *Client) receiveDatagrams(q *qconn) {
 // receiveStreams reads the Packet commands the server sends on
 // unidirectional streams (udp_relay_mode quic) until q dies.
 func (c *Client) receiveStreams(q *qconn) {
-	ctx := q.qc.Context()
+	ctx := q.QC.Context()
 	for {
-		st, err := q.qc.AcceptUniStream(ctx)
+		st, err := q.QC.AcceptUniStream(ctx)
 		if err != nil {
 			return
 		}
 		q.heard.Store(true)
 		c.conns.Go(func() {
-			defer q.panics.Recover("tuic packet stream")
+			defer q.Panics.Recover("tuic packet stream")
 			b, err := io.ReadAll(io.LimitReader(st, maxStreamPacket+1))
 			if err != nil || len(b) > maxStreamPacket {
 				st.CancelRead(0)
@@ -123,15 +123,9 @@ func (pc *packetConn) deliver(p *packet) {
 // flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
 // datagram is sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := flow.AddrFromNet(addr)
+	dst, err := pc.Target("tuic", pc.c.name, p, addr)
 	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
-	}
-	if pc.Closed() {
-		return 0, net.ErrClosed
-	}
-	if len(p) > 0xffff {
-		return 0, fmt.Errorf("tuic: UDP to %s via %s: datagram of %d bytes", dst, pc.c.name, len(p))
+		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
@@ -166,7 +160,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 func (pc *packetConn) send(q *qconn, m *packet) error {
 	pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], m, pc.dstRaw), m.Payload...)
 	if pc.c.udpMode == modeQUIC {
-		st, err := q.qc.OpenUniStream()
+		st, err := q.QC.OpenUniStream()
 		if err != nil {
 			return err
 		}
@@ -176,7 +170,7 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 		}
 		return st.Close()
 	}
-	err := q.qc.SendDatagram(pc.wbuf)
+	err := q.QC.SendDatagram(pc.wbuf)
 	var tooLarge *quic.DatagramTooLargeError
 	if !errors.As(err, &tooLarge) {
 		return err
@@ -190,7 +184,7 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 		f.FragTotal, f.FragID = uint8(count), uint8(i)
 		f.Payload = m.Payload[i*chunk : min((i+1)*chunk, len(m.Payload))]
 		pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], &f, pc.dstRaw), f.Payload...)
-		if err := q.qc.SendDatagram(pc.wbuf); err != nil {
+		if err := q.QC.SendDatagram(pc.wbuf); err != nil {
 			return err
 		}
 	}
@@ -202,7 +196,7 @@ func (pc *packetConn) Close() error {
 	pc.c.udp.Remove(pc.id, func(s *packetConn) bool { return s == pc })
 	if !pc.Closed() {
 		if q, ok := pc.c.conns.Current(); ok {
-			if st, err := q.qc.OpenUniStream(); err == nil {
+			if st, err := q.QC.OpenUniStream(); err == nil {
 				st.Write(appendDissociate(make([]byte, 0, 4), pc.id))
 				st.Close()
 			}

@@ -15,11 +15,10 @@ var packetBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
-// newPacketConn returns a UDP session of c's: one VLESS stream (command
-// UDP) per destination, each carrying u16-length-prefixed datagrams. The
-// flow's ctx lends it the panic reporter of its stream readers.
-func newPacketConn(c *Client, flowCtx context.Context) *udpstreams.Conn {
-	return udpstreams.New(flowCtx, udpstreams.Config{
+// packetConfig is c's UDP sessions': one VLESS stream (command UDP) per
+// destination, each carrying u16-length-prefixed datagrams.
+func (c *Client) packetConfig() udpstreams.Config {
+	return udpstreams.Config{
 		Proto:    "vless",
 		Server:   c.addr,
 		MaxWrite: maxPacket,
@@ -31,8 +30,7 @@ func newPacketConn(c *Client, flowCtx context.Context) *udpstreams.Conn {
 			return &udpStream{Conn: conn}, nil
 		},
 		ReadAfterWrite: true, // the request goes with the first datagram
-		OnClose:        func(pc *udpstreams.Conn) { c.untrack(pc) },
-	})
+	}
 }
 
 // udpStream frames the datagrams of one destination's stream.

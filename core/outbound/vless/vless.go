@@ -9,9 +9,7 @@ package vless
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/udpstreams"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 )
 
@@ -45,13 +44,10 @@ var _ outbound.Outbound = (*Client)(nil)
 // New returns a client for n, which must be a VLESS node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.VLESS == nil {
-		return nil, errors.New("vless: node has no VLESS options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.VLESS != nil, "vless", "VLESS")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("vless: node has no server address")
-	}
-	addr := n.Address()
 	o := n.VLESS
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
@@ -118,8 +114,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 		tr = newVisionConn(tc, c.id, len(req))
 	}
 	var vc *reqconn.Conn
-	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.untrack(vc) })
-	if !c.track(vc) {
+	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.flows.Remove(vc) })
+	if !c.flows.Add(vc) {
 		tr.Close()
 		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 	}
@@ -140,21 +136,13 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		if err != nil {
 			return nil, err
 		}
-		if !c.track(pc) {
+		if !c.flows.Add(pc) {
 			pc.Close()
 			return nil, fmt.Errorf("vless: %s: client closed", c.addr)
 		}
 		return pc, nil
 	}
-	pc := newPacketConn(c, ctx)
-	if !c.track(pc) {
-		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
-	}
-	if err := pc.Open(ctx, dst); err != nil {
-		pc.Close()
-		return nil, err
-	}
-	return pc, nil
+	return udpstreams.Listen(ctx, c.packetConfig(), dst, &c.flows)
 }
 
 // checkUDP refuses UDP to port 443 under Vision, unless the flow is
@@ -173,7 +161,3 @@ func (c *Client) Close() error {
 	c.stack.Close()
 	return nil
 }
-
-func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
-
-func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

@@ -244,7 +244,7 @@ func (x *xudpConn) Close() error {
 	err := net.ErrClosed
 	x.closeOnce.Do(func() {
 		err = x.conn.Close()
-		x.client.untrack(x)
+		x.client.flows.Remove(x)
 	})
 	return err
 }

@@ -604,7 +604,7 @@ func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
 		err = c.tr.Close()
-		c.client.untrack(c)
+		c.client.flows.Remove(c)
 	})
 	return err
 }

@@ -11,11 +11,10 @@ import (
 // field is 16 bits and covers the tag and the padding.
 const maxDatagram = 0xffff - tagSize - maxPadding
 
-// newPacketConn returns a UDP session of c's: one VMess stream (command
-// UDP) per destination, each datagram one chunk. The flow's ctx lends it
-// the panic reporter of its stream readers.
-func newPacketConn(c *Client, flowCtx context.Context) *udpstreams.Conn {
-	return udpstreams.New(flowCtx, udpstreams.Config{
+// packetConfig is c's UDP sessions': one VMess stream (command UDP) per
+// destination, each datagram one chunk.
+func (c *Client) packetConfig() udpstreams.Config {
+	return udpstreams.Config{
 		Proto:    "vmess",
 		Server:   c.addr,
 		MaxWrite: maxDatagram,
@@ -27,8 +26,7 @@ func newPacketConn(c *Client, flowCtx context.Context) *udpstreams.Conn {
 			s.packet = true
 			return udpStream{s}, nil
 		},
-		OnClose: func(pc *udpstreams.Conn) { c.untrack(pc) },
-	})
+	}
 }
 
 // udpStream sends and reads each datagram as one chunk.

@@ -19,9 +19,7 @@ package vmess
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strings"
@@ -33,6 +31,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/stack"
+	"github.com/skiffvpn/skiff/core/outbound/internal/udpstreams"
 )
 
 // Client is a VMess outbound through one server. It keeps no connection
@@ -68,13 +67,10 @@ func hasAESGCM() bool {
 // New returns a client for n, which must be a VMess node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	if n == nil || n.VMess == nil {
-		return nil, errors.New("vmess: node has no VMess options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.VMess != nil, "vmess", "VMess")
+	if err != nil {
+		return nil, err
 	}
-	if n.Server == "" || n.Port == 0 {
-		return nil, errors.New("vmess: node has no server address")
-	}
-	addr := n.Address()
 	o := n.VMess
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
@@ -159,7 +155,7 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 	}
 	req := sealHeader(make([]byte, 0, len(plain)+16+18+8+16), &c.ck, c.now().Unix(), plain)
 	vc := newConn(tr, c, &rq, req, c.raw && cmd == cmdTCP)
-	if !c.track(vc) {
+	if !c.flows.Add(vc) {
 		tr.Close()
 		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
 	}
@@ -170,15 +166,7 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 // stream per destination, each datagram one chunk. The stream to dst is
 // dialed before ListenPacket returns.
 func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketConn, error) {
-	pc := newPacketConn(c, ctx)
-	if !c.track(pc) {
-		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
-	}
-	if err := pc.Open(ctx, dst); err != nil {
-		pc.Close()
-		return nil, err
-	}
-	return pc, nil
+	return udpstreams.Listen(ctx, c.packetConfig(), dst, &c.flows)
 }
 
 // Close closes every stream and packet session the client handed out.
@@ -187,7 +175,3 @@ func (c *Client) Close() error {
 	c.stack.Close()
 	return nil
 }
-
-func (c *Client) track(cl io.Closer) bool { return c.flows.Add(cl) }
-
-func (c *Client) untrack(cl io.Closer) { c.flows.Remove(cl) }

@@ -1,10 +1,13 @@
 package quicconn
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/flow"
 )
 
 // PacketQueue is the receiving half of a proxied UDP session: the
@@ -102,4 +105,30 @@ func (q *PacketQueue) WriteDeadline() time.Time {
 func (q *PacketQueue) SetReadDeadline(t time.Time) error {
 	q.rdline.Set(t)
 	return nil
+}
+
+// Target checks a session's WriteTo of p to addr: it returns addr as a
+// flow.Addr (without a call for the two kinds a relay passes), net.ErrClosed
+// once q is shut, and an error for a datagram over MaxUDPPacket bytes.
+// Errors start with proto and name the server.
+func (q *PacketQueue) Target(proto, server string, p []byte, addr net.Addr) (flow.Addr, error) {
+	var dst flow.Addr
+	switch a := addr.(type) {
+	case flow.Addr:
+		dst = a
+	case *net.UDPAddr:
+		dst = flow.AddrFromAddrPort(a.AddrPort())
+	default:
+		var err error
+		if dst, err = flow.AddrFromNet(addr); err != nil {
+			return flow.Addr{}, fmt.Errorf("%s: UDP via %s: %w", proto, server, err)
+		}
+	}
+	if q.Closed() {
+		return flow.Addr{}, net.ErrClosed
+	}
+	if len(p) > MaxUDPPacket {
+		return flow.Addr{}, fmt.Errorf("%s: UDP to %s via %s: datagram of %d bytes", proto, dst, server, len(p))
+	}
+	return dst, nil
 }

@@ -1,6 +1,7 @@
 // Package quicconn holds what the QUIC proxy clients (Hysteria v1 and 2,
 // TUIC) share: one live connection per client, dialled on first use and
-// again when it dies (Shared); name resolution and handshake errors; a
+// again when it dies (Shared), and what each such connection holds (Link);
+// its QUIC settings (NewConfig); name resolution and handshake errors; a
 // QUIC stream as a net.Conn (StreamConn); a request's answer read under a
 // stall check (StallReader); UDP fragment reassembly (Defragger); the
 // datagram reader and its panic guard; and a deadline a select can wait
@@ -29,12 +30,9 @@ import (
 // ErrClientClosed is returned by a closed client.
 var ErrClientClosed = errors.New("client closed")
 
-// Conn is one live protocol connection.
+// Conn is one live protocol connection: a type that embeds Link.
 type Conn interface {
-	Alive() bool
-	// Close closes the connection and its socket, with QUIC close code
-	// code.
-	Close(code quic.ApplicationErrorCode)
+	QUIC() *Link
 }
 
 // Shared keeps one live connection for a client. Flows that find no
@@ -81,7 +79,7 @@ func (s *Shared[C]) Context() context.Context { return s.ctx }
 func (s *Shared[C]) Current() (C, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.has && s.cur.Alive() {
+	if s.has && s.cur.QUIC().Alive() {
 		return s.cur, true
 	}
 	var zero C
@@ -97,7 +95,7 @@ func (s *Shared[C]) Get(ctx context.Context) (C, error) {
 		return zero, fmt.Errorf("%s: %s: %w", s.proto, s.name, ErrClientClosed)
 	}
 	if s.has {
-		if s.cur.Alive() {
+		if s.cur.QUIC().Alive() {
 			q := s.cur
 			s.mu.Unlock()
 			return q, nil
@@ -151,7 +149,7 @@ func (s *Shared[C]) dialOnce(call *dialCall[C], panics *guard.Reporter) {
 	s.mu.Lock()
 	s.dialing = nil
 	if err == nil && s.closed {
-		q.Close(s.closeCode)
+		q.QUIC().Close(s.closeCode)
 		err = fmt.Errorf("%s: %s: %w", s.proto, s.name, ErrClientClosed)
 	}
 	if err == nil {
@@ -207,7 +205,7 @@ func (s *Shared[C]) Close(stop func()) bool {
 	s.mu.Unlock()
 	s.cancel()
 	if has {
-		q.Close(s.closeCode)
+		q.QUIC().Close(s.closeCode)
 	}
 	if stop != nil {
 		stop()
@@ -255,14 +253,18 @@ func HandshakeError(proto, server string, ctx context.Context, err error) error 
 	return fmt.Errorf("%s: dial %s: QUIC/TLS handshake: %w", proto, server, err)
 }
 
+// RetiredLinger is how long a retired connection may go on carrying its
+// streams while no new connection replaces it.
+const RetiredLinger = 2 * time.Minute
+
 // Retire takes the live connection out of use: the network under it
 // changed (a new uplink, a resume from sleep), and it is bound to a socket
 // whose source address may be gone and to a NAT mapping the way to the
 // server may have dropped, so it would stay silent until its idle
 // time-out. The next flow dials a new connection from a new socket; the
 // old one keeps carrying its open streams while it still can, and is
-// closed once the new one is up, or after linger with no new one.
-func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
+// closed once the new one is up, or after RetiredLinger with no new one.
+func (s *Shared[C]) Retire() {
 	s.mu.Lock()
 	old, has := s.cur, s.has
 	var zero C
@@ -272,13 +274,13 @@ func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
 		return
 	}
 	s.Go(func() {
-		t := time.NewTimer(linger)
+		t := time.NewTimer(RetiredLinger)
 		defer t.Stop()
 		tick := time.NewTicker(200 * time.Millisecond) // a change is rare: poll
 		defer tick.Stop()
 		for {
 			select {
-			case <-done(old):
+			case <-old.QUIC().QC.Context().Done():
 			case <-s.ctx.Done():
 			case <-t.C:
 			case <-tick.C:
@@ -286,7 +288,7 @@ func (s *Shared[C]) Retire(linger time.Duration, done func(C) <-chan struct{}) {
 					continue
 				}
 			}
-			old.Close(s.closeCode)
+			old.QUIC().Close(s.closeCode)
 			return
 		}
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/outbound"
 )
 
 // dialTimeout bounds dialing a stream from WriteTo, which has no context of
@@ -103,6 +104,25 @@ func New(flowCtx context.Context, cfg Config) *Conn {
 		done:    make(chan struct{}),
 		streams: map[flow.Addr]*stream{},
 	}
+}
+
+// Listen returns a session opened toward its first destination dst, as a
+// client's ListenPacket hands one out: recorded in flows (nil: in none)
+// until it closes, and closed again when the stream to dst cannot be
+// dialed. cfg.OnClose is set for flows.
+func Listen(flowCtx context.Context, cfg Config, dst flow.Addr, flows *outbound.Flows) (net.PacketConn, error) {
+	if flows != nil {
+		cfg.OnClose = func(pc *Conn) { flows.Remove(pc) }
+	}
+	pc := New(flowCtx, cfg)
+	if flows != nil && !flows.Add(pc) {
+		return nil, fmt.Errorf("%s: %s: client closed", cfg.Proto, cfg.Server)
+	}
+	if err := pc.Open(flowCtx, dst); err != nil {
+		pc.Close()
+		return nil, err
+	}
+	return pc, nil
 }
 
 // Open returns once the stream to dst is dialed, dialing it with ctx if

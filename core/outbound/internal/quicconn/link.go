@@ -1,0 +1,189 @@
+package quicconn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/skiffvpn/skiff/core/guard"
+	"github.com/skiffvpn/skiff/core/outbound"
+)
+
+// QUIC settings the clients share: the reference clients' defaults (8 MiB
+// per stream, 20 MiB per connection); the handshake may take up to twice
+// HandshakeIdleTimeout.
+const (
+	HandshakeIdleTimeout = 5 * time.Second
+	MaxIdleTimeout       = 30 * time.Second
+	KeepAlivePeriod      = 10 * time.Second
+	StreamReceiveWindow  = 8 << 20
+	ConnReceiveWindow    = 20 << 20
+)
+
+// NewConfig returns the QUIC settings of a client with the given receive
+// windows and datagrams on; the client adds its own (keep-alives,
+// incoming streams).
+func NewConfig(streamWindow, connWindow uint64) *quic.Config {
+	return &quic.Config{
+		HandshakeIdleTimeout:           HandshakeIdleTimeout,
+		MaxIdleTimeout:                 MaxIdleTimeout,
+		InitialStreamReceiveWindow:     streamWindow,
+		MaxStreamReceiveWindow:         streamWindow,
+		InitialConnectionReceiveWindow: connWindow,
+		MaxConnectionReceiveWindow:     connWindow,
+		EnableDatagrams:                true,
+	}
+}
+
+// Link is the part every protocol connection has: one QUIC connection,
+// its transport and the socket under it, and the panic reporter of the
+// flow that dialled it (its readers report there; see package guard). A
+// protocol's connection type embeds it, which makes it a Conn.
+type Link struct {
+	QC     *quic.Conn
+	Tr     *quic.Transport
+	Sock   net.PacketConn
+	Panics *guard.Reporter
+}
+
+// QUIC returns l (Conn).
+func (l *Link) QUIC() *Link { return l }
+
+// Alive reports whether the QUIC connection is open.
+func (l *Link) Alive() bool { return l.QC.Context().Err() == nil }
+
+// Close closes the QUIC connection with code, its transport and its
+// socket.
+func (l *Link) Close(code quic.ApplicationErrorCode) {
+	l.QC.CloseWithError(code, "")
+	l.release()
+}
+
+func (l *Link) release() {
+	l.Tr.Close()
+	l.Sock.Close()
+}
+
+// Dial dials QUIC to raddr on pc (l.Sock, or a wrapper of it) and sets
+// l.Tr and l.QC; early dials 0-RTT. On failure it closes the transport and
+// the socket and returns HandshakeError's error for proto and server.
+func (l *Link) Dial(ctx context.Context, proto, server string, pc net.PacketConn, raddr net.Addr, tc *tls.Config, qc *quic.Config, early bool) error {
+	l.Tr = &quic.Transport{Conn: pc}
+	var err error
+	if early {
+		l.QC, err = l.Tr.DialEarly(ctx, raddr, tc, qc)
+	} else {
+		l.QC, err = l.Tr.Dial(ctx, raddr, tc, qc)
+	}
+	if err != nil {
+		l.release()
+		return HandshakeError(proto, server, ctx, err)
+	}
+	return nil
+}
+
+// Open resolves host (Resolve), opens a UDP socket from d for a
+// connection to it on port, and names the server for errors: name and,
+// when it differs, the address dialled.
+func Open(ctx context.Context, d outbound.Dialer, proto, name, host string, port uint16) (raddr *net.UDPAddr, server string, sock net.PacketConn, err error) {
+	ip, err := Resolve(ctx, d, proto, name, host)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	raddr = &net.UDPAddr{IP: ip.AsSlice(), Port: int(port)}
+	server = ServerName(name, raddr)
+	sock, err = d.ListenPacket(ctx, "udp", "")
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("%s: dial %s: open UDP socket: %w", proto, server, err)
+	}
+	return raddr, server, sock, nil
+}
+
+// ServerName names a server for errors: name ("host:port") and, when it
+// differs, the address dialled.
+func ServerName(name string, raddr *net.UDPAddr) string {
+	if s := raddr.String(); s != name {
+		return name + " (" + s + ")"
+	}
+	return name
+}
+
+// Serve ends a connection's run goroutine: it waits until q's QUIC
+// connection dies, forgets q and closes its transport and socket.
+func (s *Shared[C]) Serve(q C) {
+	l := q.QUIC()
+	<-l.QC.Context().Done()
+	s.Forget(q)
+	l.release()
+}
+
+// Retry runs open on the live connection (dialling one if there is none)
+// and, when it fails because that connection died under it while ctx
+// lives, once more on a new one. A failed open's error goes through wrap;
+// a failed dial's is returned as it is.
+func Retry[C Conn, T any](ctx context.Context, s *Shared[C], open func(C) (T, error), wrap func(C, error) error) (T, error) {
+	var zero T
+	for attempt := 0; ; attempt++ {
+		q, err := s.Get(ctx)
+		if err != nil {
+			return zero, err
+		}
+		v, err := open(q)
+		if err == nil {
+			return v, nil
+		}
+		if attempt > 0 || ctx.Err() != nil || q.QUIC().Alive() {
+			return zero, wrap(q, err)
+		}
+		// The connection died under this request: dial a new one.
+	}
+}
+
+// PathStats reports the live connection's figures with the receive rate
+// the client declared (bytes/s; 0: none), for the failover group's
+// throttle judging. ok is false while there is no live connection.
+func (s *Shared[C]) PathStats(declaredRx uint64) (outbound.PathStats, bool) {
+	q, ok := s.Current()
+	if !ok {
+		return outbound.PathStats{}, false
+	}
+	return PathStats(q.QUIC().QC, declaredRx), true
+}
+
+// Answer waits for the answer to a stream request sent on st, which read
+// parses, under a stall check (StallReader; rx is what qc had received
+// before the request went out) and ctx. On failure it cancels st; a stall
+// also closes qc with code, so that the next flow dials anew.
+func Answer(ctx context.Context, qc *quic.Conn, st *quic.Stream, rx uint64, code quic.ApplicationErrorCode, read func(io.Reader) error) error {
+	// ctx cancels the wait through the deadline.
+	r := StallReader{St: st, QC: qc, Ctx: ctx, RX: rx, Stall: StallTimeout(qc)}
+	stop := func() bool { return true }
+	if ctx.Done() != nil {
+		stop = context.AfterFunc(ctx, func() { st.SetReadDeadline(time.Unix(1, 0)) })
+	}
+	st.SetReadDeadline(time.Now().Add(r.Stall))
+	err := read(&r)
+	if !stop() && err == nil {
+		err = ctx.Err() // ctx ended just as the answer came: the deadline is spoilt
+	}
+	if err != nil {
+		st.CancelRead(0)
+		st.CancelWrite(0)
+		switch {
+		case errors.Is(err, ErrStalled):
+			qc.CloseWithError(code, "")
+			return err
+		case ctx.Err() != nil:
+			return fmt.Errorf("waiting for the server's answer: %w", ctx.Err())
+		}
+		return fmt.Errorf("read answer: %w", err)
+	}
+	st.SetReadDeadline(time.Time{})
+	return nil
+}
