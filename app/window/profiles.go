@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -367,6 +368,27 @@ func (v *profilesView) addFromClipboard() {
 	v.addText(s, tr("profiles.fromClipboard"))
 }
 
+// pickFile shows Fyne's file dialog (limited to filter unless nil) and
+// hands the picked file's path to then; a failure to open is said.
+func (v *profilesView) pickFile(filter storage.FileFilter, then func(path string)) {
+	fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+		if err != nil {
+			v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
+			return
+		}
+		if r == nil {
+			return
+		}
+		r.Close()
+		then(r.URI().Path())
+	}, v.u.win)
+	if filter != nil {
+		fd.SetFilter(filter)
+	}
+	fd.Resize(fyne.NewSize(700, 480))
+	fd.Show()
+}
+
 // addFromFile asks for a file to import: a path can be typed or pasted,
 // or picked with Browse (Fyne's file dialog, which takes no typed path).
 func (v *profilesView) addFromFile() {
@@ -374,19 +396,7 @@ func (v *profilesView) addFromFile() {
 	path.SetPlaceHolder(tr("profiles.filePath"))
 	var d dialog.Dialog
 	browse := widget.NewButtonWithIcon(tr("profiles.browse"), theme.FolderOpenIcon(), func() {
-		fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-			if err != nil {
-				v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
-				return
-			}
-			if r == nil {
-				return
-			}
-			r.Close()
-			path.SetText(r.URI().Path())
-		}, v.u.win)
-		fd.Resize(fyne.NewSize(700, 480))
-		fd.Show()
+		v.pickFile(nil, path.SetText)
 	})
 	form := container.NewBorder(nil, nil, nil, browse, path)
 	d = dialog.NewCustomConfirm(tr("profiles.fileTitle"), tr("profiles.import"), tr("dialog.cancel"), form, func(ok bool) {

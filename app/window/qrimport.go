@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"fyne.io/fyne/v2"
-	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
 
 	"github.com/skiffvpn/skiff/app/qr"
@@ -21,20 +19,8 @@ import (
 // which the window's builds do not have; a screenshot saved to a file
 // goes through here.
 func (v *profilesView) addFromQR() {
-	fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
-		if err != nil {
-			v.say(tr("profiles.fileOpenFailed", M{"Err": err.Error()}), true)
-			return
-		}
-		if r == nil {
-			return
-		}
-		r.Close()
-		v.importQRFile(r.URI().Path())
-	}, v.u.win)
-	fd.SetFilter(storage.NewExtensionFileFilter([]string{".png", ".jpg", ".jpeg", ".gif", ".PNG", ".JPG", ".JPEG"}))
-	fd.Resize(fyne.NewSize(700, 480))
-	fd.Show()
+	// The filter compares extensions without regard to case.
+	v.pickFile(storage.NewExtensionFileFilter([]string{".png", ".jpg", ".jpeg", ".gif"}), v.importQRFile)
 }
 
 // importQRFile imports the link or subscription URL in the QR code of the
