@@ -11,6 +11,7 @@ package core
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -93,6 +94,11 @@ type Options struct {
 	LogLevel slog.Leveler
 	// LogLines is how many recent log records Logs keeps; 0: 1000.
 	LogLines int
+	// ExitSources are the trace services Exit asks, in order; nil:
+	// exitip.DefaultSources. ExitRoots verifies their TLS certificates;
+	// nil: the system's roots. (Tests point both at a local server.)
+	ExitSources []string
+	ExitRoots   *x509.CertPool
 }
 
 // EventKind says what an Event reports.
@@ -135,6 +141,9 @@ type Controller struct {
 
 	events hub[Event]
 
+	exitSources []string       // Options.ExitSources
+	exitRoots   *x509.CertPool // Options.ExitRoots
+
 	op sync.Mutex // serialises Start and Stop
 
 	mu     sync.Mutex // guards the fields below
@@ -159,6 +168,9 @@ func NewController(o Options) *Controller {
 		ring:   ring,
 		log:    slog.New(&teeHandler{ring: ring, next: text, level: o.LogLevel}),
 		status: Status{State: Stopped, Since: time.Now()},
+
+		exitSources: o.ExitSources,
+		exitRoots:   o.ExitRoots,
 	}
 	return c
 }
@@ -305,6 +317,9 @@ type GroupState struct {
 // a rule target's group is not.
 func (c *Controller) onSwitch(e group.Event) {
 	c.log.Warn("failover", "group", e.Group, "from", e.From, "to", e.To, "reason", e.Reason)
+	if r := c.current(); r != nil {
+		r.exit.forget() // the exit may have moved with the flows
+	}
 	if e.Group == TargetProxy {
 		c.mu.Lock()
 		c.status.Reason, c.status.Why = e.Reason, &e.Why

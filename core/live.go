@@ -268,6 +268,9 @@ func removeGroup(gs []*group.Group, g *group.Group) []*group.Group {
 // publishSwitched tells the subscribers the route changed: the status's
 // outbound and member are those of the new pick.
 func (c *Controller) publishSwitched() {
+	if r := c.current(); r != nil {
+		r.exit.forget()
+	}
 	st := c.Status()
 	c.events.publish(Event{Time: time.Now(), Kind: EventState, Status: st})
 }

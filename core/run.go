@@ -29,6 +29,7 @@ type run struct {
 	panics  *guard.Reporter
 	netmon  *netmon.Monitor
 	servers map[string]bool // TUN mode: the servers the tunnel lets pass (Reselect keeps to them)
+	exit    exitCheck       // where traffic leaves from (Controller.Exit)
 }
 
 // tunRun is the TUN half of a run.
