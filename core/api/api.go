@@ -50,6 +50,12 @@ type Backend interface {
 	CloseConnection(ctx context.Context, id uint64) error
 	// Logs is the recent log records, oldest first.
 	Logs(ctx context.Context) ([]core.LogRecord, error)
+	// Exit is the public address and country traffic leaves from, checked
+	// through the route an app's flow takes and kept for a while (see
+	// core.Controller.Exit); refresh asks for a new check, which the core
+	// grants at most every core.ExitMinInterval. ErrNotConnected when
+	// stopped; ErrExitLookup when no trace service answered.
+	Exit(ctx context.Context, refresh bool) (*Exit, error)
 	// Watch streams notices until ctx ends (the channel is then closed, as
 	// it is when the backend goes away). The first notice is the current
 	// status; see WatchOptions for the rest.

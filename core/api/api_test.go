@@ -55,6 +55,9 @@ func TestBothBackendsAgree(t *testing.T) {
 			if _, err := b.Connect(ctx, plan.Request{Mode: "bogus"}); !errors.Is(err, ErrBadRequest) {
 				t.Errorf("connect with a bad mode: %v, want ErrBadRequest", err)
 			}
+			if _, err := b.Exit(ctx, true); !errors.Is(err, ErrNotConnected) {
+				t.Errorf("exit while stopped: %v, want ErrNotConnected", err)
+			}
 			if err := b.CloseConnection(ctx, 12345); !errors.Is(err, ErrNotFound) {
 				t.Errorf("close of no connection: %v, want ErrNotFound", err)
 			}

@@ -27,6 +27,8 @@ const (
 	CodePortInUse          Code = "port_in_use"         // the local proxy's port is taken
 	CodeSubscriptionFetch  Code = "subscription_fetch"  // a subscription could not be fetched or read
 	CodeUnavailable        Code = "service_unavailable" // the client cannot reach the service
+	CodeNotConnected       Code = "not_connected"       // the request needs a running connection
+	CodeExitLookup         Code = "exit_lookup"         // no trace service told where traffic leaves from
 	CodeInternal           Code = "internal"            // anything else
 )
 
@@ -66,6 +68,8 @@ var (
 	ErrPortInUse          = &Error{Code: CodePortInUse}
 	ErrSubscriptionFetch  = &Error{Code: CodeSubscriptionFetch}
 	ErrUnavailable        = &Error{Code: CodeUnavailable}
+	ErrNotConnected       = &Error{Code: CodeNotConnected}
+	ErrExitLookup         = &Error{Code: CodeExitLookup}
 	ErrInternal           = &Error{Code: CodeInternal}
 )
 
@@ -94,6 +98,8 @@ func CodeOf(err error) Code {
 		return CodeServerAuth
 	case errors.Is(err, syscall.EADDRINUSE):
 		return CodePortInUse
+	case exitCode(err) != "":
+		return exitCode(err)
 	}
 	return CodeInternal
 }

@@ -30,6 +30,7 @@ import (
 //	GET    /v1/connections               []stats.ConnInfo
 //	DELETE /v1/connections/{id}          -
 //	GET    /v1/logs                      []core.LogRecord
+//	GET    /v1/exit?refresh=1            Exit
 //	GET    /v1/watch?stats=1&logs=1      NDJSON of Notice
 //	POST   /v1/connect       plan.Request      Route
 //	POST   /v1/disconnect                -
@@ -163,6 +164,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		get(ctx, w, h.b.Connections)
 	case "GET logs":
 		get(ctx, w, h.b.Logs)
+	case "GET exit":
+		refresh := r.URL.Query().Get("refresh") == "1"
+		get(ctx, w, func(ctx context.Context) (*Exit, error) { return h.b.Exit(ctx, refresh) })
 	case "GET watch":
 		h.watch(w, r)
 	case "POST connect":
@@ -386,8 +390,10 @@ func statusOf(c Code) int {
 		return http.StatusConflict
 	case CodeNoServer, CodeTUNPermission, CodePortInUse, CodeServerAuth:
 		return http.StatusUnprocessableEntity
-	case CodeSubscriptionFetch:
+	case CodeSubscriptionFetch, CodeExitLookup:
 		return http.StatusBadGateway
+	case CodeNotConnected:
+		return http.StatusConflict
 	case CodeUnavailable:
 		return http.StatusServiceUnavailable
 	}
