@@ -1,6 +1,6 @@
 # Skiff's make targets. On a fresh Debian/Ubuntu machine, as root (or with
 # sudo in front as a user):
-#   make run    build skiff and skiff-window and open the window
+#   make run    build skiff, skiff-tray and skiff-window and open the window
 #   make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
 # Day to day: unit, e2e (E2E_RUN=...), ci. Other targets: build, package,
 # bench, fuzz, cross, deps.
