@@ -21,6 +21,10 @@ type Item struct {
 // TrayProgram is the tray's executable name (without ".exe").
 const TrayProgram = "skiff-tray"
 
+// EntryName is the Linux autostart entry's file name, the system-wide
+// one's (packaging/linux) and the user's.
+const EntryName = TrayProgram + ".desktop"
+
 // Default is the item for the skiff-tray beside this executable, where
 // every package puts it.
 func Default() (*Item, error) {

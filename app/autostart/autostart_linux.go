@@ -14,10 +14,6 @@ import (
 	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
-// EntryName is the autostart entry's file name, the system-wide one's
-// (packaging/linux) and the user's.
-const EntryName = TrayProgram + ".desktop"
-
 // maxEntry bounds how much of an existing entry is read.
 const maxEntry = 64 << 10
 
