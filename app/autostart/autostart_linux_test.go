@@ -164,3 +164,22 @@ func TestEntryValidates(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEntryOn: any file in the entry's place is read without a panic, and
+// one that says Hidden=true in its [Desktop Entry] is off.
+func FuzzEntryOn(f *testing.F) {
+	f.Add([]byte(systemOn))
+	f.Add([]byte("[Desktop Entry]\nHidden=true\n"))
+	f.Add([]byte("[Other]\nHidden=true\n[Desktop Entry]\nX-GNOME-Autostart-enabled=false"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "e.desktop")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		on, err := entryOn(p)
+		if err == nil && on && strings.HasPrefix(string(b), "[Desktop Entry]\nHidden=true\n") {
+			t.Errorf("a hidden entry reads as on")
+		}
+	})
+}
