@@ -1,6 +1,6 @@
 # Skiff's make targets. On a fresh Debian/Ubuntu machine, as root (or with
 # sudo in front as a user):
-#   make run    build skiff and skiff-window and open the window
+#   make run    build skiff, skiff-tray and skiff-window and open the window
 #   make test   install what is needed, vet, unit tests, cross builds, end-to-end tests
 # Day to day: unit, e2e (E2E_RUN=...), ci. Other targets: build, package,
 # bench, fuzz, cross, deps.
@@ -128,7 +128,7 @@ ci: unit
 	$(MAKE) --no-print-directory cross
 
 # The release packages, into dist/: the deb, the rpm and a tar.xz (fyne
-# package) for Linux, skiff.exe, skiff-window.exe and their NSIS installer
+# package) for Linux, skiff.exe, skiff-window.exe, skiff-tray.exe and their NSIS installer
 # for Windows.
 package: package-linux package-windows
 
@@ -164,15 +164,20 @@ package-windows: deps
 	cd packaging && $(GO) run ./cmd/skiffpkg windows-res --repo .. --version $(VERSION) --release $(RELEASE) \
 		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../rsrc_windows_amd64.syso --ico ../dist/windows/skiff.ico && \
 		$(GO) run ./cmd/skiffpkg windows-res --program skiff-window --repo .. --version $(VERSION) --release $(RELEASE) \
-		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../app/skiff-window/rsrc_windows_amd64.syso
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../app/skiff-window/rsrc_windows_amd64.syso && \
+		$(GO) run ./cmd/skiffpkg windows-res --program skiff-tray --repo .. --version $(VERSION) --release $(RELEASE) \
+		--commit $(COMMIT) --date $(SOURCE_DATE_EPOCH) --out ../app/skiff-tray/rsrc_windows_amd64.syso
 	@# skiff.exe: the command line and the service, cgo-free, a console
 	@# program; skiff-window.exe: the window, cgo through mingw-w64, GUI
-	@# subsystem (no console window)
+	@# subsystem (no console window); skiff-tray.exe: the tray and how
+	@# Skiff starts (Start menu, links, login), cgo-free, GUI subsystem
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 \
 		$(GO) build -trimpath -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff.exe . && \
 	CGO_ENABLED=1 GOOS=windows GOARCH=amd64 CC=x86_64-w64-mingw32-gcc \
-		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-window.exe ./app/skiff-window; \
-		status=$$?; rm -f rsrc_windows_amd64.syso app/skiff-window/rsrc_windows_amd64.syso; exit $$status
+		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-window.exe ./app/skiff-window && \
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 \
+		$(GO) build -trimpath -ldflags "-H windowsgui -s -w $(VERSION_LDFLAGS)" -o dist/windows/skiff-tray.exe ./app/skiff-tray; \
+		status=$$?; rm -f rsrc_windows_amd64.syso app/skiff-window/rsrc_windows_amd64.syso app/skiff-tray/rsrc_windows_amd64.syso; exit $$status
 	sed 's/$$/\r/' LICENSE > dist/windows/LICENSE.txt
 	@# wintun.dll (TUN mode) and Wintun's licence, beside skiff.exe: the
 	@# official wintun 0.14.1 amd64 build as nebula v1.9.5 carries it, got
@@ -182,7 +187,7 @@ package-windows: deps
 	cd packaging && $(GO) run ./cmd/skiffpkg wintun --go $(GO) --out ../dist/windows
 	makensis -V2 -DVERSION=$(VERSION) -DFILEVERSION=$(VERSION).$(RELEASE) -DSRC=$(CURDIR)/dist/windows \
 		-DOUT=$(CURDIR)/dist/skiff-$(VERSION)-windows-amd64-setup.exe packaging/windows/skiff.nsi
-	@ls -l dist/windows/skiff.exe dist/windows/skiff-window.exe dist/windows/wintun.dll dist/skiff-$(VERSION)-windows-amd64-setup.exe
+	@ls -l dist/windows/skiff.exe dist/windows/skiff-window.exe dist/windows/skiff-tray.exe dist/windows/wintun.dll dist/skiff-$(VERSION)-windows-amd64-setup.exe
 
 # Checks of the built packages (metadata, contents, lintian, an install on
 # this machine and purge) and the Wine smoke test of the Windows build,

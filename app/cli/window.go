@@ -10,18 +10,21 @@ import (
 	"runtime"
 )
 
-// WindowProgram is the window's executable: a program of its own (Fyne,
-// cgo) so that skiff, and with it the service, never links Fyne. skiff
-// looks for it next to its own executable, where every package puts it.
-const WindowProgram = "skiff-window"
+// LaunchProgram is what `skiff` without a command runs: skiff-tray, which
+// decides what to start (the tray and the window with a service, else the
+// window with the core inside: the window is a program of its own, Fyne
+// and cgo, so that skiff, and with it the service, never links Fyne).
+// skiff looks for it next to its own executable, where every package puts
+// it (and the window beside it).
+const LaunchProgram = "skiff-tray"
 
 func init() {
-	commands["window"] = command{"open the window (the default without a command; the program " + WindowProgram + ")", runWindow}
+	commands["window"] = command{"open the window (the default without a command; the program " + LaunchProgram + " starts it)", runWindow}
 	commands["gui"] = command{"the same as window", runWindow}
 }
 
-// windowPath returns the window program next to this executable.
-func windowPath() (string, error) {
+// launchPath returns the launch program next to this executable.
+func launchPath() (string, error) {
 	exe, err := os.Executable()
 	if err == nil {
 		exe, err = filepath.EvalSymlinks(exe)
@@ -29,7 +32,7 @@ func windowPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding skiff's own executable: %w", err)
 	}
-	name := WindowProgram
+	name := LaunchProgram
 	if runtime.GOOS == "windows" {
 		name += ".exe"
 	}
@@ -37,26 +40,26 @@ func windowPath() (string, error) {
 }
 
 // runWindow implements `skiff window` (and skiff without a command): it
-// starts the window program with the same arguments. On Unix it replaces
-// this process (the window keeps skiff's process id and its terminal); on
-// Windows it starts the GUI program and returns.
+// runs skiff-tray --open with the same arguments (the window's flags, a
+// deep link). On Unix it replaces this process (keeping skiff's process id
+// and its terminal); on Windows it starts the GUI program and returns.
 func runWindow(args []string, _ io.Reader, _, stderr io.Writer) int {
-	path, err := windowPath()
+	path, err := launchPath()
 	if err == nil {
 		_, err = os.Stat(path)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "skiff: the window is the program %s, which is not installed next to skiff (%s).\n"+
-			"Install Skiff's package (deb, rpm, the Windows installer or the macOS pkg ship both), or build it from source: make build (bin/%s).\n"+
-			"Without it skiff works from the command line: skiff help.\n", WindowProgram, path, WindowProgram)
+		fmt.Fprintf(stderr, "skiff: the window is started by the program %s, which is not installed next to skiff (%s).\n"+
+			"Install Skiff's package (deb, rpm, the Windows installer or the macOS pkg ship them), or build it from source: make build (bin/%s and bin/skiff-window).\n"+
+			"Without it skiff works from the command line: skiff help.\n", LaunchProgram, path, LaunchProgram)
 		return 1
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "skiff: %v\n", err)
 		return 1
 	}
-	if err := startWindow(path, args); err != nil {
-		fmt.Fprintf(stderr, "skiff: starting the window %s: %v\n", path, err)
+	if err := startWindow(path, append([]string{"--open"}, args...)); err != nil {
+		fmt.Fprintf(stderr, "skiff: starting %s: %v\n", path, err)
 		return 1
 	}
 	return 0

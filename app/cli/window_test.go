@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// TestWindowMissing: without skiff-window next to the executable (the test
+// TestWindowMissing: without skiff-tray next to the executable (the test
 // binary's folder has none), skiff without a command says what is missing
 // and how to get it, and fails.
 func TestWindowMissing(t *testing.T) {
-	path, err := windowPath()
+	path, err := launchPath()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestWindowMissing(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, errOut.String())
 	}
-	for _, want := range []string{WindowProgram, path, "make build", "skiff help"} {
+	for _, want := range []string{LaunchProgram, path, "make build", "skiff help"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("the message lacks %q:\n%s", want, errOut.String())
 		}

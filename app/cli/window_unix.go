@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// startWindow replaces this process with the window program; it returns
+// startWindow replaces this process with the program path; it returns
 // only when that fails.
 func startWindow(path string, args []string) error {
 	return syscall.Exec(path, append([]string{path}, args...), os.Environ())

@@ -2,7 +2,7 @@ package cli
 
 import "os/exec"
 
-// startWindow starts the window program (a GUI-subsystem executable, which
+// startWindow starts the program path (a GUI-subsystem executable, which
 // has no console to share) and leaves it running.
 func startWindow(path string, args []string) error {
 	cmd := exec.Command(path, args...)

@@ -33,7 +33,6 @@ const (
 type Prefs struct {
 	Mode           string `json:"mode,omitempty"`   // plan.ModeProxy, plan.ModeSystemProxy or plan.ModeTUN; empty: plan.ModeProxy
 	Listen         string `json:"listen,omitempty"` // local proxy address; empty: core.DefaultListen
-	StartOnLogin   bool   `json:"startOnLogin,omitempty"`
 	StartConnected bool   `json:"startConnected,omitempty"`
 	IPv6           bool   `json:"ipv6,omitempty"`     // TUN: route IPv6 too
 	DNSMode        string `json:"dnsMode,omitempty"`  // TUN: "fake-ip" or "real-ip"; empty: fake-ip

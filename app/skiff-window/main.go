@@ -23,6 +23,7 @@ import (
 
 	fyneapp "fyne.io/fyne/v2/app"
 
+	"github.com/skiffvpn/skiff/app/autostart"
 	"github.com/skiffvpn/skiff/app/instance"
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/app/window"
@@ -104,6 +105,9 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	// The service when it runs (the VPN then outlives the window), else
 	// the core in this process.
 	opts := window.Options{PrefsDir: prefsDir}
+	if opts.Login, err = autostart.Default(); err != nil {
+		fmt.Fprintf(stderr, "skiff-window: warning: %v; Start at login is unavailable\n", err)
+	}
 	var (
 		local *api.Local
 		ctrl  *core.Controller

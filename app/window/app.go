@@ -31,6 +31,7 @@ import (
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/app/autostart"
 	"github.com/skiffvpn/skiff/app/sysproxy"
 	"github.com/skiffvpn/skiff/assets"
 	"github.com/skiffvpn/skiff/core"
@@ -88,6 +89,10 @@ type Options struct {
 	// window and owns the tray icon and the session's proxy settings: the
 	// window has neither, and closing it ends its process.
 	TrayProcess bool
+	// Login is the user's login item, which Settings turns on and off
+	// (autostart.Default: the skiff-tray beside the window); nil: the
+	// setting is disabled.
+	Login *autostart.Item
 }
 
 // UI is Skiff's window and tray. Create it with New on the Fyne main
@@ -98,6 +103,7 @@ type UI struct {
 	b        api.Backend
 	service  bool
 	prefsDir string
+	login    *autostart.Item
 	log      *slog.Logger
 	do       func(func()) // runs a func on the UI thread: fyne.Do; tests queue instead
 
@@ -138,7 +144,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	if o.Backend == nil || o.PrefsDir == "" {
 		return nil, errors.New("app: Backend and PrefsDir are required")
 	}
-	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, log: o.Logger,
+	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, login: o.Login, log: o.Logger,
 		live: live{st: api.Status{State: core.Stopped}}, shown: true, front: tabHome, viewed: make(chan struct{}, 1)}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)

@@ -2,11 +2,7 @@ package window
 
 import (
 	"errors"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -85,6 +81,7 @@ func indexOf(list []string, s string) int {
 func newSettingsView(u *UI) *settingsView {
 	v := &settingsView{u: u}
 	v.startLogin = widget.NewCheck(tr("settings.startOnLogin"), nil)
+	v.showLogin()
 	v.startConn = widget.NewCheck(tr("settings.startConnected"), nil)
 	v.resume = widget.NewCheck(tr("settings.connectAtStart"), nil)
 	v.closeOnSwitch = widget.NewCheck(tr("settings.closeOnSwitch"), nil)
@@ -174,7 +171,6 @@ func (v *settingsView) applyLook() {
 }
 
 func (v *settingsView) showPrefs(p Prefs) {
-	v.startLogin.SetChecked(p.StartOnLogin)
 	v.startConn.SetChecked(p.StartConnected)
 	v.listen.SetText(p.Listen)
 	v.ipv6.SetChecked(p.IPv6)
@@ -223,7 +219,6 @@ func (v *settingsView) setProfile(p *profile.Profile) {
 func (v *settingsView) save() {
 	old := v.u.Prefs()
 	p := old
-	p.StartOnLogin = v.startLogin.Checked
 	p.StartConnected = v.startConn.Checked
 	p.IPv6 = v.ipv6.Checked
 	p.DNSMode = v.dns.Selected
@@ -286,12 +281,6 @@ func (v *settingsView) save() {
 		v.say(err.Error(), true)
 		return
 	}
-	if p.StartOnLogin == old.StartOnLogin {
-		// nothing to change in the desktop's autostart
-	} else if err := setAutostart(p.StartOnLogin); err != nil {
-		v.say(tr("settings.autostartFailed", M{"Err": err.Error()}), true)
-		return
-	}
 	if err := v.u.update(func(pr *profile.Profile) error {
 		strict := v.strict.Checked
 		pr.Settings.TUN.StrictRoute = &strict
@@ -336,34 +325,37 @@ func (v *settingsView) say(msg string, bad bool) {
 	v.status.Refresh()
 }
 
-// setAutostart adds or removes Skiff from the desktop's autostart (XDG on
-// Linux and the BSDs).
-func setAutostart(on bool) error {
-	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
-		if on {
-			return fmt.Errorf("not available on %s yet", runtime.GOOS)
-		}
-		return nil
+// showLogin shows whether the tray starts at login, as the desktop has
+// it (the login item is the desktop's, not a preference of the window's);
+// the box applies a change at once, without Save. Without a login item
+// (Options.Login nil) the box is disabled.
+func (v *settingsView) showLogin() {
+	c := v.startLogin
+	c.OnChanged = nil
+	on, err := false, error(nil)
+	if v.u.login != nil {
+		on, err = v.u.login.Enabled()
 	}
-	dir, err := os.UserConfigDir()
 	if err != nil {
-		return err
+		v.u.log.Warn("app: start at login", "err", err)
 	}
-	path := filepath.Join(dir, "autostart", "skiff.desktop")
-	if !on {
-		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		return nil
+	c.SetChecked(on)
+	if v.u.login == nil {
+		c.Disable()
+		return
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
+	c.Enable()
+	c.OnChanged = v.setLogin
+}
+
+// setLogin turns starting at login on or off, and shows the outcome.
+func (v *settingsView) setLogin(on bool) {
+	if err := v.u.login.Set(on); err != nil {
+		v.say(tr("settings.loginFailed", M{"Err": err.Error()}), true)
+	} else if on {
+		v.say(tr("settings.loginOn"), false)
+	} else {
+		v.say(tr("settings.loginOff"), false)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	entry := "[Desktop Entry]\nType=Application\nName=Skiff\nComment=Skiff VPN\nExec=" + exe + "\nIcon=" + ID +
-		"\nX-GNOME-Autostart-enabled=true\n"
-	return os.WriteFile(path, []byte(entry), 0o644)
+	v.showLogin()
 }

@@ -409,6 +409,19 @@ func TestMetainfoAndDesktopEntryValidate(t *testing.T) {
 	if out, err := exec.Command("desktop-file-validate", desktop).CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("desktop-file-validate: %v\n%s", err, out)
 	}
+	// The app menu and the deep links start skiff-tray, which opens the
+	// window (a second launch hands it over to the first): one tray, one
+	// window.
+	b, err = os.ReadFile(desktop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\nExec=skiff-tray --open %u\n") {
+		t.Errorf("the menu entry does not start the tray with the window:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.extracted, "usr/bin/skiff-tray")); err != nil {
+		t.Errorf("the entry's program: %v", err)
+	}
 }
 
 // TestAutostartStartsTheTray: both packages start skiff-tray at login (the

@@ -3,13 +3,18 @@
 ;   makensis -DVERSION=0.1.0 -DFILEVERSION=0.1.0.1 -DSRC=dist/windows
 ;            -DOUT=dist/skiff-0.1.0-windows-amd64-setup.exe skiff.nsi
 ; It installs skiff.exe (the command line and the service, a console
-; program), skiff-window.exe (the window) and beside them wintun.dll (the
+; program), skiff-window.exe (the window), skiff-tray.exe (the tray, which
+; the Start menu, the import links and the login start) and beside them
+; wintun.dll (the
 ; official wintun 0.14.1 amd64 build, which the service loads from its own
 ; folder only) with Wintun's licence, wintun-LICENSE.txt, into Program
 ; Files, registers and starts the service (`skiff service install`), adds
-; the Start-menu entry and an uninstaller that stops and removes the
-; service and restores the routes (`skiff cleanup`). The users' own data
-; (%APPDATA%\skiff) is left alone.
+; the Start-menu entry, starts the tray at the installing user's login
+; (HKCU Run, the value Settings' "Start Skiff at login" turns on and off:
+; app/autostart), and an uninstaller that stops and removes the service,
+; restores the routes (`skiff cleanup`) and removes that Run value while it
+; is still the installer's. The users' own data (%APPDATA%\skiff) is left
+; alone.
 
 ; A 64-bit installer (NSIS's amd64-unicode stub, which Debian's nsis
 ; ships) for a 64-bit program: it also runs under wine64, which cannot run
@@ -37,6 +42,9 @@ ManifestDPIAware true
 !endif
 
 !define UNINSTKEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\Skiff"
+; The login item (app/autostart's RunKey and RunValue).
+!define RUNKEY "Software\Microsoft\Windows\CurrentVersion\Run"
+!define RUNVALUE "Skiff"
 
 Name "Skiff ${VERSION}"
 OutFile "${OUT}"
@@ -55,7 +63,8 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 !define MUI_ICON "${SRC}\skiff.ico"
 !define MUI_UNICON "${SRC}\skiff.ico"
 !define MUI_ABORTWARNING
-!define MUI_FINISHPAGE_RUN "$INSTDIR\skiff-window.exe"
+!define MUI_FINISHPAGE_RUN "$INSTDIR\skiff-tray.exe"
+!define MUI_FINISHPAGE_RUN_PARAMETERS "--open"
 !define MUI_FINISHPAGE_RUN_TEXT "Open Skiff"
 
 !insertmacro MUI_PAGE_LICENSE "${SRC}\LICENSE.txt"
@@ -67,18 +76,19 @@ VIAddVersionKey "LegalCopyright" "The Skiff Authors, MIT licence"
 !insertmacro MUI_LANGUAGE "English"
 
 ; URL handlers: clash://, clashmeta:// and sing-box:// import links open
-; skiff-window, which asks before it adds the subscription (app/deeplink).
+; skiff-tray, which hands them to the window; it asks before it adds the
+; subscription (app/deeplink).
 !macro RegisterScheme SCHEME
   WriteRegStr HKLM "Software\Classes\${SCHEME}" "" "URL:${SCHEME} import link (Skiff)"
   WriteRegStr HKLM "Software\Classes\${SCHEME}" "URL Protocol" ""
   WriteRegStr HKLM "Software\Classes\${SCHEME}\DefaultIcon" "" "$INSTDIR\skiff.ico"
-  WriteRegStr HKLM "Software\Classes\${SCHEME}\shell\open\command" "" '"$INSTDIR\skiff-window.exe" "%1"'
+  WriteRegStr HKLM "Software\Classes\${SCHEME}\shell\open\command" "" '"$INSTDIR\skiff-tray.exe" --open "%1"'
 !macroend
 
 ; Removes a scheme's handler only while it is still Skiff's.
 !macro UnregisterScheme SCHEME
   ReadRegStr $0 HKLM "Software\Classes\${SCHEME}\shell\open\command" ""
-  ${If} $0 == '"$INSTDIR\skiff-window.exe" "%1"'
+  ${If} $0 == '"$INSTDIR\skiff-tray.exe" --open "%1"'
     DeleteRegKey HKLM "Software\Classes\${SCHEME}"
   ${EndIf}
 !macroend
@@ -109,13 +119,18 @@ Section "Skiff" SecMain
 
   File "${SRC}\skiff.exe"
   File "${SRC}\skiff-window.exe"
+  File "${SRC}\skiff-tray.exe"
   File "${SRC}\LICENSE.txt"
   File "${SRC}\skiff.ico"
   File "${SRC}\wintun.dll"
   File "${SRC}\wintun-LICENSE.txt"
 
   WriteUninstaller "$INSTDIR\uninstall.exe"
-  CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff-window.exe" "" "$INSTDIR\skiff.ico"
+  CreateShortcut "$SMPROGRAMS\Skiff.lnk" "$INSTDIR\skiff-tray.exe" "--open" "$INSTDIR\skiff.ico"
+  ; The tray at login, for the user who installs (the one who runs the
+  ; elevated installer; others turn it on in Settings). Per user, so that
+  ; Settings can turn it off without administrator rights.
+  WriteRegStr HKCU "${RUNKEY}" "${RUNVALUE}" '"$INSTDIR\skiff-tray.exe"'
 
   WriteRegStr HKLM "${UNINSTKEY}" "DisplayName" "Skiff"
   WriteRegStr HKLM "${UNINSTKEY}" "DisplayVersion" "${VERSION}"
@@ -155,6 +170,7 @@ Section "Uninstall"
   Delete "$SMPROGRAMS\Skiff.lnk"
   Delete "$INSTDIR\skiff.exe"
   Delete "$INSTDIR\skiff-window.exe"
+  Delete "$INSTDIR\skiff-tray.exe"
   Delete "$INSTDIR\wintun.dll"
   Delete "$INSTDIR\wintun-LICENSE.txt"
   Delete "$INSTDIR\skiff.ico"
@@ -162,6 +178,11 @@ Section "Uninstall"
   Delete "$INSTDIR\uninstall.exe"
   RMDir "$INSTDIR"
   DeleteRegKey HKLM "${UNINSTKEY}"
+  ; The login item, only while it starts this installation's tray.
+  ReadRegStr $0 HKCU "${RUNKEY}" "${RUNVALUE}"
+  ${If} $0 == '"$INSTDIR\skiff-tray.exe"'
+    DeleteRegValue HKCU "${RUNKEY}" "${RUNVALUE}"
+  ${EndIf}
   !insertmacro UnregisterScheme "clash"
   !insertmacro UnregisterScheme "clashmeta"
   !insertmacro UnregisterScheme "sing-box"

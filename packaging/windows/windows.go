@@ -20,11 +20,11 @@ import (
 // Windres is the resource compiler (Debian's binutils-mingw-w64-x86-64).
 var Windres = "x86_64-w64-mingw32-windres"
 
-// Resource describes the resource of one of Skiff's two executables:
-// skiff.exe (the command line and the service, cgo-free) or
-// skiff-window.exe (the window).
+// Resource describes the resource of one of Skiff's executables:
+// skiff.exe (the command line and the service, cgo-free), skiff-window.exe
+// (the window) or skiff-tray.exe (the tray, cgo-free).
 type Resource struct {
-	Program string // "skiff" or "skiff-window"; "" is "skiff"
+	Program string // "skiff", "skiff-window" or "skiff-tray"; "" is "skiff"
 	Version string // "0.1.0"
 	Build   string // the fourth version field, e.g. "1"
 	Commit  string // shown in the version's product string

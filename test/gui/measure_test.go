@@ -158,7 +158,10 @@ func (m *measurer) startWindow(bin, backend, prefsDir, profileDir string) *harne
 	}
 	sock := m.startService(bin, profileDir)
 	t.Setenv("SKIFF_CONFIG_DIR", prefsDir)
-	gui := harness.Start(t, "skiff-gui", bin, "gui", "--socket", sock)
+	// The window's program itself: `skiff gui` with a service becomes the
+	// tray (skiff-tray), whose window is a process of its own.
+	win := harness.NeedWindow(t)
+	gui := harness.Start(t, "skiff-gui", win, "--socket", sock)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := gui.WaitText(ctx, "a client of the service"); err != nil {

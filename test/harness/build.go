@@ -66,6 +66,7 @@ func OutDir() (string, error) {
 var (
 	skiffOnce   = sync.OnceValues(func() (string, error) { return buildSkiff("skiff", ".", false) })
 	windowOnce  = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-window", "./app/skiff-window", true) })
+	trayOnce    = sync.OnceValues(func() (string, error) { return buildSkiff("skiff-tray", "./app/skiff-tray", false) })
 	singBoxOnce = sync.OnceValues(buildSingBox)
 )
 
@@ -82,11 +83,15 @@ func SkiffCoreBinary() (string, error) { return skiffOnce() }
 // beside skiff, where `skiff window` looks for it, and returns its path.
 func WindowBinary() (string, error) { return windowOnce() }
 
-// NeedWindow is WindowBinary for tests; it builds skiff as well, so that
-// `skiff window` (which starts the skiff-window next to it) works.
+// NeedWindow is WindowBinary for tests; it builds skiff and skiff-tray as
+// well, so that `skiff window` (which runs the skiff-tray next to it, which
+// starts the skiff-window beside it) works.
 func NeedWindow(t testing.TB) string {
 	t.Helper()
 	NeedSkiff(t)
+	if _, err := trayOnce(); err != nil {
+		t.Fatal(err)
+	}
 	p, err := WindowBinary()
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,25 @@ const uninstKey = `HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall\Skif
 // `skiff.exe service install` registers (app/service's Name).
 const serviceKey = `HKLM\System\CurrentControlSet\Services\skiff`
 
+// runKey and runValue are the installing user's login item, which starts
+// the tray (skiff.nsi's RUNKEY and RUNVALUE, app/autostart's).
+const (
+	runKey   = `HKCU\Software\Microsoft\Windows\CurrentVersion\Run`
+	runValue = "Skiff"
+)
+
+// regValueOf is the value name of key as reg query prints it ("REG_SZ
+// x"), or "" when it is absent.
+func (w *wine) regValueOf(t *testing.T, key, name string) string {
+	t.Helper()
+	for _, l := range strings.Split(w.reg(t, "query", key, "/v", name), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == name {
+			return strings.Join(f[1:], " ")
+		}
+	}
+	return ""
+}
+
 // nsiFiles returns the files skiff.nsi's install section puts into
 // $INSTDIR (File and WriteUninstaller) and those its uninstall section
 // deletes from it.
@@ -133,7 +152,7 @@ func TestInstaller(t *testing.T) {
 	if !slices.Equal(installs, deletes) {
 		t.Fatalf("skiff.nsi installs %q but its uninstaller deletes %q", installs, deletes)
 	}
-	for _, f := range []string{"skiff.exe", "skiff-window.exe", "wintun.dll", "wintun-LICENSE.txt", "uninstall.exe"} {
+	for _, f := range []string{"skiff.exe", "skiff-window.exe", "skiff-tray.exe", "wintun.dll", "wintun-LICENSE.txt", "uninstall.exe"} {
 		if !slices.Contains(installs, f) {
 			t.Fatalf("skiff.nsi does not install %s (it installs %q)", f, installs)
 		}
@@ -176,7 +195,12 @@ func TestInstaller(t *testing.T) {
 		t.Errorf("after setup.exe /S, the service is not registered with the installed skiff.exe:\n%s", reg)
 	}
 
-	for _, name := range []string{"skiff", "skiff-window"} {
+	// The tray starts at the installing user's login.
+	if got, want := w.regValueOf(t, runKey, runValue), `REG_SZ "`+winInstDir+`\skiff-tray.exe"`; got != want {
+		t.Errorf("after setup.exe /S, %s\\%s is %q, want %q", runKey, runValue, got, want)
+	}
+
+	for _, name := range []string{"skiff", "skiff-window", "skiff-tray"} {
 		out, err := w.runIn(t, instDir, nil, winInstDir+`\`+name+".exe", "--version")
 		if err != nil || !strings.HasPrefix(strings.TrimSpace(lastLine(out)), name+" ") {
 			t.Errorf("the installed %s.exe --version: %v\n%s", name, err, out)
@@ -211,6 +235,9 @@ func TestInstaller(t *testing.T) {
 		if reg := w.reg(t, "query", key); strings.Contains(reg, "REG_") {
 			t.Errorf("after uninstall.exe /S, %s is still there:\n%s", key, reg)
 		}
+	}
+	if got := w.regValueOf(t, runKey, runValue); got != "" {
+		t.Errorf("after uninstall.exe /S, %s\\%s is still %q", runKey, runValue, got)
 	}
 }
 

@@ -23,14 +23,7 @@ func (w *wine) reg(t *testing.T, args ...string) string {
 // ("REG_SZ corp.example:3128"), or "" when it is absent.
 func (w *wine) regValue(t *testing.T, name string) string {
 	t.Helper()
-	out := w.reg(t, "query", inetKey, "/v", name)
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		if len(f) >= 2 && f[0] == name {
-			return strings.Join(f[1:], " ")
-		}
-	}
-	return ""
+	return w.regValueOf(t, inetKey, name)
 }
 
 // TestSystemProxyRegistry: `skiff.exe run --system-proxy` under Wine sets

@@ -336,7 +336,8 @@ func lastLine(s string) string {
 }
 
 // TestGUIBuildVersion starts the release builds — skiff.exe (cgo-free,
-// console) and skiff-window.exe (cgo, GUI subsystem), each with its
+// console), skiff-window.exe (cgo, GUI subsystem) and skiff-tray.exe
+// (cgo-free, GUI subsystem), each with its
 // resource — for their --version, when `make package-windows` made them.
 func TestGUIBuildVersion(t *testing.T) {
 	w := needWine(t)
@@ -344,7 +345,7 @@ func TestGUIBuildVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"skiff", "skiff-window"} {
+	for _, name := range []string{"skiff", "skiff-window", "skiff-tray"} {
 		exe := filepath.Join(filepath.Dir(testDir), "dist", "windows", name+".exe")
 		if _, err := os.Stat(exe); err != nil {
 			t.Skipf("%s is absent (make package-windows builds it); only the CGO_ENABLED=0 build was run", exe)

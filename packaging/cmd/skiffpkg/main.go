@@ -41,7 +41,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	bin := fs.String("bin", "", "the skiff binary: the command line and the service (linux)")
 	window := fs.String("window", "", "the skiff-window binary (linux)")
 	trayBin := fs.String("tray", "", "the skiff-tray binary (linux)")
-	program := fs.String("program", "skiff", "the executable the resource is for: skiff or skiff-window (windows-res)")
+	program := fs.String("program", "skiff", "the executable the resource is for: skiff, skiff-window or skiff-tray (windows-res)")
 	unit := fs.String("unit", "", "the systemd unit from `skiff service unit` (linux); empty: no service in the packages")
 	out := fs.String("out", "", "output directory (linux, wintun) or .syso file (windows-res)")
 	ico := fs.String("ico", "", "also write the icon as a .ico here (windows-res)")
