@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skiffvpn/skiff/internal/peercred"
 )
 
 // errTaken: another process holds the instance.
@@ -137,24 +139,12 @@ func checkServer(c net.Conn) error { return sameUser(c) }
 // sameUser checks that the process at the other end of c runs as this
 // user (the kernel's record of it, taken at connect or listen).
 func sameUser(c net.Conn) error {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return fmt.Errorf("not a unix socket: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+	cred, err := peercred.Read(c)
 	if err != nil {
 		return err
 	}
-	var uid int
-	var perr error
-	if err := raw.Control(func(fd uintptr) { uid, perr = peerUID(int(fd)) }); err != nil {
-		return err
-	}
-	if perr != nil {
-		return perr
-	}
-	if uid != os.Geteuid() {
-		return fmt.Errorf("the peer is uid %d, not this user (%d)", uid, os.Geteuid())
+	if cred.UID != os.Geteuid() {
+		return fmt.Errorf("the peer is uid %d, not this user (%d)", cred.UID, os.Geteuid())
 	}
 	return nil
 }

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
 // label is the launchd daemon's label, and plistPath its definition.
@@ -47,10 +46,7 @@ func Install(exe string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
-	if err := os.WriteFile(plistPath+".tmp", []byte(plist(exe)), 0o644); err != nil {
-		return fmt.Errorf("service install: %w", err)
-	}
-	if err := os.Rename(plistPath+".tmp", plistPath); err != nil {
+	if err := atomicfile.WriteFile(plistPath, []byte(plist(exe)), 0o644); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
 	fmt.Fprintf(out, "wrote %s\n", plistPath)
@@ -68,15 +64,6 @@ func Uninstall(out io.Writer) error {
 	}
 	if err != nil {
 		return fmt.Errorf("service uninstall: %w", err)
-	}
-	return nil
-}
-
-func run(out io.Writer, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", filepath.Base(name), strings.Join(args, " "), err)
 	}
 	return nil
 }

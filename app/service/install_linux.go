@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/user"
-	"path/filepath"
-	"strings"
+
+	"github.com/skiffvpn/skiff/internal/atomicfile"
 )
 
 // unitPath is where Install writes the unit.
@@ -32,7 +31,7 @@ func Install(exe string, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "created group %s: add the users who may operate Skiff with  sudo usermod -aG %s USER\n", Group, Group)
 	}
-	if err := writeFile(unitPath, []byte(Unit(exe)), 0o644); err != nil {
+	if err := atomicfile.WriteFile(unitPath, []byte(Unit(exe)), 0o644); err != nil {
 		return fmt.Errorf("service install: %w", err)
 	}
 	fmt.Fprintf(out, "wrote %s\n", unitPath)
@@ -64,40 +63,4 @@ func Uninstall(out io.Writer) error {
 		return fmt.Errorf("service uninstall: %w", err)
 	}
 	return nil
-}
-
-// run runs a system tool, its output to out.
-func run(out io.Writer, name string, args ...string) error {
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
-	}
-	return nil
-}
-
-// writeFile writes b to path through a temporary file, fsync and rename.
-func writeFile(path string, b []byte, mode os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

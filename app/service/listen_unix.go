@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/skiffvpn/skiff/internal/peercred"
 )
 
 // listen opens the Unix socket at path: created under a temporary name,
@@ -80,23 +82,17 @@ func (l *unixListener) Close() error {
 	return err
 }
 
-// peerSockopt runs get on the file descriptor of c, a Unix socket: the
-// peer credentials are read from it (SO_PEERCRED, LOCAL_PEERCRED).
-func peerSockopt(c net.Conn, name string, get func(fd int) error) error {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return fmt.Errorf("not a unix socket: %T", c)
-	}
-	raw, err := uc.SyscallConn()
+// peerOf reads the peer's credentials (SO_PEERCRED, LOCAL_PEERCRED:
+// taken by the kernel when the peer connected), with the peer process's
+// supplementary groups from /proc on Linux.
+func peerOf(c net.Conn) (*Peer, error) {
+	cred, err := peercred.Read(c)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var gerr error
-	if err := raw.Control(func(fd uintptr) { gerr = get(int(fd)) }); err != nil {
-		return err
+	p := &Peer{UID: cred.UID, PID: cred.PID, Groups: cred.Groups}
+	if gs, err := procGroups(cred.PID); err == nil {
+		p.Groups = append(p.Groups, gs...)
 	}
-	if gerr != nil {
-		return fmt.Errorf("%s: %w", name, gerr)
-	}
-	return nil
+	return p, nil
 }

@@ -6,66 +6,20 @@ import (
 	"strings"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/skiffvpn/skiff/core/hostname"
 )
 
-// CanonicalName returns a DNS name in the form Skiff keys names by: lower
-// case, without the trailing dot. ok is false unless the name is a host
-// name: dot-separated labels of 1 to 63 letters, digits, '-' or '_', at
-// most 253 characters in all. Only such names get fake addresses and
+// CanonicalName returns a DNS name in the form Skiff keys names by (see
+// package hostname): lower case, without the trailing dot. ok is false
+// unless the name is a host name. Only such names get fake addresses and
 // reach an outbound as a flow.Addr name.
-func CanonicalName(name string) (canonical string, ok bool) {
-	name = strings.TrimSuffix(name, ".")
-	if !validHostName(name) {
-		return "", false
-	}
-	return strings.ToLower(name), true // ToLower returns name itself when it is lower case already
-}
+func CanonicalName(name string) (canonical string, ok bool) { return hostname.Canonical(name) }
 
 // questionName returns the canonical form of a question's name, allocating
 // only the returned string.
 func questionName(n *dnsmessage.Name) (string, bool) {
-	b := n.Data[:n.Length]
-	if len(b) > 0 && b[len(b)-1] == '.' {
-		b = b[:len(b)-1]
-	}
-	if !validHostName(b) {
-		return "", false
-	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		sb.WriteByte(c)
-	}
-	return sb.String(), true
-}
-
-func validHostName[T string | []byte](name T) bool {
-	if len(name) == 0 || len(name) > 253 {
-		return false
-	}
-	label := 0
-	for i := range len(name) {
-		c := name[i]
-		switch {
-		case c == '.':
-			if label == 0 {
-				return false
-			}
-			label = 0
-			continue
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
-			return false
-		}
-		label++
-		if label > 63 {
-			return false
-		}
-	}
-	return label > 0
+	return hostname.CanonicalBytes(n.Data[:n.Length])
 }
 
 // reverseAddr parses a reverse-lookup name (canonical form, as from

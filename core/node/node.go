@@ -253,6 +253,22 @@ func (n *Node) Address() string {
 	return net.JoinHostPort(n.Server, strconv.Itoa(int(n.Port)))
 }
 
+// optionSet is one protocol and whether a node has its options.
+type optionSet struct {
+	protocol string
+	set      bool
+}
+
+// optionSets lists every protocol with whether n has its option set.
+func (n *Node) optionSets() []optionSet {
+	return []optionSet{
+		{Hysteria2, n.Hysteria2 != nil}, {VLESS, n.VLESS != nil}, {VMess, n.VMess != nil},
+		{Shadowsocks, n.Shadowsocks != nil}, {Trojan, n.Trojan != nil}, {TUIC, n.TUIC != nil},
+		{AnyTLS, n.AnyTLS != nil}, {SSH, n.SSH != nil}, {WireGuard, n.WireGuard != nil},
+		{Hysteria, n.Hysteria != nil},
+	}
+}
+
 // Validate checks the fields every node needs and those of its protocol.
 // Errors name the field.
 func (n *Node) Validate() error {
@@ -262,20 +278,26 @@ func (n *Node) Validate() error {
 	if n.Port == 0 {
 		return errors.New("node: port: must be 1-65535")
 	}
-	set := 0
-	for _, p := range []bool{n.Hysteria2 != nil, n.VLESS != nil, n.VMess != nil, n.Shadowsocks != nil, n.Trojan != nil, n.TUIC != nil, n.AnyTLS != nil, n.SSH != nil, n.WireGuard != nil, n.Hysteria != nil} {
-		if p {
+	set, known, has := 0, false, false
+	for _, o := range n.optionSets() {
+		if o.set {
 			set++
+		}
+		if o.protocol == n.Protocol {
+			known, has = true, o.set
 		}
 	}
 	if set != 1 {
 		return fmt.Errorf("node: %d protocol option sets, want exactly one", set)
 	}
+	if !known {
+		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)
+	}
+	if !has {
+		return fmt.Errorf("node: %s: options missing", n.Protocol)
+	}
 	switch n.Protocol {
 	case Hysteria2:
-		if n.Hysteria2 == nil {
-			return errors.New("node: hysteria2: options missing")
-		}
 		if o := n.Hysteria2.Obfs; o != "" && o != "salamander" {
 			return fmt.Errorf("node: obfs: unknown type %q", o)
 		}
@@ -283,40 +305,10 @@ func (n *Node) Validate() error {
 			return errors.New("node: obfs-password: empty with salamander")
 		}
 	case VLESS:
-		if n.VLESS == nil {
-			return errors.New("node: vless: options missing")
-		}
 		if n.VLESS.UUID == "" {
 			return errors.New("node: uuid: empty")
 		}
-	case VMess:
-		if n.VMess == nil {
-			return errors.New("node: vmess: options missing")
-		}
-	case Shadowsocks:
-		if n.Shadowsocks == nil {
-			return errors.New("node: shadowsocks: options missing")
-		}
-	case Trojan:
-		if n.Trojan == nil {
-			return errors.New("node: trojan: options missing")
-		}
-	case TUIC:
-		if n.TUIC == nil {
-			return errors.New("node: tuic: options missing")
-		}
-	case AnyTLS:
-		if n.AnyTLS == nil {
-			return errors.New("node: anytls: options missing")
-		}
-	case SSH:
-		if n.SSH == nil {
-			return errors.New("node: ssh: options missing")
-		}
 	case WireGuard:
-		if n.WireGuard == nil {
-			return errors.New("node: wireguard: options missing")
-		}
 		if err := n.WireGuard.validate(); err != nil {
 			return err
 		}
@@ -324,8 +316,6 @@ func (n *Node) Validate() error {
 		if err := n.Hysteria.validate(); err != nil {
 			return err
 		}
-	default:
-		return fmt.Errorf("node: protocol: unknown %q", n.Protocol)
 	}
 	if n.Transport != nil {
 		switch n.Transport.Type {

@@ -24,6 +24,8 @@ import (
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/flow"
+
+	"github.com/skiffvpn/skiff/core/hostname"
 )
 
 // MaxSize is the largest rule-set file the decoders accept. The largest
@@ -286,45 +288,11 @@ func compileMatcher(sp *spec) (*matcher, error) {
 	return d, nil
 }
 
-// normName lower-cases a domain and checks it is one: labels of letters,
-// digits, '-' and '_', at most 253 bytes. It returns "" for anything else.
+// normName returns a domain in canonical form (see package hostname), or
+// "" when it is not one.
 func normName(s string) string {
-	if validName(s) {
-		return s // the common case: a list's names are written so already
-	}
-	s = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(s), "."))
-	if !validName(s) {
-		return ""
-	}
-	return s
-}
-
-// validName reports whether s is a name as Skiff matches it: lower-case
-// labels of letters, digits, '-' and '_', each 1 to 63 bytes, at most 253
-// in all.
-func validName(s string) bool {
-	if s == "" || len(s) > 253 {
-		return false
-	}
-	label := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '.':
-			if label == 0 {
-				return false
-			}
-			label = 0
-			continue
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
-		default:
-			return false
-		}
-		if label++; label > 63 {
-			return false
-		}
-	}
-	return label > 0
+	name, _ := hostname.Canonical(strings.TrimSpace(s))
+	return name
 }
 
 // parsePrefix parses a CIDR prefix or a bare address.

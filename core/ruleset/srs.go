@@ -182,34 +182,23 @@ func (r *srsReader) strings() ([]string, error) {
 	return out, nil
 }
 
-func (r *srsReader) uint16s() ([]uint16, error) {
-	n, err := r.count()
-	if err != nil {
-		return nil, err
-	}
-	b, err := r.bytes(2 * n)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]uint16, n)
-	for i := range out {
-		out[i] = binary.BigEndian.Uint16(b[2*i:])
-	}
-	return out, nil
-}
+func (r *srsReader) uint16s() ([]uint16, error) { return bigEndians(r, 2, binary.BigEndian.Uint16) }
 
-func (r *srsReader) u64s() ([]uint64, error) {
+func (r *srsReader) u64s() ([]uint64, error) { return bigEndians(r, 8, binary.BigEndian.Uint64) }
+
+// bigEndians reads a counted list of size-byte big-endian integers.
+func bigEndians[T uint16 | uint64](r *srsReader, size int, get func([]byte) T) ([]T, error) {
 	n, err := r.count()
 	if err != nil {
 		return nil, err
 	}
-	b, err := r.bytes(8 * n)
+	b, err := r.bytes(size * n)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, n)
+	out := make([]T, n)
 	for i := range out {
-		out[i] = binary.BigEndian.Uint64(b[8*i:])
+		out[i] = get(b[size*i:])
 	}
 	return out, nil
 }

@@ -14,7 +14,8 @@ package sniff
 
 import (
 	"errors"
-	"strings"
+
+	"github.com/skiffvpn/skiff/core/hostname"
 )
 
 // Protocol names returned by Sniff.
@@ -92,13 +93,5 @@ func cleanHost(b []byte) (string, bool) {
 	if !upper {
 		return string(b), true
 	}
-	var sb strings.Builder
-	sb.Grow(len(b))
-	for _, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		sb.WriteByte(c)
-	}
-	return sb.String(), true
+	return hostname.Lower(b), true
 }

@@ -213,6 +213,18 @@ func (s *Stack) Close() {
 	}
 }
 
+// defaultHost is the Host header of a transport that names none: the TLS
+// server name, else the server (an IPv6 address in brackets).
+func defaultHost(n *node.Node) string {
+	if n.TLS != nil && n.TLS.SNI != "" {
+		return n.TLS.SNI
+	}
+	if strings.Contains(n.Server, ":") {
+		return "[" + n.Server + "]"
+	}
+	return n.Server
+}
+
 // WSConfig builds the WebSocket settings of n. The Host header is the
 // transport's Host, else a Host in its headers, else the TLS server name,
 // else the server. An "ed=N" left in the path's query is taken as
@@ -228,14 +240,8 @@ func WSConfig(n *node.Node) (*ws.Config, error) {
 	if t.Host != "" {
 		cfg.Host = t.Host
 	}
-	if cfg.Host == "" && n.TLS != nil && n.TLS.SNI != "" {
-		cfg.Host = n.TLS.SNI
-	}
 	if cfg.Host == "" {
-		cfg.Host = n.Server
-		if strings.Contains(cfg.Host, ":") {
-			cfg.Host = "[" + cfg.Host + "]"
-		}
+		cfg.Host = defaultHost(n)
 	}
 	if path, query, ok := strings.Cut(cfg.Path, "?"); ok {
 		q, err := url.ParseQuery(query)

@@ -69,14 +69,8 @@ func xhttpConfig(proto string, n *node.Node) (xhttp.Config, []string, error) {
 	reality := n.TLS != nil && n.TLS.Reality != nil
 	cfg.Mode = xhttp.ResolveMode(cfg.Mode, reality)
 	cfg.TLS = n.TLS != nil
-	if cfg.Host == "" && n.TLS != nil && n.TLS.SNI != "" {
-		cfg.Host = n.TLS.SNI
-	}
 	if cfg.Host == "" {
-		cfg.Host = n.Server
-		if strings.Contains(cfg.Host, ":") {
-			cfg.Host = "[" + cfg.Host + "]"
-		}
+		cfg.Host = defaultHost(n)
 	}
 	var alpn []string
 	switch {
