@@ -39,6 +39,10 @@ type Config struct {
 	RuleSetCache string
 	// Final is where flows that no rule matches go; empty: "proxy".
 	Final string
+	// Routing is which flows the rules route: all of them (RoutingRule,
+	// the default), or none (RoutingGlobal, RoutingDirect).
+	// Controller.SetRouting changes it while the core runs.
+	Routing Routing
 	// Mode is how the group of several Nodes picks a member; "":
 	// group.Failover.
 	Mode group.Mode
@@ -104,6 +108,43 @@ const (
 	TargetDirect = "direct" // the machine's own network
 	TargetBlock  = "block"  // refused
 )
+
+// Routing says how flows are routed: by the rules, or all one way. It is
+// not the run's mode (proxy, system proxy, TUN: how flows are captured);
+// in every routing the flows arrive as that mode captures them.
+type Routing string
+
+// The routings.
+const (
+	RoutingRule Routing = "rule" // the rules and their final target: the default
+	// RoutingGlobal sends every flow through the route (TargetProxy),
+	// whatever the rules say, but private and LAN destinations direct.
+	// The servers' own connections never reach the router (the outbounds
+	// dial them; in TUN mode they bypass the tunnel), as under the rules.
+	RoutingGlobal Routing = "global"
+	// RoutingDirect sends every flow direct. In TUN mode the flows still
+	// enter the tunnel and leave on its bypass sockets, so the routes, the
+	// strict route and the kill switch stay as connected, and names are
+	// answered by the direct resolver.
+	RoutingDirect Routing = "direct"
+)
+
+// Routings are the routings in the order front ends show them.
+var Routings = []Routing{RoutingRule, RoutingGlobal, RoutingDirect}
+
+// ParseRouting reads a routing by its name; "" is RoutingRule.
+func ParseRouting(s string) (Routing, error) {
+	switch r := Routing(s); r {
+	case "":
+		return RoutingRule, nil
+	case RoutingRule, RoutingGlobal, RoutingDirect:
+		return r, nil
+	}
+	if len(s) > 32 {
+		s = s[:32] + "…"
+	}
+	return "", fmt.Errorf("routing %q: want %q, %q or %q", s, RoutingRule, RoutingGlobal, RoutingDirect)
+}
 
 // TUNConfig turns on TUN mode: a TUN device with routes captures all of
 // the machine's traffic, a netstack turns its packets into flows, DNS

@@ -74,6 +74,7 @@ type Status struct {
 	Why      *group.Why // the same as data, for front ends' own words (nil when none)
 	Listen   string     // the address the local proxy listens on ("" when stopped)
 	TUN      string     // the TUN device's name in TUN mode ("" otherwise)
+	Routing  Routing    // how new flows are routed ("" when stopped)
 	Err      string     // the last error in plain words ("" when none)
 	Since    time.Time  // when State was entered
 	// Cause is the error behind Err, for errors.Is (core.ErrNoServer,
@@ -255,6 +256,11 @@ func (c *Controller) Status() Status {
 		st.Member = r.routing.current()
 		r.routing.mu.Lock()
 		st.Outbound = r.routing.proxy
+		r.routing.mu.Unlock()
+	}
+	if r != nil {
+		r.routing.mu.Lock()
+		st.Routing = r.routing.routing
 		r.routing.mu.Unlock()
 	}
 	return st

@@ -73,7 +73,7 @@ func newDNSHandler(next *Engine, cfg DNSConfig, rt *routing, direct dns.Upstream
 			}
 			// No program asked the name that the rules could know of.
 			m := flow.Metadata{Destination: flow.Addr{Name: name}, Process: flow.ProcessUnknown}
-			switch rt.currentRules().Match(&m) {
+			switch rt.rulesInForce().Match(&m) {
 			case TargetDirect:
 				return dns.ModeDirect
 			case TargetBlock:

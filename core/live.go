@@ -100,7 +100,7 @@ func (c *Controller) Reselect(cfg Config, closeOld bool) (closed int, err error)
 	defer c.op.Unlock()
 	r := c.current()
 	if r == nil {
-		return 0, errors.New("core: not running")
+		return 0, ErrNotRunning
 	}
 	if len(cfg.Nodes) == 0 {
 		return 0, ErrNoServer
@@ -161,6 +161,28 @@ func (c *Controller) Reselect(cfg Config, closeOld bool) (closed int, err error)
 		}
 	}
 	return closed, nil
+}
+
+// ErrNotRunning is returned by a live change asked of a stopped core.
+var ErrNotRunning = errors.New("core: not running")
+
+// SetRouting changes how new flows are routed (see Routing) while the core
+// runs: flows open stay where they are, as after a Reselect. The status
+// reports it, and subscribers hear of it as a state event. ErrNotRunning:
+// stopped; ErrNoServer: global routing in a run without a route.
+func (c *Controller) SetRouting(m Routing) error {
+	c.op.Lock() // not while a Stop closes the routing
+	defer c.op.Unlock()
+	r := c.current()
+	if r == nil {
+		return ErrNotRunning
+	}
+	if err := r.routing.setRouting(m); err != nil {
+		return err
+	}
+	c.log.Info("core: routing", "routing", string(m))
+	c.publishSwitched()
+	return nil
 }
 
 // setRoute puts nodes (in mode, starting on selected) behind the route's

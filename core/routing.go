@@ -26,8 +26,9 @@ var ErrNoServer = errors.New("core: no server configured")
 // routing is what a run routes with: the router, the proxy target and the
 // group behind it (nil with one node), and everything to close at Stop.
 type routing struct {
-	// mu guards group, groups, nodes, byKey and proxy, which a live
-	// switch (Controller.Reselect) changes while flows are served.
+	// mu guards group, groups, nodes, byKey, proxy and routing, which a
+	// live switch (Controller.Reselect, SetRouting) changes while flows
+	// are served.
 	mu       sync.Mutex
 	live     *switchable // the route's outbound (targets[TargetProxy]); nil without a route
 	byKey    map[string]outbound.Outbound
@@ -42,6 +43,7 @@ type routing struct {
 	procs   *process.Finder     // nil unless a rule matches programs
 	sets    *ruleSets           // nil without rule sets
 	proxy   string              // the proxy target's display name
+	routing Routing             // how router routes: its rules, or overridden (setRouting)
 	group   *group.Group        // the failover group, when there are several nodes
 	groups  []*group.Group      // every group: the proxy's and the targets'; closed first
 	nodes   []outbound.Outbound // each node's outbound, once, in or out of groups
@@ -201,7 +203,41 @@ func buildRouting(ctx context.Context, cfg *Config, onSwitch func(group.Event), 
 	if r.proxy == "" {
 		r.proxy = final
 	}
+	if err := r.setRouting(cfg.Routing); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// setRouting makes the router route new flows as m says: by the rules, or
+// by a set that overrides them (see the Routing constants). This is the
+// one place that says what each routing sends where. Global needs a
+// route: ErrNoServer without one.
+func (r *routing) setRouting(m Routing) error {
+	m, err := ParseRouting(string(m))
+	if err != nil {
+		return err
+	}
+	var set *rule.Set
+	switch m {
+	case RoutingGlobal:
+		if r.live == nil {
+			return fmt.Errorf("%w: global routing sends flows through the route, and the run has none", ErrNoServer)
+		}
+		set, err = rule.Compile([]rule.Rule{{Private: true, Target: TargetDirect}}, TargetProxy)
+	case RoutingDirect:
+		set, err = rule.Compile(nil, TargetDirect)
+	}
+	if err != nil {
+		return fmt.Errorf("core: routing %s: %w", m, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.router.Override(set); err != nil {
+		return fmt.Errorf("core: routing %s: %w", m, err)
+	}
+	r.routing = m
+	return nil
 }
 
 // compile compiles the run's rules over sets.
@@ -222,5 +258,6 @@ func (r *routing) setRuleSets(sets map[string]*ruleset.Set) error {
 	return r.router.SetRules(set)
 }
 
-// currentRules returns the rules in force.
-func (r *routing) currentRules() *rule.Set { return r.router.Rules() }
+// rulesInForce returns the rules that route new flows: the run's, or the
+// routing's that override them.
+func (r *routing) rulesInForce() *rule.Set { return r.router.InForce() }

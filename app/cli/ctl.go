@@ -120,6 +120,9 @@ func printStatus(w io.Writer, st api.Status) {
 	if st.TUN != "" {
 		fmt.Fprintf(w, "tun: %s\n", st.TUN)
 	}
+	if st.Routing != "" {
+		fmt.Fprintf(w, "routing: %s\n", st.Routing)
+	}
 	if st.Error != nil {
 		fmt.Fprintf(w, "error (%s): %s\n", st.Error.Code, st.Error.Message)
 	}

@@ -1,6 +1,6 @@
 // Package tray is Skiff's tray icon as a process of its own, without Fyne
 // or a GL context: a client of the service (core/api) that shows the
-// state, connects and disconnects, changes the mode, picks the route and
+// state, connects and disconnects, changes the mode and the routing, picks the route and
 // the server of a selector group, and starts the window (app/window) as a
 // separate process that ends when it is closed. Hidden, Skiff then costs
 // what this process costs: it waits on the service's Watch stream and
@@ -29,6 +29,16 @@ var modes = []struct{ mode, key string }{
 	{plan.ModeTUN, "mode.tun"},
 }
 
+// routings are the Routing submenu's entries, in order.
+var routings = []struct {
+	routing core.Routing
+	key     string
+}{
+	{core.RoutingRule, "routing.rule"},
+	{core.RoutingGlobal, "routing.global"},
+	{core.RoutingDirect, "routing.direct"},
+}
+
 // entry is one checkable line of a list.
 type entry struct {
 	ID, Label string
@@ -40,8 +50,9 @@ type entry struct {
 type view struct {
 	Status  string // the first, disabled line
 	Running bool
-	Toggle  string // Connect or Disconnect
-	Mode    string // the mode checked
+	Toggle  string       // Connect or Disconnect
+	Mode    string       // the mode checked
+	Routing core.Routing // the routing checked: the running one, else the saved one
 	Routes  []entry
 	Group   string  // the selector group whose members Members lists; "" when none
 	Members []entry // a selector group's members
@@ -50,7 +61,7 @@ type view struct {
 // makeView says what the menu shows for st, the profile p (nil when it
 // could not be read), the saved mode and whether the service answers.
 func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string, reachable bool) view {
-	v := view{Running: st.State == core.Running, Mode: mode}
+	v := view{Running: st.State == core.Running, Mode: mode, Routing: api.RoutingOf(st, p)}
 	if v.Mode == "" {
 		v.Mode = plan.ModeProxy
 	}

@@ -17,17 +17,19 @@ import (
 func TestMakeView(t *testing.T) {
 	l := i18n.New(i18n.Languages[0])
 	var nodes []*profile.Node
-	for _, s := range []string{"hysteria2://a@127.0.0.1:9/#Tokyo", "hysteria2://b@127.0.0.1:10/#Osaka"} {
+	// Node and group names carry their flags, as providers write them:
+	// the window shows the names as they are, and so does the menu.
+	for _, s := range []string{"hysteria2://a@127.0.0.1:9/#%F0%9F%87%AF%F0%9F%87%B5%20Tokyo", "hysteria2://b@127.0.0.1:10/#Osaka"} {
 		n, err := link.Parse(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, &profile.Node{ID: profile.NodeID("", n), Config: *n})
 	}
-	pick := &profile.Group{ID: "pick", Name: "Pick", Type: profile.GroupSelector, Members: []string{nodes[0].ID, nodes[1].ID}, Selected: nodes[1].ID}
+	pick := &profile.Group{ID: "pick", Name: "🇭🇰 Pick", Type: profile.GroupSelector, Members: []string{nodes[0].ID, nodes[1].ID}, Selected: nodes[1].ID}
 	fail := &profile.Group{ID: "auto", Name: "Auto", Type: profile.GroupFailover, Members: []string{nodes[0].ID}}
-	prof := &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail, pick}, Selected: "pick"}
-	tun := api.Status{State: core.Running, Member: "Osaka", Route: &api.Route{Mode: plan.ModeTUN}}
+	prof := &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail, pick}, Selected: "pick", Routing: "direct"}
+	tun := api.Status{State: core.Running, Member: "Osaka", Route: &api.Route{Mode: plan.ModeTUN}, Routing: "global"}
 	for _, tt := range []struct {
 		name      string
 		st        api.Status
@@ -37,15 +39,15 @@ func TestMakeView(t *testing.T) {
 		want      view
 	}{
 		{"no service", api.Status{State: core.Stopped}, nil, "", false,
-			view{Status: "The Skiff service is not running", Toggle: "Connect", Mode: plan.ModeProxy}},
+			view{Status: "The Skiff service is not running", Toggle: "Connect", Mode: plan.ModeProxy, Routing: core.RoutingRule}},
 		{"stopped, a selector picked", api.Status{State: core.Stopped}, prof, plan.ModeSystemProxy, true,
-			view{Status: "Not connected", Toggle: "Connect", Mode: plan.ModeSystemProxy,
-				Routes:  []entry{{"auto", "Auto", false}, {"pick", "Pick", true}},
+			view{Status: "Not connected", Toggle: "Connect", Mode: plan.ModeSystemProxy, Routing: core.RoutingDirect,
+				Routes:  []entry{{"auto", "Auto", false}, {"pick", "🇭🇰 Pick", true}},
 				Group:   "pick",
-				Members: []entry{{nodes[0].ID, "Tokyo", false}, {nodes[1].ID, "Osaka", true}}}},
-		// The mode that runs wins over the one saved since.
-		{"running in TUN, a failover group picked", tun, &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail}, Selected: "auto"}, plan.ModeProxy, true,
-			view{Status: "Via Osaka", Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN,
+				Members: []entry{{nodes[0].ID, "🇯🇵 Tokyo", false}, {nodes[1].ID, "Osaka", true}}}},
+		// The mode and the routing that run win over those saved since.
+		{"running in TUN, a failover group picked", tun, &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail}, Selected: "auto", Routing: "direct"}, plan.ModeProxy, true,
+			view{Status: "Via Osaka", Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN, Routing: core.RoutingGlobal,
 				Routes: []entry{{"auto", "Auto", true}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +55,28 @@ func TestMakeView(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestRoutingEntries: the Routing submenu offers every routing the core
+// has, each with its words in every language.
+func TestRoutingEntries(t *testing.T) {
+	if len(routings) != len(core.Routings) {
+		t.Fatalf("%d entries, the core has %d routings", len(routings), len(core.Routings))
+	}
+	for _, lang := range i18n.Languages {
+		l := i18n.New(lang)
+		seen := map[string]bool{}
+		for i, r := range routings {
+			if r.routing != core.Routings[i] {
+				t.Errorf("entry %d is %q, want %q", i, r.routing, core.Routings[i])
+			}
+			label := l.T(r.key, nil)
+			if label == "" || label == r.key || seen[label] {
+				t.Errorf("%s: %q reads %q", lang.Code, r.key, label)
+			}
+			seen[label] = true
+		}
 	}
 }
 

@@ -72,8 +72,8 @@ type tray struct {
 
 	status, toggle, open, quit *systray.MenuItem
 	modeMenu, routeMenu        *systray.MenuItem
-	pickMenu                   *systray.MenuItem
-	modes                      []*systray.MenuItem
+	routingMenu, pickMenu      *systray.MenuItem
+	modes, routings            []*systray.MenuItem
 	routes, members            []*systray.MenuItem
 }
 
@@ -89,6 +89,10 @@ func (t *tray) ready() {
 	t.modeMenu = systray.AddMenuItem(t.l.T("home.mode", nil), "")
 	for _, m := range modes {
 		t.modes = append(t.modes, t.modeMenu.AddSubMenuItemCheckbox(t.l.T(m.key, nil), "", false))
+	}
+	t.routingMenu = systray.AddMenuItem(t.l.T("tray.routing", nil), "")
+	for _, r := range routings {
+		t.routings = append(t.routings, t.routingMenu.AddSubMenuItemCheckbox(t.l.T(r.key, nil), "", false))
 	}
 	t.routeMenu = systray.AddMenuItem(t.l.T("tray.route", nil), "")
 	for range maxRoutes {
@@ -189,6 +193,9 @@ func (t *tray) show() {
 	for i, m := range modes {
 		setChecked(t.modes[i], m.mode == v.Mode)
 	}
+	for i, r := range routings {
+		setChecked(t.routings[i], r.routing == v.Routing)
+	}
 	fill(t.routes, v.Routes)
 	fill(t.members, v.Members)
 	if len(v.Members) > 0 {
@@ -237,6 +244,9 @@ func (t *tray) clicks() {
 	add(t.quit, t.cancel)
 	for i := range modes {
 		add(t.modes[i], func() { t.queue(func(ctx context.Context) { t.setMode(ctx, modes[i].mode) }) })
+	}
+	for i := range routings {
+		add(t.routings[i], func() { t.queue(func(ctx context.Context) { t.setRouting(ctx, routings[i].routing) }) })
 	}
 	for i := range t.routes {
 		add(t.routes[i], func() { t.queue(func(ctx context.Context) { t.pick(ctx, "", i) }) })
@@ -319,6 +329,21 @@ func (t *tray) setMode(ctx context.Context, mode string) {
 		t.o.Logger.Warn("tray: saving the mode", "err", err)
 	}
 	t.show()
+}
+
+// setRouting asks the service for routing m (saved in the profile, and
+// applied at once when connected); the profile notice that follows
+// redraws the menu.
+func (t *tray) setRouting(ctx context.Context, m core.Routing) {
+	if _, err := t.o.Backend.SetRouting(ctx, api.RoutingRequest{Routing: string(m)}); err != nil {
+		t.o.Logger.Warn("tray: routing", "routing", string(m), "err", err)
+		why := []rune(api.Wrap(err).Message) // a menu line: the first words of the service's
+		if len(why) > 80 {
+			why = append(why[:79], '…')
+		}
+		t.setStatusNote(t.l.T("tray.routingRefused", map[string]any{"Why": string(why)}))
+		t.show()
+	}
 }
 
 // pick makes entry i of the route list (what "") or of the selector

@@ -49,7 +49,7 @@ type homeView struct {
 	toggle    *widget.Button
 	state     *widget.Label // its colour is a theme colour's name, so it follows the theme
 	listen    *widget.Label
-	mode      *widget.Select
+	controls  *homeControls // routing and mode (homecontrols.go)
 	modeNote  *widget.Label
 	sysNote   *widget.Label // what the system proxy mode set, or why it could not
 	route     *widget.Label
@@ -110,7 +110,7 @@ func newHomeView(u *UI) *homeView {
 	h.state.SizeName = theme.SizeNameHeadingText
 	h.listen = widget.NewLabel("")
 
-	h.mode = widget.NewSelect(modeLabels(), h.onMode)
+	h.controls = newHomeControls(h)
 	h.modeNote = widget.NewLabel("")
 	h.modeNote.Wrapping = fyne.TextWrapWord
 	h.modeNote.TextStyle.Italic = true
@@ -169,8 +169,7 @@ func newHomeView(u *UI) *homeView {
 
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
-	modeRow := container.NewBorder(nil, nil, widget.NewLabel(tr("home.mode")), nil, h.mode)
-	top := container.NewVBox(head, h.empty, modeRow, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
+	top := container.NewVBox(head, h.empty, h.controls.obj, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
 	// The figures take lines of their own so that longer languages fit
 	// at 800 px; the memory note wraps.
 	h.memCore.Wrapping = fyne.TextWrapWord
@@ -220,31 +219,13 @@ func (h *homeView) setMode(mode string) {
 	if mode == plan.ModeTUN && !ok {
 		mode = plan.ModeProxy
 	}
-	h.mode.SetSelectedIndex(modeIndex(mode))
+	h.controls.showMode(mode)
 	h.modeNote.SetText(note)
 	if note == "" {
 		h.modeNote.Hide()
 	} else {
 		h.modeNote.Show()
 	}
-}
-
-func (h *homeView) onMode(string) {
-	mode := plan.ModeProxy
-	i := h.mode.SelectedIndex()
-	if i >= 0 && modes[i] == plan.ModeSystemProxy {
-		mode = plan.ModeSystemProxy
-	}
-	if i >= 0 && modes[i] == plan.ModeTUN {
-		if ok, why := tunAvailable(); !ok {
-			h.mode.SetSelectedIndex(0)
-			h.modeNote.SetText(why)
-			h.modeNote.Show()
-			return
-		}
-		mode = plan.ModeTUN
-	}
-	h.changeMode(mode)
 }
 
 func (h *homeView) onToggle() {
@@ -345,6 +326,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 		h.empty.Refresh()
 	}
 	h.ksStale = true
+	h.controls.update(h.shown) // a routing saved while stopped
 	var bad []string
 	for _, s := range p.Subscriptions {
 		if s.LastError != "" {
@@ -365,6 +347,7 @@ func (h *homeView) setProfile(p *profile.Profile) {
 // update shows the core's state and figures.
 func (h *homeView) update(st api.Status, s core.Snapshot) {
 	h.running = st.State == core.Running || st.State == core.Starting
+	h.controls.update(st)
 	h.clearFlowNote(s.Down)
 	h.check(st)
 	groups := h.u.routeGroups()

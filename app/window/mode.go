@@ -53,6 +53,7 @@ func (h *homeView) changeMode(mode string) {
 			return
 		}
 		save()
+		h.setMode(mode)
 		if res.Reconnected {
 			h.modeNote.SetText(tr("mode.reconnected", M{"Mode": modeLabels()[modeIndex(mode)]}))
 			h.modeNote.Show()

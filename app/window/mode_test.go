@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"fyne.io/fyne/v2/test"
+
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -54,7 +56,7 @@ func TestModeChangeWhileConnected(t *testing.T) {
 	since, listen := h.ctrl.Status().Since, h.ctrl.Status().Listen
 	_, port, _ := strings.Cut(listen, ":")
 
-	home.mode.SetSelectedIndex(modeIndex(plan.ModeSystemProxy))
+	test.Tap(home.controls.sysProxy)
 	h.waitFor("GNOME's proxy to point at the local proxy", func() bool {
 		h.ui.refresh()
 		return gset("get", "org.gnome.system.proxy", "mode") == "'manual'" && gset("get", "org.gnome.system.proxy.http", "port") == port
@@ -66,7 +68,7 @@ func TestModeChangeWhileConnected(t *testing.T) {
 		t.Errorf("the mode was not kept: %q", h.ui.Prefs().Mode)
 	}
 
-	home.mode.SetSelectedIndex(modeIndex(plan.ModeProxy))
+	test.Tap(home.controls.sysProxy) // off: the local proxy alone
 	h.waitFor("GNOME's proxy to be put back", func() bool {
 		h.ui.refresh()
 		return gset("get", "org.gnome.system.proxy", "mode") == "'none'"
@@ -82,10 +84,10 @@ func TestModeChangeWhileConnected(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	home.mode.SetSelectedIndex(modeIndex(plan.ModeSystemProxy))
+	test.Tap(home.controls.sysProxy)
 	h.waitFor("the refusal", func() bool { return strings.HasPrefix(home.modeNote.Text, "Stayed as it was") })
-	if home.mode.SelectedIndex() != modeIndex(plan.ModeProxy) || h.ui.Prefs().Mode != plan.ModeProxy {
-		t.Errorf("after a refusal the mode shows %d, saved %q", home.mode.SelectedIndex(), h.ui.Prefs().Mode)
+	if home.controls.sysProxy.Checked || h.ui.Prefs().Mode != plan.ModeProxy {
+		t.Errorf("after a refusal the system proxy shows %v, saved %q", home.controls.sysProxy.Checked, h.ui.Prefs().Mode)
 	}
 	if gset("get", "org.gnome.system.proxy", "mode") != "'none'" {
 		t.Error("GNOME's proxy was set although the mode was refused")

@@ -19,9 +19,12 @@ type tray struct {
 	current *fyne.MenuItem
 	open    *fyne.MenuItem
 	quit    *fyne.MenuItem
+	routing *fyne.MenuItem   // the Routing submenu
+	routes  []*fyne.MenuItem // its entries, one per core.Routings
 	menu    *fyne.Menu
 	state   core.State
-	via     string // the member shown
+	via     string       // the member shown
+	shown   core.Routing // the routing checked
 }
 
 // setupTray installs the tray icon when the desktop has a tray host, and
@@ -31,6 +34,11 @@ func setupTray(u *UI) *tray {
 	if !ok || !hasTrayHost() {
 		return nil
 	}
+	return newTray(u, da)
+}
+
+// newTray puts Skiff's menu and icon on the tray host da.
+func newTray(u *UI, da desktop.App) *tray {
 	t := &tray{u: u, da: da, state: -1}
 	t.toggle = fyne.NewMenuItem(tr("home.connect"), func() {
 		if u.status().State == core.Running {
@@ -44,7 +52,15 @@ func setupTray(u *UI) *tray {
 	t.open = fyne.NewMenuItem(tr("tray.open"), u.showWindow)
 	t.quit = fyne.NewMenuItem(tr("tray.quit"), u.Quit)
 	t.quit.IsQuit = true
-	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.open, t.quit)
+	t.routing = fyne.NewMenuItem(tr("tray.routing"), nil)
+	t.routing.ChildMenu = fyne.NewMenu("")
+	for _, m := range core.Routings {
+		// Home's control asks the core and says there why a change was refused.
+		it := fyne.NewMenuItem(routingLabel(m), func() { u.home.controls.setRouting(m) })
+		t.routes = append(t.routes, it)
+		t.routing.ChildMenu.Items = append(t.routing.ChildMenu.Items, it)
+	}
+	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.routing, fyne.NewMenuItemSeparator(), t.open, t.quit)
 	da.SetSystemTrayMenu(t.menu)
 	da.SetSystemTrayIcon(iconTrayOff)
 	return t
@@ -57,10 +73,16 @@ func (t *tray) update(st api.Status) {
 	if via == "" {
 		via = st.Outbound
 	}
-	if st.State == t.state && via == t.via {
+	t.u.mu.Lock()
+	routing := api.RoutingOf(st, t.u.prof)
+	t.u.mu.Unlock()
+	if st.State == t.state && via == t.via && routing == t.shown {
 		return
 	}
-	t.state, t.via = st.State, via
+	t.state, t.via, t.shown = st.State, via, routing
+	for i, it := range t.routes {
+		it.Checked = core.Routings[i] == routing
+	}
 	if st.State == core.Running {
 		t.toggle.Label = tr("home.disconnect")
 		t.current.Label = tr("tray.via", M{"Name": via})
@@ -75,7 +97,10 @@ func (t *tray) update(st api.Status) {
 
 // relabel redraws the menu in the window's language.
 func (t *tray) relabel() {
-	t.open.Label, t.quit.Label = tr("tray.open"), tr("tray.quit")
+	t.open.Label, t.quit.Label, t.routing.Label = tr("tray.open"), tr("tray.quit"), tr("tray.routing")
+	for i, it := range t.routes {
+		it.Label = routingLabel(core.Routings[i])
+	}
 	t.state = -1 // update sets the rest
 	t.update(t.u.status())
 }

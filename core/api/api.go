@@ -82,6 +82,9 @@ type Backend interface {
 	// TUN by connecting again; refused with the reason when the profile
 	// cannot run it. Stopped, it does nothing.
 	SetMode(ctx context.Context, r ModeRequest) (*ModeResult, error)
+	// SetRouting saves how flows are routed (rule, global, direct; see
+	// routing.go) and, when connected, applies it at once to new flows.
+	SetRouting(ctx context.Context, r RoutingRequest) (*RoutingResult, error)
 	// Probe measures the latency of the given nodes through each node's own
 	// outbound, outside the tunnel.
 	Probe(ctx context.Context, ids []string) ([]ProbeResult, error)
@@ -104,6 +107,7 @@ type Status struct {
 	Why      *group.Why `json:"why,omitempty"`    // the same as data, for the window's own words
 	Listen   string     `json:"listen,omitempty"`
 	TUN      string     `json:"tun,omitempty"`
+	Routing  string     `json:"routing,omitempty"` // core.Routing while running; see RoutingOf
 	Since    time.Time  `json:"since"`
 	// RuleSets are the running rule sets' states: what each holds, when it
 	// was downloaded and why its last download failed; nil when stopped.

@@ -177,6 +177,12 @@ func TestHandlerRefusesBadRequests(t *testing.T) {
 		{"POST", "/v1/connect", `{"mode":"proxy","listen":"0.0.0.0:7890"}`, false, CodeBadRequest},
 		{"POST", "/v1/connect", `{"target":"` + strings.Repeat("x", maxRequest) + `"}`, false, CodeTooLarge},
 		{"POST", "/v1/disconnect", `{"x":1}`, false, CodeBadRequest},
+		{"POST", "/v1/routing", `{"routing":"everything"}`, false, CodeBadRequest},
+		{"POST", "/v1/routing", `{"routing":"global","mode":"tun"}`, false, CodeBadRequest},
+		{"POST", "/v1/routing", `{"routing":1}`, false, CodeBadRequest},
+		{"POST", "/v1/routing", `{"routing":"` + strings.Repeat("g", 1000) + `"}`, false, CodeBadRequest},
+		{"POST", "/v1/routing", `{"routing":"` + strings.Repeat("g", maxRequest) + `"}`, false, CodeTooLarge},
+		{"GET", "/v1/routing", "", false, CodeNotFound},
 		{"GET", "/v2/status", "", false, CodeUnsupportedVersion},
 		{"GET", "/status", "", false, CodeNotFound},
 		{"DELETE", "/v1/connections/abc", "", false, CodeBadRequest},
@@ -224,6 +230,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		`{}`, `{"mode":"tun","target":"n1","listen":"127.0.0.1:1080","dns":"fake-ip"}`, `{"url":"https://x/sub"}`,
 		`{"body":"hysteria2://a@b:1"}`, `{"ids":["a","b"]}`, `{"profile":{"version":1}}`, `{"mode":`, `[1,2]`, `null`, "\x00",
 		`{"mode":"tun"}{"mode":"tun"}`, `{"noIPv6":"yes"}`,
+		`{"routing":"global"}`, `{"routing":"rule\u0000"}`,
 		`{"names":["cn","geoip-cn"]}`, `{"names":[""]}`, `{"names":null}`, `{"mode":"proxy","listen":"127.0.0.1:25"}`,
 	} {
 		f.Add([]byte(s))
@@ -237,6 +244,12 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var imp ImportRequest
 		DecodeRequest(strings.NewReader(string(b)), maxRequest, &imp)
+		var rr RoutingRequest
+		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &rr); err == nil {
+			if m, err := core.ParseRouting(rr.Routing); err == nil && m != core.RoutingRule && string(m) != rr.Routing {
+				t.Fatalf("routing %q read as %q", rr.Routing, m)
+			}
+		}
 		var doc profileDoc
 		if err := DecodeRequest(strings.NewReader(string(b)), maxRequest, &doc); err == nil && doc.Profile != nil {
 			CheckProfile(doc.Profile)

@@ -197,7 +197,7 @@ func (l *Local) Status(context.Context) (Status, error) { return l.status(l.ctrl
 
 func (l *Local) status(st core.Status) Status {
 	out := Status{State: st.State, Outbound: st.Outbound, Member: st.Member, Reason: st.Reason, Why: st.Why,
-		Listen: st.Listen, TUN: st.TUN, Since: st.Since, RuleSets: l.ctrl.RuleSets()}
+		Listen: st.Listen, TUN: st.TUN, Routing: string(st.Routing), Since: st.Since, RuleSets: l.ctrl.RuleSets()}
 	if st.State == core.Failed {
 		out.Error = &Error{Code: CodeOf(st.Cause), Message: st.Err}
 	}

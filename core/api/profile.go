@@ -128,6 +128,9 @@ func CheckProfile(p *profile.Profile) error {
 	if err := plan.CheckRoutes(&p.Routes); err != nil {
 		return err
 	}
+	if _, err := core.ParseRouting(p.Routing); err != nil {
+		return err
+	}
 	switch p.Routes.SubscriptionRules {
 	case "", profile.SubRulesAfter, profile.SubRulesFirst, profile.SubRulesOff:
 	default:

@@ -41,6 +41,7 @@ import (
 //	POST   /v1/probe         probeRequest      []ProbeResult
 //	POST   /v1/select        SelectRequest     SelectResult
 //	POST   /v1/mode          ModeRequest       ModeResult
+//	POST   /v1/routing       RoutingRequest    RoutingResult
 //	POST   /v1/rulesets/refresh  ruleSetsRequest  []core.RuleSetState
 
 // Body limits: most requests are a few hundred bytes; an import carries a
@@ -197,6 +198,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		post(ctx, w, r, limit, h.b.SetMode)
 	case "POST select":
 		post(ctx, w, r, limit, h.b.Select)
+	case "POST routing":
+		post(ctx, w, r, limit, h.b.SetRouting)
 	case "POST rulesets/refresh":
 		post(ctx, w, r, limit, func(ctx context.Context, req ruleSetsRequest) ([]core.RuleSetState, error) {
 			return h.b.RefreshRuleSets(ctx, req.Names)

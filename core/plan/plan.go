@@ -50,6 +50,7 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	var err error
 	pl := &Plan{}
 	route := map[string]bool{} // the IDs that name the route itself
 	var ids []string
@@ -119,6 +120,9 @@ func Build(p *profile.Profile, r Request) (*Plan, error) {
 	}
 	pl.Config.Mode = mode
 	pl.Config.Listen = r.Listen
+	if pl.Config.Routing, err = core.ParseRouting(p.Routing); err != nil {
+		return pl, err // saved by hand
+	}
 	if err := proxyAuth(p, r.Mode, pl); err != nil {
 		return pl, err
 	}

@@ -486,3 +486,29 @@ func TestBuildTUNRefusesBadName(t *testing.T) {
 		t.Errorf("a good name: %v", err)
 	}
 }
+
+// TestBuildRouting: the profile's routing becomes the run's; one saved by
+// hand that is no routing is refused with the reason.
+func TestBuildRouting(t *testing.T) {
+	for _, tt := range []struct {
+		saved string
+		want  core.Routing
+		ok    bool
+	}{
+		{"", core.RoutingRule, true},
+		{"global", core.RoutingGlobal, true},
+		{"direct", core.RoutingDirect, true},
+		{"tun", "", false},
+	} {
+		p := testProfile(t)
+		p.Routing = tt.saved
+		pl, err := plan.Build(p, plan.Request{})
+		if (err == nil) != tt.ok {
+			t.Errorf("routing %q: err %v, want ok %v", tt.saved, err, tt.ok)
+			continue
+		}
+		if err == nil && pl.Config.Routing != tt.want {
+			t.Errorf("routing %q: ran %q, want %q", tt.saved, pl.Config.Routing, tt.want)
+		}
+	}
+}

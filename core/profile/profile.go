@@ -32,8 +32,11 @@ type Profile struct {
 	Nodes         []*Node         `json:"nodes,omitempty"`  // in display order: subscription order, then the provider's order
 	Groups        []*Group        `json:"groups,omitempty"` // in display order
 	Selected      string          `json:"selected,omitempty"`
-	Routes        Routes          `json:"routes"`
-	Settings      Settings        `json:"settings"`
+	// Routing is how flows are routed: "rule" (Routes, the default),
+	// "global" (all through the selection) or "direct" (core.Routing).
+	Routing  string   `json:"routing,omitempty"`
+	Routes   Routes   `json:"routes"`
+	Settings Settings `json:"settings"`
 }
 
 // Subscription is one provider URL and what the last refreshes found.
