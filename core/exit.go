@@ -33,7 +33,6 @@ const (
 
 // Errors of Controller.Exit.
 var (
-	ErrNotRunning  = errors.New("core: not running")
 	ErrExitLookup  = errors.New("core: exit address lookup failed")
 	errExitAborted = errors.New("core: exit check abandoned") // its caller left; a waiter checks again
 )

@@ -163,7 +163,8 @@ func (c *Controller) Reselect(cfg Config, closeOld bool) (closed int, err error)
 	return closed, nil
 }
 
-// ErrNotRunning is returned by a live change asked of a stopped core.
+// ErrNotRunning is returned by a live change or an Exit check asked of a
+// stopped core.
 var ErrNotRunning = errors.New("core: not running")
 
 // SetRouting changes how new flows are routed (see Routing) while the core
