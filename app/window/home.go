@@ -53,6 +53,7 @@ type homeView struct {
 	modeNote  *widget.Label
 	sysNote   *widget.Label // what the system proxy mode set, or why it could not
 	route     *widget.Label
+	exit      *exitLine // where traffic leaves from (exit.go)
 	reason    *widget.Label
 	errBox    *fyne.Container
 	errText   *widget.Label
@@ -121,6 +122,7 @@ func newHomeView(u *UI) *homeView {
 
 	h.route = widget.NewLabel(tr("home.routeNone"))
 	h.route.Truncation = fyne.TextTruncateEllipsis
+	h.exit = newExitLine(u)
 	h.reason = widget.NewLabel("")
 	h.reason.TextStyle.Italic = true
 	h.reason.Wrapping = fyne.TextWrapWord
@@ -169,7 +171,7 @@ func newHomeView(u *UI) *homeView {
 
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
-	top := container.NewVBox(head, h.empty, h.controls.obj, h.modeNote, h.sysNote, h.route, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
+	top := container.NewVBox(head, h.empty, h.controls.obj, h.modeNote, h.sysNote, h.route, h.exit.label, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
 	// The figures take lines of their own so that longer languages fit
 	// at 800 px; the memory note wraps.
 	h.memCore.Wrapping = fyne.TextWrapWord
@@ -396,13 +398,16 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	case st.State == core.Running && ph == phaseConnected:
 		member, reason := h.member(rt, st, groups)
 		setText(h.route, tr("home.routeVia", M{"Route": rt.name, "Member": member}))
+		h.exit.update(true, st.Since, rt.name+"\x00"+member)
 		setText(h.reason, reason)
 		h.reason.Show()
 	case st.State == core.Running:
+		h.exit.update(false, time.Time{}, "")
 		setText(h.route, tr("home.routeOnly", M{"Route": rt.name}))
 		setText(h.reason, why)
 		h.reason.Show()
 	default:
+		h.exit.update(false, time.Time{}, "")
 		setText(h.route, tr("home.routeNone"))
 		h.reason.Hide()
 	}
