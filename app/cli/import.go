@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skiffvpn/skiff/app/qr"
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
@@ -27,8 +28,9 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	name := fs.String("name", "", "name for a new subscription (default: the provider's title)")
 	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
+	fromQR := fs.Bool("qr", false, "the argument is a PNG, JPEG or GIF image of a QR code: import the link or URL it holds")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff import [--config-dir DIR] [--name NAME] URL|FILE|-|LINK")
+		fmt.Fprintln(stderr, "usage: skiff import [--config-dir DIR] [--name NAME] [--qr] URL|FILE|-|LINK")
 		fmt.Fprintln(stderr, "  URL may also be an ssconf://, clash://install-config or sing-box://import-remote-profile link")
 		fmt.Fprintln(stderr, "  URL   an http(s) subscription URL: added to the profile and refreshed in the background")
 		fmt.Fprintln(stderr, "  FILE  a file with share links, base64, Clash YAML, sing-box JSON or SIP008 JSON")
@@ -44,6 +46,14 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	arg := fs.Arg(0)
+	if *fromQR {
+		text, err := qrText(arg)
+		if err != nil {
+			fmt.Fprintf(stderr, "skiff import: %v\n", err)
+			return 1
+		}
+		arg = text
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	b, done, err := backendFor(ctx, *dir, *socket, stderr)
@@ -129,6 +139,26 @@ func backendFor(ctx context.Context, dir, socket string, stderr io.Writer) (api.
 	}
 	l := api.NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
 	return l, func() { l.Close() }, nil
+}
+
+// qrText is the text of the QR code in the image file at path: what is
+// imported, as if it had been given on the command line.
+func qrText(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	text, err := qr.Decode(f)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	text = strings.TrimSpace(text)
+	if text == "-" || !strings.Contains(text, "://") {
+		// Not a link or URL: a file name read from a picture is not opened.
+		return "", fmt.Errorf("%s: the QR code holds no link or subscription URL", path)
+	}
+	return text, nil
 }
 
 func readFileLimited(path string) ([]byte, error) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiffvpn/skiff/app/qr"
 	"github.com/skiffvpn/skiff/core/profile"
 )
 
@@ -177,5 +178,53 @@ func TestImportURL(t *testing.T) {
 	p, _ = s.Load()
 	if code == 0 || len(p.Subscriptions) != 1 {
 		t.Errorf("failed new subscription kept: %d, %d subs", code, len(p.Subscriptions))
+	}
+}
+
+// TestImportQR: `skiff import --qr IMAGE` imports the link the QR code
+// holds; an image without a link, or not an image, is refused and
+// nothing is added.
+func TestImportQR(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(profile.EnvConfigDir, dir)
+	write := func(name, text string) string {
+		t.Helper()
+		png, err := qr.PNG(text, 256)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, png, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	link := "hysteria2://pw@qr.example.com:443/?sni=qr.example.com#from a picture"
+	code, out, errOut := runCLI(t, "", "import", "--qr", write("node.png", link))
+	if code != 0 || !strings.Contains(out, "imported 1 nodes from the link") {
+		t.Fatalf("import --qr: exit %d: %s %s", code, out, errOut)
+	}
+	notImage := filepath.Join(t.TempDir(), "notes.png")
+	os.WriteFile(notImage, []byte("not a picture"), 0o600)
+	for _, c := range []struct{ name, path, want string }{
+		{"no link", write("word.png", "/etc/passwd"), "holds no link"},
+		{"not an image", notImage, "not a PNG, JPEG or GIF"},
+		{"missing", filepath.Join(dir, "none.png"), "no such file"},
+	} {
+		code, _, errOut := runCLI(t, "", "import", "--qr", c.path)
+		if code != 1 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, %q; want 1 and %q", c.name, code, errOut, c.want)
+		}
+	}
+	p, err := profile.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := p.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(doc.Nodes); n != 1 {
+		t.Errorf("%d nodes after the refused imports, want 1", n)
 	}
 }
