@@ -67,4 +67,3 @@ func TestFlagOf(t *testing.T) {
 		}
 	}
 }
-
