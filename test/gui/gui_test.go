@@ -54,7 +54,11 @@ func startXvfb(t *testing.T, xvfb string, w, h int) string {
 			continue
 		}
 		display := ":" + strconv.Itoa(n)
-		p := harness.Start(t, "xvfb", xvfb, display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp")
+		// -noreset: by default Xvfb resets when its last client leaves,
+		// and a window connecting in that moment fails to open the
+		// display (seen once in CI, a window opened right after xdotool
+		// and another window had gone).
+		p := harness.Start(t, "xvfb", xvfb, display, "-screen", "0", fmt.Sprintf("%dx%dx24", w, h), "-nolisten", "tcp", "-noreset")
 		sock := fmt.Sprintf("/tmp/.X11-unix/X%d", n)
 		deadline := time.Now().Add(10 * time.Second)
 		taken := false

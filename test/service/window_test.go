@@ -28,7 +28,7 @@ func startDisplay(t *testing.T) string {
 		}
 		display := ":" + strconv.Itoa(n)
 		// -ac: the test user's window may connect to root's server.
-		p := harness.Start(t, "xvfb", "Xvfb", display, "-screen", "0", "900x640x24", "-nolisten", "tcp", "-ac")
+		p := harness.Start(t, "xvfb", "Xvfb", display, "-screen", "0", "900x640x24", "-nolisten", "tcp", "-ac", "-noreset")
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			select {

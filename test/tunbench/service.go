@@ -63,7 +63,7 @@ func (b *bench) windowIdle(ctx context.Context, c *client, settle time.Duration)
 		return 0, err
 	}
 	display := fmt.Sprintf(":%d", 90+os.Getpid()%100)
-	x, err := harness.StartProcess("xvfb", "Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp")
+	x, err := harness.StartProcess("xvfb", "Xvfb", display, "-screen", "0", "1024x768x24", "-nolisten", "tcp", "-noreset")
 	if err != nil {
 		return 0, fmt.Errorf("Xvfb (make deps installs it): %w", err)
 	}
