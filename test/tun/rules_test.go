@@ -63,6 +63,46 @@ func serveWhoami(args []string) error {
 	return nil
 }
 
+// startWhoami starts serveWhoami in the server namespace on whoPort of
+// each address, serving the files of dir, until the test ends.
+func (l *lab) startWhoami(t *testing.T, dir string, addrs ...string) {
+	t.Helper()
+	args := dir
+	for _, a := range addrs {
+		args += " " + a + ":" + whoPort
+	}
+	who := exec.Command("ip", "netns", "exec", l.srv, os.Args[0], "-test.run=^$")
+	who.Env = append(os.Environ(), helperEnv+"=whoami", "SKIFF_TUN_ARGS="+args)
+	stdin, _ := who.StdinPipe()
+	stdout, _ := who.StdoutPipe()
+	who.Stderr = os.Stderr
+	if err := who.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); who.Wait() })
+	if b := make([]byte, 6); func() bool { n, _ := io.ReadFull(stdout, b); return n != 6 }() {
+		t.Fatal("whoami helper did not start")
+	}
+}
+
+// who fetches /who from hostport in the client namespace with curl (or
+// the given program) while s runs, and returns the address the sink saw
+// (cliAddr4 for a direct connection) and the one curl connected to.
+func (l *lab) who(t *testing.T, s *skiffRun, prog, hostport string) (seen, connected string) {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", l.cli, prog, "-sS", "--max-time", "10", "--noproxy", "*", "-w", " %{remote_ip}", "http://"+hostport+"/who")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s http://%s/who: %v %s\nskiff:\n%s", filepath.Base(prog), hostport, err, out, s.p.Output())
+	}
+	f := strings.Fields(string(out))
+	if len(f) != 2 {
+		t.Fatalf("%s: answer %q", hostport, out)
+	}
+	return f[0], f[1]
+}
+
 // compileSet has sing-box compile a source rule set to .srs in dir.
 func compileSet(t *testing.T, dir, name string, rules []map[string]any) {
 	t.Helper()
@@ -94,18 +134,7 @@ func TestSkiffRunTUNRuleSets(t *testing.T) {
 	sets := t.TempDir()
 	compileSet(t, sets, "geoip-cn", []map[string]any{{"ip_cidr": []string{sinkCN + "/32", "100.64.99.0/24"}}})
 	compileSet(t, sets, "geosite-cn", []map[string]any{{"domain_suffix": []string{testName, "cn.example"}}})
-	who := exec.Command("ip", "netns", "exec", l.srv, os.Args[0], "-test.run=^$")
-	who.Env = append(os.Environ(), helperEnv+"=whoami", "SKIFF_TUN_ARGS="+sets+" "+sinkCN+":"+whoPort+" "+sinkOther+":"+whoPort+" "+echoAddr4+":"+whoPort)
-	stdin, _ := who.StdinPipe()
-	stdout, _ := who.StdoutPipe()
-	who.Stderr = os.Stderr
-	if err := who.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); who.Wait() })
-	if b := make([]byte, 6); func() bool { n, _ := io.ReadFull(stdout, b); return n != 6 }() {
-		t.Fatal("whoami helper did not start")
-	}
+	l.startWhoami(t, sets, sinkCN, sinkOther, echoAddr4)
 
 	// The profile: the preset, its rule sets fetched from the local
 	// server instead of GitHub, and a process rule before it.
@@ -167,21 +196,9 @@ func TestSkiffRunTUNRuleSets(t *testing.T) {
 		}
 	}
 
-	// whoFrom fetches /who from addr with curl (or the given program) and
-	// returns the address the sink saw and the one curl connected to.
 	whoFrom := func(prog, hostport string) (seen, connected string) {
 		t.Helper()
-		cmd := exec.Command("ip", "netns", "exec", l.cli, prog, "-sS", "--max-time", "10", "--noproxy", "*", "-w", " %{remote_ip}", "http://"+hostport+"/who")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s http://%s/who: %v %s\nskiff:\n%s", filepath.Base(prog), hostport, err, out, s.p.Output())
-		}
-		f := strings.Fields(string(out))
-		if len(f) != 2 {
-			t.Fatalf("%s: answer %q", hostport, out)
-		}
-		return f[0], f[1]
+		return l.who(t, s, prog, hostport)
 	}
 	direct := func(seen string) bool { return seen == cliAddr4 }
 
