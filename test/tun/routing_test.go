@@ -5,7 +5,6 @@ import (
 
 	"github.com/skiffvpn/skiff/core/link"
 	"github.com/skiffvpn/skiff/core/profile"
-	"github.com/skiffvpn/skiff/test/harness"
 )
 
 // TestSkiffRunTUNRouting: the profile's routing (Home's Rule | Global |
@@ -15,14 +14,7 @@ import (
 // Direct sends every flow, and a name's lookup, around the server. The
 // sinks answer with the address each connection came from (rules_test.go).
 func TestSkiffRunTUNRouting(t *testing.T) {
-	l := newLab(t)
-	needCurl(t)
-	harness.NeedSkiff(t)
-	l.useResolver(t)
-	px := l.startProxies(t)
-	for _, a := range []string{sinkCN, sinkOther} {
-		run(t, "ip", "-n", l.srv, "addr", "add", a+"/32", "dev", "lo")
-	}
+	l, px := newSinkLab(t)
 	l.startWhoami(t, t.TempDir(), sinkCN, sinkOther, echoAddr4)
 	n, err := link.Parse(px.vlessWS.link)
 	if err != nil {

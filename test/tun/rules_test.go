@@ -63,6 +63,17 @@ func serveWhoami(args []string) error {
 	return nil
 }
 
+// newSinkLab is a lab with its proxies, the test's resolver and the two
+// sink addresses on the server namespace's loopback.
+func newSinkLab(t *testing.T) (*lab, *proxies) {
+	t.Helper()
+	l, px := newResolvingLab(t)
+	for _, a := range []string{sinkCN, sinkOther} {
+		run(t, "ip", "-n", l.srv, "addr", "add", a+"/32", "dev", "lo")
+	}
+	return l, px
+}
+
 // startWhoami starts serveWhoami in the server namespace on whoPort of
 // each address, serving the files of dir, until the test ends.
 func (l *lab) startWhoami(t *testing.T, dir string, addrs ...string) {
@@ -120,14 +131,7 @@ func compileSet(t *testing.T, dir, name string, rules []map[string]any) {
 }
 
 func TestSkiffRunTUNRuleSets(t *testing.T) {
-	l := newLab(t)
-	needCurl(t)
-	harness.NeedSkiff(t)
-	l.useResolver(t)
-	px := l.startProxies(t)
-	for _, a := range []string{sinkCN, sinkOther} {
-		run(t, "ip", "-n", l.srv, "addr", "add", a+"/32", "dev", "lo")
-	}
+	l, px := newSinkLab(t)
 
 	// The test's "mainland China": one sink address, and the test name
 	// (which the server namespace's DNS server answers with echoAddr4).

@@ -192,12 +192,19 @@ func needCurl(t *testing.T) {
 // the leak counters on the client's veth.
 func newLeakLab(t *testing.T) (*lab, *proxies, *leakCounter) {
 	t.Helper()
+	l, px := newResolvingLab(t)
+	return l, px, l.newLeakCounter(t)
+}
+
+// newResolvingLab is a lab whose client namespace resolves with the server
+// namespace's DNS server, with the sing-box server, for skiff and curl.
+func newResolvingLab(t *testing.T) (*lab, *proxies) {
+	t.Helper()
 	l := newLab(t)
 	needCurl(t)
 	harness.NeedSkiff(t)
 	l.useResolver(t)
-	px := l.startProxies(t)
-	return l, px, l.newLeakCounter(t)
+	return l, l.startProxies(t)
 }
 
 // TestSkiffRunTUN runs the product as a user would: `skiff run --tun` with
