@@ -171,7 +171,7 @@ func newHomeView(u *UI) *homeView {
 
 	big := container.NewGridWrap(fyne.NewSize(200, 56), h.toggle)
 	head := container.NewHBox(big, container.NewVBox(h.state, h.listen))
-	top := container.NewVBox(head, h.empty, h.controls.obj, h.modeNote, h.sysNote, h.route, h.exit.label, h.reason, h.errBox, h.ksBox, h.flowBox, h.subNote)
+	top := container.NewVBox(head, h.empty, h.controls.obj, h.modeNote, h.sysNote, h.route, h.reason, h.exit.label, h.errBox, h.ksBox, h.flowBox, h.subNote)
 	// The figures take lines of their own so that longer languages fit
 	// at 800 px; the memory note wraps.
 	h.memCore.Wrapping = fyne.TextWrapWord

@@ -609,6 +609,10 @@ func hedge[T interface{ Close() error }](ctx context.Context, g *Group, what str
 				g.meters[i].dialed(time.Now(), d)
 			case dialCtx.Err() != nil:
 				// The caller gave up: that says nothing about the member.
+			case errors.Is(err, outbound.ErrTargetRefused):
+				// The server answered: the destination failed, not the
+				// member (the next member may still reach it).
+				g.health[i].refused(time.Now())
 			case timedOut:
 				err = noAnswer{what, limit}
 				g.timedOut(i, t0, err)

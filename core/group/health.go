@@ -129,6 +129,20 @@ func (h *health) dialOK(now time.Time, rtt time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.observeRTT(rtt)
+	h.answer(now)
+}
+
+// refused records a live dial the server answered but could not open
+// (outbound.ErrTargetRefused): proof of health as dialOK is, but its time
+// includes the server's own try at the destination, so it is no RTT.
+func (h *health) refused(now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.answer(now)
+}
+
+// answer records that the member answered a live dial; h.mu is held.
+func (h *health) answer(now time.Time) {
 	h.lastCheck = now
 	h.answered = now
 	h.suspect = time.Time{}

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,6 +87,12 @@ func (g *Group) probeLoop() {
 				// member: its flows got bytes meanwhile.
 				if g.log != nil {
 					g.log.Info("probe failed, but the member's flows carry data: not counted", "group", g.name, "member", g.members[r.i].Name, "err", r.err)
+				}
+			case errors.Is(r.err, outbound.ErrTargetRefused):
+				// The server answered but reaches no probe URL: it is up.
+				g.health[r.i].refused(time.Now())
+				if g.log != nil {
+					g.log.Info("probe URLs out of the server's reach: not counted", "group", g.name, "member", g.members[r.i].Name, "err", r.err)
 				}
 			case r.err != nil:
 				g.failed(r.i, fmt.Errorf("probe: %w", r.err), true)

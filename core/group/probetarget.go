@@ -2,7 +2,10 @@ package group
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/skiffvpn/skiff/core/outbound"
 )
 
 // A probe URL the member's server cannot reach (its host blocked there,
@@ -20,8 +23,9 @@ var defaultProbeURLs = []string{
 }
 
 // probeMember probes member i at the policy's probe URL, then at the next
-// ones while they fail; it returns the first success, or the first URL's
-// failure.
+// ones while they fail; it returns the first success, else a failure in
+// which the server answered (outbound.ErrTargetRefused: it is up), else
+// the first URL's failure.
 func (g *Group) probeMember(ctx context.Context, i int) (time.Duration, error) {
 	ob := g.members[i].Outbound
 	rtt, err := Probe(ctx, ob, g.policy.ProbeURL, g.policy.ProbeTimeout)
@@ -32,8 +36,12 @@ func (g *Group) probeMember(ctx context.Context, i int) (time.Duration, error) {
 		if u == g.policy.ProbeURL || ctx.Err() != nil {
 			continue
 		}
-		if r, e := Probe(ctx, ob, u, g.policy.ProbeTimeout); e == nil {
+		r, e := Probe(ctx, ob, u, g.policy.ProbeTimeout)
+		if e == nil {
 			return r, nil
+		}
+		if errors.Is(e, outbound.ErrTargetRefused) && !errors.Is(err, outbound.ErrTargetRefused) {
+			err = e
 		}
 	}
 	return 0, err

@@ -47,6 +47,12 @@ type Outbound interface {
 // that front ends can say so without reading the text.
 var ErrAuthRejected = errors.New("rejected")
 
+// ErrTargetRefused is wrapped by a protocol client's error when the server
+// answered but could not open the destination (its DNS failed, the host
+// refused it): the server is up, so a group does not count this against
+// it.
+var ErrTargetRefused = errors.New("the server could not reach the destination")
+
 // HTTPDial returns a DialContext for net/http's Transport whose TCP
 // connections go through ob. net/http dials on a goroutine of its own, so
 // a panic in ob's dial is caught and becomes that dial's error (see

@@ -360,6 +360,12 @@ func TestWindowUnderXvfb(t *testing.T) {
 					}
 					time.Sleep(3 * time.Second) // let the graph and totals show the transfer
 					screenshot(t, display, "gui-"+name+"-home-on")
+					// The exit check's hosts are out of the lab server's
+					// reach; its refusals are the destination's, not the
+					// server's, which carries the flows.
+					if out := gui.Output(); strings.Contains(out, `from="Home server"`) {
+						t.Errorf("the group left the server that carries the flows:\n%s", out)
+					}
 					// Hold a connection open for the Connections tab.
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 					held, err := harness.DialSOCKS(ctx, listen, origin)

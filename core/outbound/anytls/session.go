@@ -251,7 +251,7 @@ func (s *session) read() error {
 			}
 			if st := s.stream(h.id); st != nil && len(msg) > 0 {
 				s.remove(h.id)
-				st.end(fmt.Errorf("refused by server: %q", truncate(msg)))
+				st.end(fmt.Errorf("refused by server: %q: %w", truncate(msg), outbound.ErrTargetRefused))
 			}
 		case cmdAlert:
 			msg, err := readData(s.conn, h.n)

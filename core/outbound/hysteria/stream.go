@@ -9,6 +9,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
@@ -69,7 +70,7 @@ func (c *Client) request(ctx context.Context, q *qconn, udp bool, host string, p
 		if udp {
 			return nil, 0, fmt.Errorf("%w: %q", ErrUDPRefused, resp.Message)
 		}
-		return nil, 0, fmt.Errorf("refused by server: %q", resp.Message)
+		return nil, 0, fmt.Errorf("refused by server: %q: %w", resp.Message, outbound.ErrTargetRefused)
 	}
 	return st, resp.SessionID, nil
 }

@@ -453,6 +453,11 @@ func TestClientErrors(t *testing.T) {
 			if tt.absent != "" && strings.Contains(err.Error(), tt.absent) {
 				t.Fatalf("err %q shows %q", err, tt.absent)
 			}
+			// Only the server's refusal of the destination says the
+			// server is up (a group keeps the member).
+			if refused := tt.dst == closedPort; errors.Is(err, outbound.ErrTargetRefused) != refused {
+				t.Errorf("err %v: wraps ErrTargetRefused = %v, want %v", err, !refused, refused)
+			}
 		})
 	}
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
@@ -65,7 +66,7 @@ func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Con
 	if !ok {
 		st.CancelRead(0)
 		st.Close()
-		return nil, fmt.Errorf("refused by server: %q", msg)
+		return nil, fmt.Errorf("refused by server: %q: %w", msg, outbound.ErrTargetRefused)
 	}
 	return quicconn.NewStreamConn(st, q.QC), nil
 }

@@ -244,10 +244,13 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 			return cc, nil
 		}
 		var open *ssh.OpenChannelError
-		if errors.As(err, &open) || ctx.Err() != nil || fresh || attempt > 0 {
-			// The server refused the channel (it could not connect, or
-			// forwarding is off), or this connection is new: not a dead
-			// connection to replace.
+		if errors.As(err, &open) && open.Reason == ssh.ConnectionFailed {
+			// The server is up but could not connect to dst.
+			return nil, fmt.Errorf("ssh: %s: to %s: %w (%w)", c.addr, dst, err, outbound.ErrTargetRefused)
+		}
+		if open != nil || ctx.Err() != nil || fresh || attempt > 0 {
+			// The server refused the channel (forwarding is off), or this
+			// connection is new: not a dead connection to replace.
 			return nil, fmt.Errorf("ssh: %s: to %s: %w", c.addr, dst, err)
 		}
 		// The connection died under us: drop it and dial once more.

@@ -22,6 +22,7 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
 // testServer is an x/crypto SSH server on loopback that forwards
@@ -256,6 +257,17 @@ func TestRefused(t *testing.T) {
 	}
 	if _, err := c.ListenPacket(ctx, dst); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("UDP: %v, want ErrUnsupported", err)
+	}
+	c.Close()
+
+	// The server cannot connect to a closed port: it is up all the same.
+	c, err = New(s.node(node.SSHOptions{User: "u", Password: "pw"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := flow.AddrFromAddrPort(nettest.ClosedPort(t))
+	if _, err := c.DialContext(ctx, "tcp", closed); !errors.Is(err, outbound.ErrTargetRefused) {
+		t.Fatalf("closed destination: %v, want ErrTargetRefused", err)
 	}
 	c.Close()
 
