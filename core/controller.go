@@ -365,7 +365,7 @@ func (c *Controller) Connections() []stats.ConnInfo {
 	if r == nil {
 		return nil
 	}
-	return r.stats.Connections()
+	return r.connections()
 }
 
 // CloseConnection ends the connection with the given id and reports whether

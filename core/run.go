@@ -14,6 +14,7 @@ import (
 	"github.com/skiffvpn/skiff/core/netmon"
 	"github.com/skiffvpn/skiff/core/netstack"
 	"github.com/skiffvpn/skiff/core/outbound"
+	"github.com/skiffvpn/skiff/core/process"
 	"github.com/skiffvpn/skiff/core/stats"
 	"github.com/skiffvpn/skiff/tun"
 )
@@ -30,6 +31,7 @@ type run struct {
 	netmon  *netmon.Monitor
 	servers map[string]bool // TUN mode: the servers the tunnel lets pass (Reselect keeps to them)
 	exit    exitCheck       // where traffic leaves from (Controller.Exit)
+	procs   *process.Finder // names the programs of listed connections (connections.go)
 }
 
 // tunRun is the TUN half of a run.
@@ -85,6 +87,10 @@ func (c *Controller) start(ctx context.Context, cfg Config) (*run, Status, error
 		return fail(err)
 	}
 	r.routing = rt
+	r.procs = rt.procs // the rules' finder and its cache, when they match programs
+	if r.procs == nil {
+		r.procs = process.New()
+	}
 	eng := NewEngine(rt.router, r.stats, c.log)
 	eng.onDialFail = func(m *flow.Metadata, outbound string, err error) {
 		c.events.publish(Event{Time: time.Now(), Kind: EventFlowFailed, Status: c.Status(),

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -129,6 +131,11 @@ func newConnectionsView(u *UI) *connectionsView {
 func (v *connectionsView) cell(c stats.ConnInfo, col int) string {
 	switch col {
 	case 0:
+		// The program when the core found it (a path of this machine's),
+		// else where the connection came from.
+		if c.Process != "" && c.Process != flow.ProcessUnknown {
+			return filepath.Base(c.Process)
+		}
 		return c.Source
 	case 1:
 		d := c.Destination
@@ -212,7 +219,7 @@ func (v *connectionsView) arrange(all []stats.ConnInfo) []stats.ConnInfo {
 	q := strings.ToLower(strings.TrimSpace(v.filter.Text))
 	rows := make([]stats.ConnInfo, 0, len(all))
 	for _, c := range all {
-		if q == "" || strings.Contains(strings.ToLower(v.cell(c, 0)+" "+v.cell(c, 1)+" "+v.cell(c, 2)+" "+v.cell(c, 3)), q) {
+		if q == "" || strings.Contains(strings.ToLower(v.cell(c, 0)+" "+c.Source+" "+v.cell(c, 1)+" "+v.cell(c, 2)+" "+v.cell(c, 3)), q) {
 			rows = append(rows, c)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -18,9 +19,9 @@ func TestConnectionsArrange(t *testing.T) {
 	v.filter.OnChanged, v.sortBy.OnChanged = nil, nil // the test calls arrange itself, at its own times
 	t0 := time.Now()
 	conns := []stats.ConnInfo{
-		{ID: 1, Network: "tcp", Destination: "1.1.1.1:443", Host: "one.example", Outbound: "proxy", Member: "🇭🇰 香港 IEPL 01", Down: 1000, Start: t0},
-		{ID: 2, Network: "tcp", Destination: "2.2.2.2:443", Host: "two.example", Outbound: "direct", Down: 5000, Up: 10, Start: t0},
-		{ID: 3, Network: "udp", Destination: "3.3.3.3:53", Outbound: "proxy", Member: "JP 02", Down: 0, Up: 99, Start: t0},
+		{ID: 1, Network: "tcp", Source: "127.0.0.1:40001", Process: "/usr/lib/firefox/firefox", Destination: "1.1.1.1:443", Host: "one.example", Outbound: "proxy", Member: "🇭🇰 香港 IEPL 01", Down: 1000, Start: t0},
+		{ID: 2, Network: "tcp", Source: "127.0.0.1:40002", Process: flow.ProcessUnknown, Destination: "2.2.2.2:443", Host: "two.example", Outbound: "direct", Down: 5000, Up: 10, Start: t0},
+		{ID: 3, Network: "udp", Source: "172.19.0.1:40003", Destination: "3.3.3.3:53", Outbound: "proxy", Member: "JP 02", Down: 0, Up: 99, Start: t0},
 	}
 	v.now = t0
 	v.arrange(conns)
@@ -46,6 +47,9 @@ func TestConnectionsArrange(t *testing.T) {
 		{connSortOldest, "香港", []uint64{1}},
 		{connSortOldest, "TWO.example", []uint64{2}},
 		{connSortOldest, "udp", []uint64{3}},
+		{connSortOldest, "firefox", []uint64{1}},
+		{connSortOldest, "40001", []uint64{1}}, // the source of a named program
+		{connSortOldest, "172.19", []uint64{3}},
 	} {
 		v.sortBy.SetSelectedIndex(tc.sort)
 		v.filter.SetText(tc.filter)
@@ -60,6 +64,14 @@ func TestConnectionsArrange(t *testing.T) {
 				t.Errorf("sort %d filter %q: %v, want %v", tc.sort, tc.filter, got, tc.want)
 				break
 			}
+		}
+	}
+	for _, c := range []struct {
+		i    int
+		want string
+	}{{0, "firefox"}, {1, "127.0.0.1:40002"}, {2, "172.19.0.1:40003"}} {
+		if got := v.cell(conns[c.i], 0); got != c.want {
+			t.Errorf("App / source of connection %d = %q, want %q", conns[c.i].ID, got, c.want)
 		}
 	}
 	if s := v.speed[1]; s < 900_000 || s > 1_100_000 {

@@ -81,6 +81,7 @@ type ConnInfo struct {
 	Host        string
 	Outbound    string
 	Member      string // the server that carried it when Outbound is a group; "" otherwise
+	Process     string // the program that opened it (its path), flow.ProcessUnknown if not found; "" until looked up
 	Up, Down    int64
 	Start       time.Time
 }
@@ -108,6 +109,7 @@ func (s *Stats) Track(m *flow.Metadata, outbound string, close func()) *Conn {
 			Destination: m.Destination.String(),
 			Host:        m.Host,
 			Outbound:    outbound,
+			Process:     m.Process,
 			Start:       time.Now(),
 		},
 		s:     s,
@@ -128,6 +130,16 @@ func (c *Conn) Done() {
 	c.s.mu.Lock()
 	delete(c.s.conns, c.info.ID)
 	c.s.mu.Unlock()
+}
+
+// SetProcess records the program (its path) of the connection with the
+// given id, if it is still open.
+func (s *Stats) SetProcess(id uint64, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.conns[id]; c != nil {
+		c.info.Process = path
+	}
 }
 
 // Connections lists the open connections, oldest first.
