@@ -17,8 +17,9 @@ func TestHeapProfilerOff(t *testing.T) {
 }
 
 // TestNoFyne: skiff (the CLI and the privileged service) builds without
-// cgo, so nothing it imports may reach Fyne or the window's package; only
-// app/skiff-window does. Checked for every OS the service runs on.
+// cgo, so nothing it imports may reach Fyne, the window's package or the
+// window's image clipboard (golang.design/x/clipboard, cgo on Linux);
+// only app/skiff-window does. Checked for every OS the service runs on.
 func TestNoFyne(t *testing.T) {
 	for _, goos := range []string{"linux", "windows", "darwin"} {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", ".")
@@ -28,7 +29,7 @@ func TestNoFyne(t *testing.T) {
 			t.Fatalf("go list -deps (GOOS=%s): %v", goos, err)
 		}
 		for _, p := range strings.Fields(string(out)) {
-			if strings.HasPrefix(p, "fyne.io/") || p == "github.com/skiffvpn/skiff/app/window" {
+			if strings.HasPrefix(p, "fyne.io/") || strings.HasPrefix(p, "golang.design/x/clipboard") || p == "github.com/skiffvpn/skiff/app/window" {
 				t.Errorf("GOOS=%s: skiff imports %s", goos, p)
 			}
 		}

@@ -81,7 +81,8 @@ func TestRoutingEntries(t *testing.T) {
 }
 
 // TestNoFyne: the tray process keeps no GL context: skiff-tray links
-// neither Fyne nor GLFW, on any desktop OS.
+// neither Fyne nor GLFW, nor the window's image clipboard
+// (golang.design/x/clipboard), on any desktop OS.
 func TestNoFyne(t *testing.T) {
 	for _, goos := range []string{"linux", "windows", "darwin"} {
 		cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../skiff-tray")
@@ -91,7 +92,8 @@ func TestNoFyne(t *testing.T) {
 			t.Fatalf("go list -deps (GOOS=%s): %v", goos, err)
 		}
 		for _, p := range strings.Fields(string(out)) {
-			if strings.HasPrefix(p, "fyne.io/fyne") || strings.Contains(p, "go-gl/") || p == "github.com/skiffvpn/skiff/app/window" {
+			if strings.HasPrefix(p, "fyne.io/fyne") || strings.Contains(p, "go-gl/") || strings.HasPrefix(p, "golang.design/x/clipboard") ||
+				p == "github.com/skiffvpn/skiff/app/window" {
 				t.Errorf("GOOS=%s: skiff-tray imports %s", goos, p)
 			}
 		}

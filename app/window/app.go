@@ -105,7 +105,8 @@ type UI struct {
 	prefsDir string
 	login    *autostart.Item
 	log      *slog.Logger
-	do       func(func()) // runs a func on the UI thread: fyne.Do; tests queue instead
+	do       func(func())   // runs a func on the UI thread: fyne.Do; tests queue instead
+	clip     imageClipboard // the clipboard's images (Fyne's is text-only); tests replace it
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -145,7 +146,8 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 		return nil, errors.New("app: Backend and PrefsDir are required")
 	}
 	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, login: o.Login, log: o.Logger,
-		live: live{st: api.Status{State: core.Stopped}}, shown: true, front: tabHome, viewed: make(chan struct{}, 1)}
+		live: live{st: api.Status{State: core.Stopped}}, shown: true, front: tabHome, viewed: make(chan struct{}, 1),
+		clip: &sysClipboard{}}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}

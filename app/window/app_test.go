@@ -94,6 +94,7 @@ func newHarnessWith(t *testing.T, prefs Prefs, setup func(p *profile.Profile), w
 	}
 	w := h.ui.Window()
 	w.Resize(fyne.NewSize(1024, 768))
+	h.ui.clip = fakeClipboard{} // no test reads the machine's clipboard by chance
 	t.Cleanup(h.ui.Close)
 	return h
 }
@@ -540,16 +541,15 @@ func TestDeadServerShowsOnHome(t *testing.T) {
 func TestPasteLinksFromTheClipboard(t *testing.T) {
 	h := newHarness(t, Prefs{}, nil)
 	h.ui.fa.Clipboard().SetContent(hy2Link + "\n" + vmessLink + "\n")
-	h.ui.profiles.addFromClipboard()
+	msg := paste(h)
 	if got := h.ui.profiles.Shown(); len(got) != 2 {
 		t.Fatalf("after paste the list shows %q", got)
 	}
-	if msg := h.ui.profiles.status.Text; !strings.Contains(msg, "Imported 2 nodes") || !strings.Contains(msg, "1 cannot be used") {
+	if !strings.Contains(msg, "Imported 2 nodes") || !strings.Contains(msg, "1 cannot be used") {
 		t.Errorf("paste says %q", msg)
 	}
 	h.ui.fa.Clipboard().SetContent("")
-	h.ui.profiles.addFromClipboard()
-	if msg := h.ui.profiles.status.Text; !strings.Contains(msg, "clipboard is empty") {
+	if msg := paste(h); !strings.Contains(msg, "clipboard holds no text") {
 		t.Errorf("an empty paste says %q", msg)
 	}
 }

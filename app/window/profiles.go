@@ -44,6 +44,7 @@ type profilesView struct {
 	nodeList *widget.List
 	noNodes  *widget.Label // the list's empty state
 	testAll  *widget.Button
+	paste    *widget.Button // off while a read of the clipboard runs
 
 	p       *profile.Profile
 	sources []string // sourceAll, subscription IDs, sourceHand when there are such nodes
@@ -64,7 +65,7 @@ func newProfilesView(u *UI) *profilesView {
 	v.url.OnSubmitted = func(string) { v.addFromEntry() }
 	add := widget.NewButtonWithIcon(tr("profiles.add"), theme.ContentAddIcon(), v.addFromEntry)
 	add.Importance = widget.HighImportance
-	paste := widget.NewButtonWithIcon(tr("profiles.paste"), theme.ContentPasteIcon(), v.addFromClipboard)
+	v.paste = widget.NewButtonWithIcon(tr("profiles.paste"), theme.ContentPasteIcon(), v.addFromClipboard)
 	file := widget.NewButtonWithIcon(tr("profiles.file"), theme.FolderOpenIcon(), v.addFromFile)
 	qrFile := widget.NewButtonWithIcon(tr("profiles.qr"), theme.FileImageIcon(), v.addFromQR)
 	refreshAll := widget.NewButtonWithIcon(tr("profiles.refreshAll"), theme.ViewRefreshIcon(), func() { v.refreshSubs(nil) })
@@ -190,7 +191,7 @@ func newProfilesView(u *UI) *profilesView {
 		},
 	)
 
-	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, paste, file, qrFile, refreshAll), v.url)
+	addRow := container.NewBorder(nil, nil, nil, container.NewHBox(add, v.paste, file, qrFile, refreshAll), v.url)
 	left := container.NewBorder(widget.NewLabelWithStyle(tr("profiles.subscriptions"), fyne.TextAlignLeading, fyne.TextStyle{Bold: true}),
 		container.NewHBox(refreshOne, remove), nil, nil, v.subList)
 	v.noNodes = widget.NewLabel("")
@@ -357,15 +358,6 @@ func (v *profilesView) addFromEntry() {
 	}
 	v.url.SetText("")
 	v.addText(s, tr("profiles.fromLink"))
-}
-
-func (v *profilesView) addFromClipboard() {
-	s := strings.TrimSpace(v.u.fa.Clipboard().Content())
-	if s == "" {
-		v.say(tr("profiles.clipboardEmpty"), true)
-		return
-	}
-	v.addText(s, tr("profiles.fromClipboard"))
 }
 
 // pickFile shows Fyne's file dialog (limited to filter unless nil) and
