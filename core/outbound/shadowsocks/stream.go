@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
@@ -26,11 +27,6 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b 
 
 func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
 func putBuf(b *[]byte) { bufPool.Put(b) }
-
-// firstWriteWait is how long a Read that comes before any Write waits for
-// one before sending the request header alone (with padding): the app's
-// first bytes usually follow at once and then ride in the header's chunk.
-const firstWriteWait = 100 * time.Millisecond
 
 // errAuth is what a chunk that fails authentication means to a user.
 var errAuth = errors.New("authentication failed (wrong password or method, or the data was altered)")
@@ -303,7 +299,7 @@ func (s *streamConn) sealInPlace(b []byte, n int) {
 
 // Read returns the stream's plaintext. The first Read checks the response
 // header (sending the request first if no Write did within
-// firstWriteWait). A chunk that fits in p is opened straight into it, not
+// reqconn.FirstWriteWait). A chunk that fits in p is opened straight into it, not
 // in rbuf and then copied.
 func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
@@ -676,13 +672,10 @@ func (s *streamConn) readErr(step string, err error) error {
 // chunk.
 func (s *streamConn) readResponse() error {
 	if !s.reqSent.Load() {
-		t := time.NewTimer(firstWriteWait)
-		select {
-		case <-s.sent:
-		case <-s.closed:
-		case <-t.C:
-		}
-		t.Stop()
+		// The app's first bytes usually follow at once and then ride in
+		// the header's chunk; without them the header goes alone (with
+		// padding).
+		reqconn.WaitFirstWrite(s.sent, s.closed)
 		if _, err := s.Write(nil); err != nil {
 			return err
 		}

@@ -24,6 +24,20 @@ import (
 // Server-first protocols pay this delay once.
 const FirstWriteWait = 100 * time.Millisecond
 
+// WaitFirstWrite is that wait, for this package's Conn and for the
+// streams of its kind that frame their data (VMess, Shadowsocks): it
+// returns once sent (the request went out) or closed (the stream) is
+// closed, or FirstWriteWait has passed.
+func WaitFirstWrite(sent, closed <-chan struct{}) {
+	t := time.NewTimer(FirstWriteWait)
+	select {
+	case <-sent:
+	case <-closed:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
 // Conn is one stream.
 type Conn struct {
 	net.Conn // the transport: TCP, TLS, WebSocket or HTTP/2
@@ -212,13 +226,7 @@ func (c *Conn) readResponse() error {
 		return c.respErr
 	}
 	if !c.reqSent.Load() {
-		t := time.NewTimer(FirstWriteWait)
-		select {
-		case <-c.sent:
-		case <-c.closed:
-		case <-t.C:
-		}
-		t.Stop()
+		WaitFirstWrite(c.sent, c.closed)
 		if _, err := c.writeRequest(nil); err != nil {
 			c.respErr = err
 			c.respDone.Store(true)
