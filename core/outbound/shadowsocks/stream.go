@@ -56,18 +56,16 @@ type streamConn struct {
 	rmu       sync.Mutex
 	dec       cipher.AEAD
 	rnonce    [xnonceLen]byte
-	rbuf      *[]byte            // nil while idle
-	r, w      int                // unread ciphertext is rbuf[r:w]
-	pend      []byte             // opened plaintext not yet returned, inside rbuf
-	rerr      error              // a transport error that came with data
-	bulk      bool               // the last transport read was a big one (bulkRead)
-	rerrLater error              // a chunk's failure found after data was returned
-	rw        readwait.Waiter    // For(Conn)'s, once readers set it
-	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
-	rwDone    bool               // rw and rtry are set
-	nextLen   int                // the opened length of the next chunk, when lenOpen
-	lenOpen   bool               // nextLen is read (it may be 0: an empty chunk)
-	dry       bool               // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
+	rbuf      *[]byte       // nil while idle
+	r, w      int           // unread ciphertext is rbuf[r:w]
+	pend      []byte        // opened plaintext not yet returned, inside rbuf
+	rerr      error         // a transport error that came with data
+	bulk      bool          // the last transport read was a big one (bulkRead)
+	rerrLater error         // a chunk's failure found after data was returned
+	readers   readwait.Lazy // Conn's; its TryReader nil: the transport cannot read without waiting
+	nextLen   int           // the opened length of the next chunk, when lenOpen
+	lenOpen   bool          // nextLen is read (it may be 0: an empty chunk)
+	dry       bool          // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
 	small     [64]byte
 	respDone  bool
 
@@ -372,8 +370,8 @@ func (s *streamConn) more(p []byte, n int) int {
 // TryRead) and reports whether it brought anything. It takes a pooled
 // buffer if the stream holds none, and gives it back if nothing came.
 func (s *streamConn) tryFill() bool {
-	s.readers()
-	if s.rtry == nil || s.rerr != nil {
+	_, tr := s.readers.Of(s.Conn)
+	if tr == nil || s.rerr != nil {
 		return false
 	}
 	if s.dry {
@@ -387,7 +385,7 @@ func (s *streamConn) tryFill() bool {
 		s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
 		s.r = 0
 	}
-	m, err := s.rtry.TryRead((*s.rbuf)[s.w:])
+	m, err := tr.TryRead((*s.rbuf)[s.w:])
 	s.w += m
 	if m >= bulkRead {
 		s.bulk = true
@@ -480,19 +478,10 @@ func (s *streamConn) Lend(min int) []byte {
 func (s *streamConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	s.readers()
-	if s.rtry == nil {
+	if _, tr := s.readers.Of(s.Conn); tr == nil {
 		return s, nil
 	}
 	return s, s
-}
-
-// readers sets rw and rtry, once.
-func (s *streamConn) readers() {
-	if !s.rwDone {
-		s.rw, s.rtry = readwait.For(s.Conn)
-		s.rwDone = true
-	}
 }
 
 // WaitRead waits for the server's next bytes without reading them, and
@@ -513,8 +502,7 @@ func (s *streamConn) WaitRead() bool {
 	if !ready {
 		s.release()
 	}
-	s.readers()
-	rw := s.rw
+	rw, _ := s.readers.Of(s.Conn)
 	s.rmu.Unlock()
 	return ready || (rw != nil && rw.WaitRead())
 }
