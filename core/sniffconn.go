@@ -23,9 +23,9 @@ type sniffConn struct {
 	c    *stats.Conn
 	done atomic.Bool
 
-	rw     readwait.Waiter // readwait.For(Conn), once needed
-	tr     readwait.TryReader
-	rwDone bool
+	// Conn's Waiter and TryReader, made once (the reader's own: WaitRead
+	// and TryRead run on the relay's upload goroutine).
+	readers readwait.Lazy
 }
 
 func (s *sniffConn) Read(b []byte) (int, error) {
@@ -41,7 +41,7 @@ func (s *sniffConn) Read(b []byte) (int, error) {
 // WaitRead waits on the app's conn, when it can (readwait.Waiter): sniffing
 // only looks at what a Read returns.
 func (s *sniffConn) WaitRead() bool {
-	if w, _ := s.readers(); w != nil {
+	if w, _ := s.readers.Of(s.Conn); w != nil {
 		return w.WaitRead()
 	}
 	return false
@@ -68,20 +68,10 @@ func (s *sniffConn) WaitReadFor(d time.Duration) bool {
 // TryRead reads what the app's conn has at once, when it can
 // (readwait.TryReader). The relay tries only after a Read, which sniffed.
 func (s *sniffConn) TryRead(b []byte) (int, error) {
-	if _, t := s.readers(); t != nil && s.done.Load() {
+	if _, t := s.readers.Of(s.Conn); t != nil && s.done.Load() {
 		return t.TryRead(b)
 	}
 	return 0, nil
-}
-
-// readers returns the app conn's Waiter and TryReader, made once (the
-// reader's own: WaitRead and TryRead run on the relay's upload goroutine).
-func (s *sniffConn) readers() (readwait.Waiter, readwait.TryReader) {
-	if !s.rwDone {
-		s.rw, s.tr = readwait.For(s.Conn)
-		s.rwDone = true
-	}
-	return s.rw, s.tr
 }
 
 // CloseWrite passes a half-close on to the app's conn, which has one (the

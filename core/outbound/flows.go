@@ -1,6 +1,7 @@
 package outbound
 
 import (
+	"fmt"
 	"io"
 	"sync"
 )
@@ -26,6 +27,17 @@ func (f *Flows) Add(c io.Closer) bool {
 	}
 	f.open[c] = struct{}{}
 	return true
+}
+
+// Keep records c as Add does, for a client's dial that hands c out. Once
+// Close has run it closes c instead and returns the error the dial then
+// returns, "proto: server: client closed".
+func (f *Flows) Keep(c io.Closer, proto, server string) error {
+	if f.Add(c) {
+		return nil
+	}
+	c.Close()
+	return fmt.Errorf("%s: %s: client closed", proto, server)
 }
 
 // Remove forgets c (a flow that closed).

@@ -32,3 +32,23 @@ func TestFlows(t *testing.T) {
 		t.Fatal("a closed twice")
 	}
 }
+
+func TestFlowsKeep(t *testing.T) {
+	var f Flows
+	a := &closer{f: &f}
+	if err := f.Keep(a, "vless", "a.example:443"); err != nil {
+		t.Fatalf("Keep on an open set: %v", err)
+	}
+	f.Close()
+	if a.closed != 1 {
+		t.Fatalf("kept flow closed %d times by Close, want 1", a.closed)
+	}
+	b := &closer{f: &f}
+	err := f.Keep(b, "vless", "a.example:443")
+	if err == nil || err.Error() != "vless: a.example:443: client closed" {
+		t.Fatalf("Keep after Close: err = %v", err)
+	}
+	if b.closed != 1 {
+		t.Fatalf("flow refused by Keep closed %d times, want 1", b.closed)
+	}
+}

@@ -438,3 +438,29 @@ func TestReadGathersFrames(t *testing.T) {
 		t.Fatal("echoed frames came back changed or out of order")
 	}
 }
+
+func TestNewRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		n    *node.Node
+		want string
+	}{
+		{"nil node", nil, "anytls: node has no AnyTLS options"},
+		{"no options", &node.Node{Server: "a.example", Port: 443}, "anytls: node has no AnyTLS options"},
+		{"no server", &node.Node{Port: 443, AnyTLS: &node.AnyTLSOptions{Password: "p"}}, "anytls: node has no server address"},
+		{"no password", &node.Node{Server: "a.example", Port: 443, AnyTLS: &node.AnyTLSOptions{}}, "anytls: a.example:443: empty password"},
+		{"transport", &node.Node{Server: "a.example", Port: 443, AnyTLS: &node.AnyTLSOptions{Password: "p"}, Transport: &node.Transport{Type: node.TransportWS}},
+			`anytls: a.example:443: transport "ws" is not supported (AnyTLS runs on TLS over TCP)`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := New(tt.n, nil)
+			if err == nil {
+				c.Close()
+				t.Fatal("New accepted the node")
+			}
+			if err.Error() != tt.want {
+				t.Fatalf("err = %q, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -86,15 +86,16 @@ type Client struct {
 // New returns a Client for node n, whose connections come from d (nil:
 // the system's). It does not connect; the first flow does.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {
-	o := n.AnyTLS
-	if o == nil {
-		return nil, errors.New("anytls: node has no anytls options")
+	addr, err := outbound.NodeAddress(n, n != nil && n.AnyTLS != nil, "anytls", "AnyTLS")
+	if err != nil {
+		return nil, err
 	}
+	o := n.AnyTLS
 	if o.Password == "" {
-		return nil, fmt.Errorf("anytls: %s: empty password", n.Address())
+		return nil, fmt.Errorf("anytls: %s: empty password", addr)
 	}
 	if n.Transport != nil && n.Transport.Type != "" && n.Transport.Type != node.TransportTCP {
-		return nil, node.Unsupportedf(node.FeatureTransport, n.Transport.Type, "anytls: %s: transport %q is not supported (AnyTLS runs on TLS over TCP)", n.Address(), n.Transport.Type)
+		return nil, node.Unsupportedf(node.FeatureTransport, n.Transport.Type, "anytls: %s: transport %q is not supported (AnyTLS runs on TLS over TCP)", addr, n.Transport.Type)
 	}
 	nn := *n
 	if nn.TLS == nil {
@@ -104,7 +105,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{name: n.Address(), stack: st, auth: sha256.Sum256([]byte(o.Password)),
+	c := &Client{name: addr, stack: st, auth: sha256.Sum256([]byte(o.Password)),
 		idleCheck: DefaultIdleCheck, idleTimeout: DefaultIdleTimeout, minIdle: max(o.MinIdleSession, 0),
 		all: make(map[*session]struct{})}
 	if o.IdleSessionCheckInterval > 0 {

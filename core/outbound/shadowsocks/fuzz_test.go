@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/muxcool"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -198,14 +199,14 @@ func FuzzUDPOpen(f *testing.F) {
 func FuzzMuxReader(f *testing.F) {
 	frame := func(status, opt byte, data string) []byte {
 		b, _ := appendMuxMeta(nil, status, opt, testDst)
-		if opt&muxOptData != 0 {
+		if opt&muxcool.OptData != 0 {
 			b = binary.BigEndian.AppendUint16(b, uint16(len(data)))
 			b = append(b, data...)
 		}
 		return b
 	}
-	f.Add(append(frame(muxKeep, muxOptData, "hello"), frame(muxEnd, 0, "")...))
-	f.Add(frame(muxKeepAlive, muxOptData, "ignored"))
+	f.Add(append(frame(muxcool.StatusKeep, muxcool.OptData, "hello"), frame(muxcool.StatusEnd, 0, "")...))
+	f.Add(frame(muxcool.StatusKeepAlive, muxcool.OptData, "ignored"))
 	f.Add([]byte{0, 2, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m := newMuxConn(&memConn{w: io.Discard, r: bytes.NewReader(b)}, testDst)

@@ -2,31 +2,22 @@ package shadowsocks
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"sync"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/muxcool"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
-// Mux.Cool (v2ray's multiplexing, which a v2ray-plugin server always
-// expects on its WebSocket): frames of u16 metadata length | metadata (u16
-// session id, status, option[, network, port, address type, address]) |
-// [u16 data length | data] when option has muxOptData. Skiff carries one
-// stream per WebSocket, as sub-connection 1.
-const (
-	muxNew       byte = 1
-	muxKeep      byte = 2
-	muxEnd       byte = 3
-	muxKeepAlive byte = 4
-	muxOptData   byte = 1
-	muxNetTCP    byte = 1
-	muxSession        = 1
-	muxMaxData        = 0xffff
-)
+// A v2ray-plugin server always expects Mux.Cool frames (package muxcool)
+// on its WebSocket. Skiff carries one stream per WebSocket, as
+// sub-connection muxSession.
+const muxSession = 1
+
+// maxMuxMeta bounds the metadata of a frame read.
+const maxMuxMeta = 512
 
 // muxConn is one Mux.Cool sub-connection alone on its transport.
 type muxConn struct {
@@ -51,33 +42,14 @@ func (m *muxConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 	return m.waiters.offer(m, m)
 }
 
-// appendMuxMeta appends a frame's metadata length and metadata.
+// appendMuxMeta appends a frame's metadata length and metadata; a New
+// frame names the target.
 func appendMuxMeta(b []byte, status, opt byte, target flow.Addr) ([]byte, error) {
-	start := len(b)
-	b = append(b, 0, 0)
-	b = binary.BigEndian.AppendUint16(b, muxSession)
-	b = append(b, status, opt)
-	if status == muxNew {
-		b = append(b, muxNetTCP)
-		b = binary.BigEndian.AppendUint16(b, target.Port)
-		switch {
-		case target.IP.Is4():
-			a := target.IP.As4()
-			b = append(b, 1)
-			b = append(b, a[:]...)
-		case target.IP.Is6():
-			a := target.IP.As16()
-			b = append(b, 3)
-			b = append(b, a[:]...)
-		case target.Name != "" && len(target.Name) <= 255:
-			b = append(b, 2, byte(len(target.Name)))
-			b = append(b, target.Name...)
-		default:
-			return nil, errors.New("mux: bad target address")
-		}
+	m := muxcool.Meta{Session: muxSession, Status: status, Opt: opt}
+	if status == muxcool.StatusNew {
+		m.Net, m.Addr = muxcool.NetTCP, target
 	}
-	binary.BigEndian.PutUint16(b[start:], uint16(len(b)-start-2))
-	return b, nil
+	return muxcool.AppendMeta(b, m)
 }
 
 // Write sends p in Keep frames (the first one New), each frame in one
@@ -89,15 +61,15 @@ func (m *muxConn) Write(p []byte) (int, error) {
 	defer putBuf(bp)
 	done := 0
 	for len(p) > 0 || !m.started {
-		status := muxKeep
+		status := muxcool.StatusKeep
 		if !m.started {
-			status = muxNew
+			status = muxcool.StatusNew
 		}
-		b, err := appendMuxMeta((*bp)[:0], status, muxOptData, m.target)
+		b, err := appendMuxMeta((*bp)[:0], status, muxcool.OptData, m.target)
 		if err != nil {
 			return done, err
 		}
-		n := min(len(p), muxMaxData, bufSize-len(b)-2)
+		n := min(len(p), muxcool.MaxData, bufSize-len(b)-2)
 		b = binary.BigEndian.AppendUint16(b, uint16(n))
 		b = append(b, p[:n]...)
 		if _, err := m.Conn.Write(b); err != nil {
@@ -129,45 +101,29 @@ func (m *muxConn) Read(p []byte) (int, error) {
 // readFrameHeader reads the next frame's metadata and data length,
 // skipping the data of frames that are not for the sub-connection.
 func (m *muxConn) readFrameHeader() error {
-	var b [2 + 512]byte
-	if _, err := io.ReadFull(m.Conn, b[:2]); err != nil {
+	var meta [maxMuxMeta]byte
+	h, err := muxcool.ReadMeta(m.Conn, meta[:])
+	if err != nil {
 		return err
 	}
-	l := int(binary.BigEndian.Uint16(b[:2]))
-	if l < 4 || l > 512 {
-		return fmt.Errorf("mux: metadata of %d bytes", l)
-	}
-	meta := b[2 : 2+l]
-	if _, err := io.ReadFull(m.Conn, meta); err != nil {
-		return noEOF(err)
-	}
-	id, status, opt := binary.BigEndian.Uint16(meta), meta[2], meta[3]
 	n := 0
-	if opt&muxOptData != 0 {
-		if _, err := io.ReadFull(m.Conn, b[:2]); err != nil {
-			return noEOF(err)
+	if h.Opt&muxcool.OptData != 0 {
+		if n, err = muxcool.ReadDataLen(m.Conn); err != nil {
+			return err
 		}
-		n = int(binary.BigEndian.Uint16(b[:2]))
 	}
-	mine := id == muxSession && (status == muxKeep || status == muxNew)
+	mine := h.Session == muxSession && (h.Status == muxcool.StatusKeep || h.Status == muxcool.StatusNew)
 	if !mine && n > 0 {
-		if _, err := io.CopyN(io.Discard, m.Conn, int64(n)); err != nil {
-			return noEOF(err)
+		if _, err := muxcool.ReadData(m.Conn, nil, n); err != nil {
+			return err
 		}
 		n = 0
 	}
-	if id == muxSession && status == muxEnd {
+	if h.Session == muxSession && h.Status == muxcool.StatusEnd {
 		m.done = true
 	}
 	m.rem = n
 	return nil
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // Close sends End for the sub-connection and closes the transport.
@@ -175,7 +131,7 @@ func (m *muxConn) Close() error {
 	m.wmu.Lock()
 	if m.started && !m.ended {
 		m.ended = true
-		if b, err := appendMuxMeta(make([]byte, 0, 8), muxEnd, 0, m.target); err == nil {
+		if b, err := appendMuxMeta(make([]byte, 0, 8), muxcool.StatusEnd, 0, m.target); err == nil {
 			m.Conn.Write(b)
 		}
 	}

@@ -167,3 +167,10 @@ func (o *obfsTLSConn) CloseWrite() error {
 	}
 	return errors.New("obfs-local: transport cannot half-close")
 }
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

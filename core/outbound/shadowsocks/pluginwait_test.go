@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/outbound/internal/muxcool"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
@@ -17,7 +18,7 @@ import (
 // or record's header to Read.
 func TestPluginReadWaiters(t *testing.T) {
 	muxFrame := func(data string) []byte {
-		b, _ := appendMuxMeta(nil, muxKeep, muxOptData, testDst)
+		b, _ := appendMuxMeta(nil, muxcool.StatusKeep, muxcool.OptData, testDst)
 		b = binary.BigEndian.AppendUint16(b, uint16(len(data)))
 		return append(b, data...)
 	}

@@ -212,9 +212,8 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		return nil, err
 	}
 	s := newStreamConn(tr, c, dst)
-	if !c.flows.Add(s) {
-		tr.Close()
-		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
+	if err := c.flows.Keep(s, "shadowsocks", c.addr); err != nil {
+		return nil, err
 	}
 	if _, ok := tr.(interface{ CloseWrite() error }); ok {
 		return halfCloser{s}, nil
@@ -291,9 +290,8 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, fmt.Errorf("shadowsocks: udp to %s: %w", c.addr, err)
 	}
 	p := newPacketConn(c, pc)
-	if !c.flows.Add(p) {
-		pc.Close()
-		return nil, fmt.Errorf("shadowsocks: %s: client closed", c.addr)
+	if err := c.flows.Keep(p, "shadowsocks", c.addr); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
 var testMethods = []struct {
@@ -150,7 +151,7 @@ func drain(errs <-chan error) error {
 }
 
 // TestReadFirst: a Read before any Write sends the request alone (with
-// padding) after firstWriteWait; the server needs data to answer, so the
+// padding) after reqconn.FirstWriteWait; the server needs data to answer, so the
 // test writes after reading started.
 func TestReadFirst(t *testing.T) {
 	s, pw := newTestServer(t, "2022-blake3-aes-128-gcm", false)
@@ -162,7 +163,7 @@ func TestReadFirst(t *testing.T) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	go func() {
-		time.Sleep(2 * firstWriteWait)
+		time.Sleep(2 * reqconn.FirstWriteWait)
 		conn.Write([]byte("late"))
 	}()
 	b := make([]byte, 4)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
@@ -26,11 +27,6 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, bufSize); return &b 
 
 func getBuf() *[]byte  { return bufPool.Get().(*[]byte) }
 func putBuf(b *[]byte) { bufPool.Put(b) }
-
-// firstWriteWait is how long a Read that comes before any Write waits for
-// one before sending the request header alone (with padding): the app's
-// first bytes usually follow at once and then ride in the header's chunk.
-const firstWriteWait = 100 * time.Millisecond
 
 // errAuth is what a chunk that fails authentication means to a user.
 var errAuth = errors.New("authentication failed (wrong password or method, or the data was altered)")
@@ -60,18 +56,16 @@ type streamConn struct {
 	rmu       sync.Mutex
 	dec       cipher.AEAD
 	rnonce    [xnonceLen]byte
-	rbuf      *[]byte            // nil while idle
-	r, w      int                // unread ciphertext is rbuf[r:w]
-	pend      []byte             // opened plaintext not yet returned, inside rbuf
-	rerr      error              // a transport error that came with data
-	bulk      bool               // the last transport read was a big one (bulkRead)
-	rerrLater error              // a chunk's failure found after data was returned
-	rw        readwait.Waiter    // For(Conn)'s, once readers set it
-	rtry      readwait.TryReader // likewise; nil: the transport cannot read without waiting
-	rwDone    bool               // rw and rtry are set
-	nextLen   int                // the opened length of the next chunk, when lenOpen
-	lenOpen   bool               // nextLen is read (it may be 0: an empty chunk)
-	dry       bool               // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
+	rbuf      *[]byte       // nil while idle
+	r, w      int           // unread ciphertext is rbuf[r:w]
+	pend      []byte        // opened plaintext not yet returned, inside rbuf
+	rerr      error         // a transport error that came with data
+	bulk      bool          // the last transport read was a big one (bulkRead)
+	rerrLater error         // a chunk's failure found after data was returned
+	readers   readwait.Lazy // Conn's; its TryReader nil: the transport cannot read without waiting
+	nextLen   int           // the opened length of the next chunk, when lenOpen
+	lenOpen   bool          // nextLen is read (it may be 0: an empty chunk)
+	dry       bool          // Lend's TryRead of the transport found nothing: a TryRead right after it does not ask again
 	small     [64]byte
 	respDone  bool
 
@@ -303,7 +297,7 @@ func (s *streamConn) sealInPlace(b []byte, n int) {
 
 // Read returns the stream's plaintext. The first Read checks the response
 // header (sending the request first if no Write did within
-// firstWriteWait). A chunk that fits in p is opened straight into it, not
+// reqconn.FirstWriteWait). A chunk that fits in p is opened straight into it, not
 // in rbuf and then copied.
 func (s *streamConn) Read(p []byte) (int, error) {
 	s.rmu.Lock()
@@ -376,8 +370,8 @@ func (s *streamConn) more(p []byte, n int) int {
 // TryRead) and reports whether it brought anything. It takes a pooled
 // buffer if the stream holds none, and gives it back if nothing came.
 func (s *streamConn) tryFill() bool {
-	s.readers()
-	if s.rtry == nil || s.rerr != nil {
+	_, tr := s.readers.Of(s.Conn)
+	if tr == nil || s.rerr != nil {
 		return false
 	}
 	if s.dry {
@@ -391,7 +385,7 @@ func (s *streamConn) tryFill() bool {
 		s.w = copy(*s.rbuf, (*s.rbuf)[s.r:s.w])
 		s.r = 0
 	}
-	m, err := s.rtry.TryRead((*s.rbuf)[s.w:])
+	m, err := tr.TryRead((*s.rbuf)[s.w:])
 	s.w += m
 	if m >= bulkRead {
 		s.bulk = true
@@ -484,19 +478,10 @@ func (s *streamConn) Lend(min int) []byte {
 func (s *streamConn) ReadWaiters() (readwait.Waiter, readwait.TryReader) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	s.readers()
-	if s.rtry == nil {
+	if _, tr := s.readers.Of(s.Conn); tr == nil {
 		return s, nil
 	}
 	return s, s
-}
-
-// readers sets rw and rtry, once.
-func (s *streamConn) readers() {
-	if !s.rwDone {
-		s.rw, s.rtry = readwait.For(s.Conn)
-		s.rwDone = true
-	}
 }
 
 // WaitRead waits for the server's next bytes without reading them, and
@@ -517,8 +502,7 @@ func (s *streamConn) WaitRead() bool {
 	if !ready {
 		s.release()
 	}
-	s.readers()
-	rw := s.rw
+	rw, _ := s.readers.Of(s.Conn)
 	s.rmu.Unlock()
 	return ready || (rw != nil && rw.WaitRead())
 }
@@ -676,13 +660,10 @@ func (s *streamConn) readErr(step string, err error) error {
 // chunk.
 func (s *streamConn) readResponse() error {
 	if !s.reqSent.Load() {
-		t := time.NewTimer(firstWriteWait)
-		select {
-		case <-s.sent:
-		case <-s.closed:
-		case <-t.C:
-		}
-		t.Stop()
+		// The app's first bytes usually follow at once and then ride in
+		// the header's chunk; without them the header goes alone (with
+		// padding).
+		reqconn.WaitFirstWrite(s.sent, s.closed)
 		if _, err := s.Write(nil); err != nil {
 			return err
 		}

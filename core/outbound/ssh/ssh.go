@@ -65,10 +65,11 @@ type Client struct {
 
 	mu     sync.Mutex
 	conn   *ssh.Client // current connection; nil: none yet or it died
-	open   map[*chanConn]struct{}
 	closed bool
 	stop   chan struct{} // closed by Close
 	wg     sync.WaitGroup
+
+	flows outbound.Flows // the streams handed out
 }
 
 var _ outbound.Outbound = (*Client)(nil)
@@ -88,8 +89,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if d == nil {
 		d = &outbound.SystemDialer{}
 	}
-	return &Client{addr: addr, cfg: cfg, dialer: d, sem: make(chan struct{}, 1),
-		open: map[*chanConn]struct{}{}, stop: make(chan struct{})}, nil
+	return &Client{addr: addr, cfg: cfg, dialer: d, sem: make(chan struct{}, 1), stop: make(chan struct{})}, nil
 }
 
 // clientConfig checks o and turns it into x/crypto's configuration.
@@ -237,9 +237,8 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		ch, err := sc.DialContext(ctx, "tcp", dst.String())
 		if err == nil {
 			cc := &chanConn{Conn: ch, c: c, dst: dst}
-			if !c.track(cc) {
-				ch.Close()
-				return nil, fmt.Errorf("ssh: %s: client closed", c.addr)
+			if err := c.flows.Keep(cc, "ssh", c.addr); err != nil {
+				return nil, err
 			}
 			return cc, nil
 		}
@@ -404,30 +403,10 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.stop)
-	open := c.open
-	c.open = nil
 	c.mu.Unlock()
-	for cc := range open {
-		cc.Conn.Close()
-	}
+	c.flows.Close()
 	c.wg.Wait()
 	return nil
-}
-
-func (c *Client) track(cc *chanConn) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.open[cc] = struct{}{}
-	return true
-}
-
-func (c *Client) untrack(cc *chanConn) {
-	c.mu.Lock()
-	delete(c.open, cc)
-	c.mu.Unlock()
 }
 
 // chanConn is one stream: a direct-tcpip channel. x/crypto's channel conn
@@ -486,7 +465,7 @@ func (cc *chanConn) Close() error {
 		}
 		cc.dmu.Unlock()
 		err = cc.Conn.Close()
-		cc.c.untrack(cc)
+		cc.c.flows.Remove(cc)
 	})
 	return err
 }

@@ -77,9 +77,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 	}
 	var tc *reqconn.Conn
 	tc = reqconn.New(tr, req, "trojan", c.stack.Addr(), nil, func() { c.flows.Remove(tc) })
-	if !c.flows.Add(tc) {
-		tr.Close()
-		return nil, fmt.Errorf("trojan: %s: client closed", c.stack.Addr())
+	if err := c.flows.Keep(tc, "trojan", c.stack.Addr()); err != nil {
+		return nil, err
 	}
 	return tc, nil
 }

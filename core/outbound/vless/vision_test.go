@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/muxcool"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
@@ -337,13 +338,14 @@ func TestXUDPFrames(t *testing.T) {
 		deliver bool
 		err     bool
 	}{
-		{"keep-alive", []byte{0, 4, 0, 0, muxKeepAlive, muxOptData, 0, 2, 'h', 'i'}, false, false},
-		{"keep without address", []byte{0, 4, 0, 0, muxKeep, muxOptData, 0, 1, 'x'}, true, false},
-		{"end", []byte{0, 4, 0, 0, muxEnd, 0}, false, true},
+		{"keep-alive", []byte{0, 4, 0, 0, muxcool.StatusKeepAlive, muxcool.OptData, 0, 2, 'h', 'i'}, false, false},
+		{"keep without address", []byte{0, 4, 0, 0, muxcool.StatusKeep, muxcool.OptData, 0, 1, 'x'}, true, false},
+		{"end", []byte{0, 4, 0, 0, muxcool.StatusEnd, 0}, false, true},
 		{"short metadata", []byte{0, 2, 0, 0}, false, true},
 		{"unknown status", []byte{0, 4, 0, 0, 9, 0}, false, true},
-		{"truncated data", []byte{0, 4, 0, 0, muxKeep, muxOptData, 0, 9, 'x'}, false, true},
-		{"bad address", []byte{0, 6, 0, 0, muxKeep, muxOptData, muxNetUDP, 0}, false, true},
+		{"truncated data", []byte{0, 4, 0, 0, muxcool.StatusKeep, muxcool.OptData, 0, 9, 'x'}, false, true},
+		{"bad address", []byte{0, 6, 0, 0, muxcool.StatusKeep, muxcool.OptData, muxcool.NetUDP, 0}, false, true},
+		{"tcp source", []byte{0, 12, 0, 0, muxcool.StatusKeep, muxcool.OptData, muxcool.NetTCP, 0, 53, atypIPv4, 1, 2, 3, 4, 0, 1, 'x'}, false, true},
 	} {
 		_, _, deliver, err := readXUDP(bytes.NewReader(tc.frame), meta[:], buf)
 		if deliver != tc.deliver || (err != nil) != tc.err {
@@ -358,8 +360,8 @@ func FuzzReadXUDP(f *testing.F) {
 	var gid [8]byte
 	frame, _ := appendXUDP(nil, flow.NameAddr("example.com", 53), []byte("query"), true, &gid)
 	f.Add(frame)
-	f.Add([]byte{0, 4, 0, 0, muxKeepAlive, muxOptData, 0, 2, 'h', 'i'})
-	f.Add([]byte{0, 9, 0, 0, muxKeep, muxOptData, muxNetUDP, 0, 53, atypIPv4, 1, 2, 3, 4})
+	f.Add([]byte{0, 4, 0, 0, muxcool.StatusKeepAlive, muxcool.OptData, 0, 2, 'h', 'i'})
+	f.Add([]byte{0, 9, 0, 0, muxcool.StatusKeep, muxcool.OptData, muxcool.NetUDP, 0, 53, atypIPv4, 1, 2, 3, 4})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var meta [maxMuxMeta]byte
 		buf := make([]byte, 512)

@@ -115,9 +115,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*reqc
 	}
 	var vc *reqconn.Conn
 	vc = reqconn.New(tr, req, "vless", c.addr, readResponse, func() { c.flows.Remove(vc) })
-	if !c.flows.Add(vc) {
-		tr.Close()
-		return nil, fmt.Errorf("vless: %s: client closed", c.addr)
+	if err := c.flows.Keep(vc, "vless", c.addr); err != nil {
+		return nil, err
 	}
 	return vc, nil
 }
@@ -136,9 +135,8 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		if err != nil {
 			return nil, err
 		}
-		if !c.flows.Add(pc) {
-			pc.Close()
-			return nil, fmt.Errorf("vless: %s: client closed", c.addr)
+		if err := c.flows.Keep(pc, "vless", c.addr); err != nil {
+			return nil, err
 		}
 		return pc, nil
 	}

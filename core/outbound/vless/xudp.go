@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/muxcool"
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 )
 
@@ -22,34 +22,16 @@ import (
 // does, so a Vision client sends its UDP this way (inside Vision, whose
 // padding ends after the first packets as UDP frames are no TLS).
 //
-// The stream is a sequence of Mux.Cool frames, all of session 0:
-//
-//	u16 metadata length | metadata | (option & 1) u16 data length | data
-//	metadata = u16 session id | status | option | [network | u16 port | address type | address]
-//
-// Status 1 (new) opens the session, with the first datagram's destination
-// (network 2, UDP) and an 8-byte global id after it; status 2 (keep)
+// The stream is a sequence of Mux.Cool frames (package muxcool), all of
+// session 0. Status new opens the session, with the first datagram's
+// destination (network UDP) and an 8-byte global id after it; status keep
 // carries further datagrams, each with its address (the destination from
-// the client, the source from the server); 3 (end) closes; 4 (keep-alive)
-// carries nothing to deliver. Address types are 1 (IPv4), 2 (name), 3
-// (IPv6), as in VLESS.
-
-// Mux.Cool frame statuses and options.
-const (
-	muxNew       byte = 1
-	muxKeep      byte = 2
-	muxEnd       byte = 3
-	muxKeepAlive byte = 4
-
-	muxOptData byte = 1
-	muxNetUDP  byte = 2
-)
+// the client, the source from the server); end closes; keep-alive carries
+// nothing to deliver.
 
 // maxMuxMeta bounds a frame's metadata: session id, status, option,
 // network, port, the longest address and the global id.
 const maxMuxMeta = 2 + 1 + 1 + 1 + 2 + 1 + 1 + 255 + 8
-
-var vlessAddrTypes = flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6}
 
 // xudpConn is a UDP session over one XUDP stream.
 type xudpConn struct {
@@ -110,20 +92,14 @@ func (x *xudpConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // appendXUDP appends the frame that carries p to dst: a new-session frame
 // (with gid) when fresh, a keep frame otherwise.
 func appendXUDP(b []byte, dst flow.Addr, p []byte, fresh bool, gid *[8]byte) ([]byte, error) {
-	status := muxKeep
+	m := muxcool.Meta{Status: muxcool.StatusKeep, Opt: muxcool.OptData, Net: muxcool.NetUDP, Addr: dst}
 	if fresh {
-		status = muxNew
+		m.Status, m.Extra = muxcool.StatusNew, gid[:]
 	}
-	b = append(b, 0, 0, 0, 0, status, muxOptData, muxNetUDP) // length (below), session 0
-	b = binary.BigEndian.AppendUint16(b, dst.Port)
-	b, err := dst.AppendHost(b, vlessAddrTypes)
+	b, err := muxcool.AppendMeta(b, m)
 	if err != nil {
 		return nil, err
 	}
-	if fresh {
-		b = append(b, gid[:]...)
-	}
-	binary.BigEndian.PutUint16(b, uint16(len(b)-2))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
 	return append(b, p...), nil
 }
@@ -154,89 +130,40 @@ func (x *xudpConn) ReadFrom(p []byte) (int, net.Addr, error) {
 // reports whether the frame carries a datagram to deliver; a frame of
 // status end ends the session (io.EOF). A datagram longer than p is cut.
 func readXUDP(r io.Reader, meta, p []byte) (n int, from flow.Addr, deliver bool, err error) {
-	var l [2]byte
-	if _, err := io.ReadFull(r, l[:]); err != nil {
+	h, err := muxcool.ReadMeta(r, meta)
+	if err != nil {
 		return 0, from, false, err
 	}
-	ml := int(binary.BigEndian.Uint16(l[:]))
-	if ml < 4 || ml > len(meta) {
-		return 0, from, false, fmt.Errorf("xudp: metadata of %d bytes", ml)
-	}
-	m := meta[:ml]
-	if _, err := io.ReadFull(r, m); err != nil {
-		return 0, from, false, noEOF(err)
-	}
-	status, opt := m[2], m[3]
-	switch status {
-	case muxNew, muxKeep:
+	switch h.Status {
+	case muxcool.StatusNew, muxcool.StatusKeep:
 		deliver = true
-		if ml > 4 {
-			if from, err = parseMuxAddr(m[4:]); err != nil {
+		if len(h.Rest) > 0 {
+			var network byte
+			network, from, err = muxcool.ParseAddr(h.Rest)
+			if err == nil && network != muxcool.NetUDP {
+				err = fmt.Errorf("xudp: a source of network %d, not UDP", network)
+			}
+			if err != nil {
 				return 0, from, false, err
 			}
 		}
-	case muxKeepAlive:
-	case muxEnd:
+	case muxcool.StatusKeepAlive:
+	case muxcool.StatusEnd:
 		return 0, from, false, io.EOF
 	default:
-		return 0, from, false, fmt.Errorf("xudp: frame status %d", status)
+		return 0, from, false, fmt.Errorf("xudp: frame status %d", h.Status)
 	}
-	if opt&muxOptData == 0 {
+	if h.Opt&muxcool.OptData == 0 {
 		return 0, from, false, nil
 	}
-	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return 0, from, false, noEOF(err)
+	dl, err := muxcool.ReadDataLen(r)
+	if err != nil {
+		return 0, from, false, err
 	}
-	dl := int(binary.BigEndian.Uint16(l[:]))
-	n = min(dl, len(p))
-	if _, err := io.ReadFull(r, p[:n]); err != nil {
-		return 0, from, false, noEOF(err)
-	}
-	if dl > n {
-		if _, err := io.CopyN(io.Discard, r, int64(dl-n)); err != nil {
-			return 0, from, false, noEOF(err)
-		}
+	if n, err = muxcool.ReadData(r, p, dl); err != nil {
+		return 0, from, false, err
 	}
 	return n, from, deliver, nil
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// parseMuxAddr parses network, port and address of a frame's metadata.
-func parseMuxAddr(b []byte) (flow.Addr, error) {
-	bad := errors.New("xudp: malformed address")
-	if len(b) < 4 || b[0] != muxNetUDP {
-		return flow.Addr{}, bad
-	}
-	port := binary.BigEndian.Uint16(b[1:3])
-	b = b[3:]
-	switch b[0] {
-	case atypIPv4:
-		if len(b) < 5 {
-			return flow.Addr{}, bad
-		}
-		return flow.AddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom4([4]byte(b[1:5])), port)), nil
-	case atypIPv6:
-		if len(b) < 17 {
-			return flow.Addr{}, bad
-		}
-		return flow.AddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[1:17])).Unmap(), port)), nil
-	case atypDomain:
-		if len(b) < 2 || len(b) < 2+int(b[1]) || b[1] == 0 {
-			return flow.Addr{}, bad
-		}
-		a := flow.NameAddr(string(b[2:2+int(b[1])]), port)
-		if !a.IsValid() {
-			return flow.Addr{}, bad
-		}
-		return a, nil
-	}
-	return flow.Addr{}, bad
 }
 
 // Close ends the session.

@@ -11,15 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
-
-// firstWriteWait is how long a Read that comes before any Write waits for
-// one before sending the request header alone: the app's first bytes
-// usually follow within microseconds and go out with the header in one
-// write (one TLS record, one WebSocket message, early data). Server-first
-// protocols pay this delay once.
-const firstWriteWait = 100 * time.Millisecond
 
 // maxBatch is the most payload one Write seals and writes at once: the
 // relay's largest read (60 KiB) is one batch of four chunks, and with the
@@ -548,17 +542,13 @@ func (c *conn) readRaw(p []byte) (int, error) {
 	return c.tr.Read(p)
 }
 
-// readResponse sends the request if no Write did within firstWriteWait,
+// readResponse sends the request if no Write did within
+// reqconn.FirstWriteWait (so that the app's first bytes go out with the
+// header in one write: one TLS record, one WebSocket message, early data),
 // then reads and checks the response header.
 func (c *conn) readResponse() error {
 	if !c.reqSent.Load() {
-		t := time.NewTimer(firstWriteWait)
-		select {
-		case <-c.sent:
-		case <-c.closed:
-		case <-t.C:
-		}
-		t.Stop()
+		reqconn.WaitFirstWrite(c.sent, c.closed)
 	}
 	if err := c.sendRequest(); err != nil {
 		return err

@@ -155,9 +155,8 @@ func (c *Client) dialStream(ctx context.Context, cmd byte, dst flow.Addr) (*conn
 	}
 	req := sealHeader(make([]byte, 0, len(plain)+16+18+8+16), &c.ck, c.now().Unix(), plain)
 	vc := newConn(tr, c, &rq, req, c.raw && cmd == cmdTCP)
-	if !c.flows.Add(vc) {
-		tr.Close()
-		return nil, fmt.Errorf("vmess: %s: client closed", c.addr)
+	if err := c.flows.Keep(vc, "vmess", c.addr); err != nil {
+		return nil, err
 	}
 	return vc, nil
 }

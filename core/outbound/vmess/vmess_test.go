@@ -21,6 +21,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -304,7 +305,7 @@ func testEcho(t *testing.T, c *Client, size int) {
 }
 
 func TestServerSpeaksAfterSilence(t *testing.T) {
-	// A Read before any Write sends the header alone after firstWriteWait;
+	// A Read before any Write sends the header alone after reqconn.FirstWriteWait;
 	// the response still arrives.
 	s := startServer(t, specs[0].spec)
 	c := newClient(t, s.node(specs[0].spec, "aes-128-gcm", false))
@@ -315,7 +316,7 @@ func TestServerSpeaksAfterSilence(t *testing.T) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(5 * time.Second))
 	go func() {
-		time.Sleep(3 * firstWriteWait)
+		time.Sleep(3 * reqconn.FirstWriteWait)
 		conn.Write([]byte("late"))
 	}()
 	b := make([]byte, 4)

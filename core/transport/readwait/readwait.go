@@ -128,6 +128,24 @@ func For(c net.Conn) (Waiter, TryReader) {
 	return nil, nil
 }
 
+// Lazy holds For(c), made on the first Of and kept: a layer over c that
+// may never be waited on does not make a socket's reader up front. Like
+// the Waiter and TryReader it holds, it belongs to c's reader.
+type Lazy struct {
+	w    Waiter
+	t    TryReader
+	done bool
+}
+
+// Of returns For(c), made on the first call; c is the same conn each time.
+func (l *Lazy) Of(c net.Conn) (Waiter, TryReader) {
+	if !l.done {
+		l.w, l.t = For(c)
+		l.done = true
+	}
+	return l.w, l.t
+}
+
 // OfSocket returns the Waiter and TryReader of a socket, one reader for
 // both: nil, nil off Unix systems or when sc has no descriptor.
 func OfSocket(sc syscall.Conn) (Waiter, TryReader) {

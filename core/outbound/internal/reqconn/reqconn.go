@@ -24,6 +24,20 @@ import (
 // Server-first protocols pay this delay once.
 const FirstWriteWait = 100 * time.Millisecond
 
+// WaitFirstWrite is that wait, for this package's Conn and for the
+// streams of its kind that frame their data (VMess, Shadowsocks): it
+// returns once sent (the request went out) or closed (the stream) is
+// closed, or FirstWriteWait has passed.
+func WaitFirstWrite(sent, closed <-chan struct{}) {
+	t := time.NewTimer(FirstWriteWait)
+	select {
+	case <-sent:
+	case <-closed:
+	case <-t.C:
+	}
+	t.Stop()
+}
+
 // Conn is one stream.
 type Conn struct {
 	net.Conn // the transport: TCP, TLS, WebSocket or HTTP/2
@@ -41,9 +55,7 @@ type Conn struct {
 	respMu   sync.Mutex
 	respDone atomic.Bool
 	respErr  error
-	rw       readwait.Waiter    // For(Conn), once WaitRead or TryRead needs it; the reader's own
-	tr       readwait.TryReader // likewise
-	rwDone   bool               // rw and tr are set
+	readers  readwait.Lazy // Conn's, once WaitRead or TryRead needs them; the reader's own
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -163,8 +175,8 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 	if !c.respDone.Load() || c.respErr != nil {
 		return 0, nil
 	}
-	c.readers()
-	if c.tr == nil {
+	_, tr := c.readers.Of(c.Conn)
+	if tr == nil {
 		return 0, nil
 	}
 	// Over TLS each TryRead brings at most a record: go on to fill p, as
@@ -172,7 +184,7 @@ func (c *Conn) TryRead(p []byte) (int, error) {
 	_, gather := c.Conn.(tryReader)
 	n := 0
 	for n < len(p) {
-		m, err := c.tr.TryRead(p[n:])
+		m, err := tr.TryRead(p[n:])
 		n += m
 		if err != nil && n == 0 {
 			return 0, err
@@ -190,19 +202,11 @@ func (c *Conn) WaitRead() bool {
 	if !c.respDone.Load() || c.respErr != nil {
 		return false
 	}
-	c.readers()
-	if c.rw == nil {
+	rw, _ := c.readers.Of(c.Conn)
+	if rw == nil {
 		return false
 	}
-	return c.rw.WaitRead()
-}
-
-// readers sets rw and tr, once.
-func (c *Conn) readers() {
-	if !c.rwDone {
-		c.rw, c.tr = readwait.For(c.Conn)
-		c.rwDone = true
-	}
+	return rw.WaitRead()
 }
 
 func (c *Conn) readResponse() error {
@@ -212,13 +216,7 @@ func (c *Conn) readResponse() error {
 		return c.respErr
 	}
 	if !c.reqSent.Load() {
-		t := time.NewTimer(FirstWriteWait)
-		select {
-		case <-c.sent:
-		case <-c.closed:
-		case <-t.C:
-		}
-		t.Stop()
+		WaitFirstWrite(c.sent, c.closed)
 		if _, err := c.writeRequest(nil); err != nil {
 			c.respErr = err
 			c.respDone.Store(true)

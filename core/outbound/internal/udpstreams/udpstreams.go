@@ -115,8 +115,10 @@ func Listen(flowCtx context.Context, cfg Config, dst flow.Addr, flows *outbound.
 		cfg.OnClose = func(pc *Conn) { flows.Remove(pc) }
 	}
 	pc := New(flowCtx, cfg)
-	if flows != nil && !flows.Add(pc) {
-		return nil, fmt.Errorf("%s: %s: client closed", cfg.Proto, cfg.Server)
+	if flows != nil {
+		if err := flows.Keep(pc, cfg.Proto, cfg.Server); err != nil {
+			return nil, err
+		}
 	}
 	if err := pc.Open(flowCtx, dst); err != nil {
 		pc.Close()
