@@ -18,11 +18,11 @@ import (
 // connection that turns out dead is replaced and the request sent again,
 // once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	if err := quicconn.CheckStream("hysteria", c.name, network, dst); err != nil {
+	if err := quicconn.CheckStream("hysteria", c.srv.Name, network, dst); err != nil {
 		return nil, err
 	}
 	if len(dst.Host()) > maxHostLen {
-		return nil, fmt.Errorf("hysteria: %.64s… via %s: %w", dst.Host(), c.name, errHostTooLong)
+		return nil, fmt.Errorf("hysteria: %.64s… via %s: %w", dst.Host(), c.srv.Name, errHostTooLong)
 	}
 	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
 		st, _, err := c.request(ctx, q, false, dst.Host(), dst.Port)
@@ -31,7 +31,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		}
 		return quicconn.NewStreamConn(st, q.QC), nil
 	}, func(_ *qconn, err error) error {
-		return fmt.Errorf("hysteria: %s via %s: %w", dst, c.name, err)
+		return fmt.Errorf("hysteria: %s via %s: %w", dst, c.srv.Name, err)
 	})
 }
 

@@ -37,7 +37,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	c.udpMu.Lock()
 	if c.sessions == nil {
 		c.udpMu.Unlock()
-		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.name, quicconn.ErrClientClosed)
+		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.srv.Name, quicconn.ErrClientClosed)
 	}
 	c.sessions[pc] = struct{}{}
 	c.udpMu.Unlock()
@@ -55,7 +55,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 			}
 		}
 		pc.Close()
-		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 }
 
@@ -175,7 +175,7 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria", pc.c.name, p, addr)
+	dst, err := pc.Target("hysteria", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +184,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if pc.dstHost == nil || dst != pc.dst {
 		h := dst.Host()
 		if len(h) > maxHostLen {
-			return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.name, errHostTooLong)
+			return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.srv.Name, errHostTooLong)
 		}
 		pc.dst = dst
 		pc.dstHost = append(pc.dstHost[:0], h...)
@@ -192,7 +192,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	for attempt := 0; ; attempt++ {
 		q, id, err := pc.session()
 		if err != nil {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		m := udpMessage{SessionID: id, Host: pc.dstHost, Port: dst.Port, FragCount: 1, Data: p}
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
@@ -205,7 +205,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			return len(p), nil
 		}
 		if attempt > 0 || q.Alive() {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		// The connection died since session looked: send on a new one.
 	}
@@ -215,7 +215,7 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // binding when it is on the live connection, otherwise a new session on
 // it (dialled within the write deadline). pc.wmu must be held.
 func (pc *packetConn) session() (*qconn, uint32, error) {
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -228,7 +228,7 @@ func (pc *packetConn) session() (*qconn, uint32, error) {
 	if old != nil {
 		pc.unbind(old, oldID, oldSt) // a retired connection's session
 	}
-	ctx, cancel := context.WithTimeout(pc.c.conns.Context(), dialTimeout)
+	ctx, cancel := context.WithTimeout(pc.c.conns.Context(), quicconn.DialTimeout)
 	defer cancel()
 	if dl := pc.WriteDeadline(); !dl.IsZero() {
 		var cancel2 context.CancelFunc

@@ -22,17 +22,17 @@ var reqBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2600); return 
 // here. A connection that turns out dead is replaced and the request sent
 // again, once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	if err := quicconn.CheckStream("hysteria2", c.name, network, dst); err != nil {
+	if err := quicconn.CheckStream("hysteria2", c.srv.Name, network, dst); err != nil {
 		return nil, err
 	}
 	addr := dst.String()
 	if len(addr) > maxAddressLen {
-		return nil, fmt.Errorf("hysteria2: %.64s… via %s: %w", addr, c.name, errAddressTooLong)
+		return nil, fmt.Errorf("hysteria2: %.64s… via %s: %w", addr, c.srv.Name, errAddressTooLong)
 	}
 	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
 		return c.openStream(ctx, q, addr)
 	}, func(_ *qconn, err error) error {
-		return fmt.Errorf("hysteria2: %s via %s: %w", addr, c.name, err)
+		return fmt.Errorf("hysteria2: %s via %s: %w", addr, c.srv.Name, err)
 	})
 }
 

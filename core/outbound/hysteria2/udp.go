@@ -29,7 +29,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, err
 	}
 	if !q.udp {
-		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errNoUDP)
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, errNoUDP)
 	}
 	pc := &packetConn{
 		c:           c,
@@ -38,7 +38,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		wbuf:        make([]byte, 0, 1500),
 	}
 	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
-		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 	return pc, nil
 }
@@ -100,7 +100,7 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria2", pc.c.name, p, addr)
+	dst, err := pc.Target("hysteria2", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
@@ -110,31 +110,31 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return 0, err
 	}
 	if !q.udp {
-		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 	}
 	err = q.QC.SendDatagram(pc.wbuf)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
 			return 0, err
 		}
 		if !q.udp {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 		}
 		err = q.QC.SendDatagram(pc.wbuf)
 	}
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
 		if !errors.As(err, &tooLarge) {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		if err := pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize)); err != nil {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 	}
 	return len(p), nil
@@ -147,7 +147,7 @@ func (pc *packetConn) encode(p []byte, dst flow.Addr) (udpMessage, error) {
 	if pc.dstRaw == nil || dst != pc.dst {
 		s := dst.String()
 		if len(s) > maxAddressLen {
-			return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, errAddressTooLong)
+			return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.srv.Name, errAddressTooLong)
 		}
 		pc.dst = dst
 		pc.dstRaw = append(pc.dstRaw[:0], s...)

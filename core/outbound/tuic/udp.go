@@ -31,7 +31,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.QC.LocalAddr(), wbuf: make([]byte, 0, 1500)}
 	if err := c.udp.Add(pc, func(id uint16) { pc.id = id }); err != nil {
-		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 	return pc, nil
 }
@@ -123,7 +123,7 @@ func (pc *packetConn) deliver(p *packet) {
 // flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
 // datagram is sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("tuic", pc.c.name, p, addr)
+	dst, err := pc.Target("tuic", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
@@ -132,26 +132,26 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if pc.dstRaw == nil || dst != pc.dst {
 		raw, err := appendAddr(pc.dstRaw[:0], dst)
 		if err != nil {
-			return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
+			return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.srv.Name, err)
 		}
 		pc.dst, pc.dstRaw = dst, raw
 	}
 	pc.packetID++
 	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return 0, err
 	}
 	err = pc.send(q, &m)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
 			return 0, err
 		}
 		err = pc.send(q, &m)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.name, pc.c.explain(q, err))
+		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.srv.Name, pc.c.explain(q, err))
 	}
 	return len(p), nil
 }
