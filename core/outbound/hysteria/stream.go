@@ -39,22 +39,14 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 // answer. When it fails because q is dead, q is closed (q.Alive() is
 // false). A refusal is an error with the server's message.
 func (c *Client) request(ctx context.Context, q *qconn, udp bool, host string, port uint16) (st *quic.Stream, sid uint32, err error) {
-	rx := q.QC.ConnectionStats().PacketsReceived
-	st, err = q.QC.OpenStreamSync(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open stream: %w", err)
-	}
 	var buf [3 + maxHostLen + 2]byte
 	req, err := appendClientRequest(buf[:0], udp, host, port)
 	if err != nil {
-		st.CancelWrite(0)
-		st.CancelRead(0)
 		return nil, 0, err
 	}
-	if _, err := st.Write(req); err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, 0, fmt.Errorf("send request: %w", err)
+	rx := q.QC.ConnectionStats().PacketsReceived
+	if st, err = quicconn.Send(ctx, q.QC, req); err != nil {
+		return nil, 0, err
 	}
 	var resp serverResponse
 	if err := quicconn.Answer(ctx, q.QC, st, rx, closeCodeOK, func(r io.Reader) (err error) {

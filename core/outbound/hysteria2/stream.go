@@ -39,20 +39,14 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 // openStream sends a TCP request for addr on q and waits for the answer.
 // When it fails because q is dead, q is closed (q.Alive() is false).
 func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Conn, error) {
-	rx := q.QC.ConnectionStats().PacketsReceived
-	st, err := q.QC.OpenStreamSync(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open stream: %w", err)
-	}
 	bp := reqBufPool.Get().(*[]byte)
 	req, _ := appendTCPRequest((*bp)[:0], addr, tcpPaddingMin+rand.IntN(tcpPaddingMax-tcpPaddingMin))
-	_, err = st.Write(req)
+	rx := q.QC.ConnectionStats().PacketsReceived
+	st, err := quicconn.Send(ctx, q.QC, req)
 	*bp = req
 	reqBufPool.Put(bp)
 	if err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, fmt.Errorf("send request: %w", err)
+		return nil, err
 	}
 	var ok bool
 	var msg string

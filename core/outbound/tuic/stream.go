@@ -34,14 +34,9 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 
 // openStream opens a stream on q and sends req on it.
 func (c *Client) openStream(ctx context.Context, q *qconn, req []byte) (net.Conn, error) {
-	st, err := q.QC.OpenStreamSync(ctx)
+	st, err := quicconn.Send(ctx, q.QC, req)
 	if err != nil {
-		return nil, fmt.Errorf("open stream: %w", err)
-	}
-	if _, err := st.Write(req); err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, fmt.Errorf("send request: %w", err)
+		return nil, err
 	}
 	q.watch()
 	return &streamConn{StreamConn: quicconn.NewStreamConn(st, q.QC), c: c, q: q}, nil

@@ -185,6 +185,21 @@ func (s *Shared[C]) PathStats(declaredRx uint64) (outbound.PathStats, bool) {
 	return PathStats(q.QUIC().QC, declaredRx), true
 }
 
+// Send opens a stream on qc and sends req on it, the request that starts
+// a TCP flow or a UDP session. On failure the stream is cancelled.
+func Send(ctx context.Context, qc *quic.Conn, req []byte) (*quic.Stream, error) {
+	st, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	if _, err := st.Write(req); err != nil {
+		st.CancelRead(0)
+		st.CancelWrite(0)
+		return nil, fmt.Errorf("send request: %w", err)
+	}
+	return st, nil
+}
+
 // Answer waits for the answer to a stream request sent on st, which read
 // parses, under a stall check (StallReader; rx is what qc had received
 // before the request went out) and ctx. On failure it cancels st; a stall
