@@ -15,10 +15,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// udpQueueLen is how many datagrams a UDP session holds for its reader;
-// more are dropped, as a full socket buffer would.
-const udpQueueLen = 128
-
 // ListenPacket opens a UDP session through the server; dst is its first
 // destination. It asks the server for a session at once, so a server
 // that relays no UDP is an error here. The session moves to the Client's
@@ -30,8 +26,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	pc := &packetConn{
 		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.QC.LocalAddr(),
+		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	c.udpMu.Lock()
@@ -79,7 +74,6 @@ func (c *Client) receiveDatagrams(q *qconn) {
 type packetConn struct {
 	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
 	c                     *Client
-	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -89,11 +83,10 @@ type packetConn struct {
 	srcAddr net.Addr // and parsed (a flow.Addr), so a reply allocates nothing
 
 	// Sending side; wmu also serialises binding.
-	wmu     sync.Mutex
-	wbuf    []byte
-	dst     flow.Addr // last destination
-	dstHost []byte    // and its host as sent
-	msgID   uint16    // of the last fragmented datagram
+	wmu   sync.Mutex
+	wbuf  []byte
+	dst   quicconn.Dest // last destination's host as sent
+	msgID uint16        // of the last fragmented datagram
 
 	bmu  sync.Mutex   // guards the binding, which the hold goroutine clears
 	q    *qconn       // the connection the session is on; nil: none
@@ -181,20 +174,16 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
-	if pc.dstHost == nil || dst != pc.dst {
-		h := dst.Host()
-		if len(h) > maxHostLen {
-			return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.srv.Name, errHostTooLong)
-		}
-		pc.dst = dst
-		pc.dstHost = append(pc.dstHost[:0], h...)
+	host, err := pc.dst.Encode(dst, appendHost)
+	if err != nil {
+		return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.srv.Name, err)
 	}
 	for attempt := 0; ; attempt++ {
 		q, id, err := pc.session()
 		if err != nil {
 			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
-		m := udpMessage{SessionID: id, Host: pc.dstHost, Port: dst.Port, FragCount: 1, Data: p}
+		m := udpMessage{SessionID: id, Host: host, Port: dst.Port, FragCount: 1, Data: p}
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
 		err = q.QC.SendDatagram(pc.wbuf)
 		var tooLarge *quic.DatagramTooLargeError
@@ -209,6 +198,15 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 		}
 		// The connection died since session looked: send on a new one.
 	}
+}
+
+// appendHost appends dst's host as a UDP message carries it.
+func appendHost(b []byte, dst flow.Addr) ([]byte, error) {
+	h := dst.Host()
+	if len(h) > maxHostLen {
+		return b, errHostTooLong
+	}
+	return append(b, h...), nil
 }
 
 // session returns the connection and session ID to send on: the current
@@ -280,7 +278,3 @@ func (pc *packetConn) Close() error {
 	}
 	return nil
 }
-
-// LocalAddr returns the QUIC socket's address at the time the session
-// opened.
-func (pc *packetConn) LocalAddr() net.Addr { return pc.local }

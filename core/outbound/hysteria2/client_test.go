@@ -612,7 +612,7 @@ func TestNewRejectsBadNodes(t *testing.T) {
 // SendDatagram and ReceiveDatagram allocate a buffer each on their own.)
 func TestUDPAllocs(t *testing.T) {
 	c := &Client{srv: quicconn.Server{Name: "test"}}
-	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(1), wbuf: make([]byte, 0, 1500)}
+	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(nil), wbuf: make([]byte, 0, 1500)}
 	var dst net.Addr = flow.NameAddr("192.0.2.1", 53)
 	p := make([]byte, 100)
 	send := func() {

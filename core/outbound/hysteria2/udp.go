@@ -14,10 +14,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// udpQueueLen is how many datagrams a UDP session holds for its reader;
-// more are dropped, as a full socket buffer would.
-const udpQueueLen = 128
-
 var errNoUDP = errors.New("server does not relay UDP (Hysteria-UDP: false)")
 
 // ListenPacket opens a UDP session through the server; dst is its first
@@ -33,8 +29,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	pc := &packetConn{
 		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.QC.LocalAddr(),
+		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
@@ -61,7 +56,6 @@ type packetConn struct {
 	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
 	c                     *Client
 	id                    uint32
-	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -72,9 +66,8 @@ type packetConn struct {
 	// Sending side.
 	wmu      sync.Mutex
 	wbuf     []byte
-	dst      flow.Addr // last destination
-	dstRaw   []byte    // and encoded
-	packetID uint16    // of the last fragmented datagram
+	dst      quicconn.Dest // last destination, encoded
+	packetID uint16        // of the last fragmented datagram
 }
 
 // deliver queues a message's datagram once it is whole.
@@ -144,17 +137,22 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // The destination's text form is cached, so that a session talking to one
 // peer allocates nothing per datagram. pc.wmu must be held.
 func (pc *packetConn) encode(p []byte, dst flow.Addr) (udpMessage, error) {
-	if pc.dstRaw == nil || dst != pc.dst {
-		s := dst.String()
-		if len(s) > maxAddressLen {
-			return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.srv.Name, errAddressTooLong)
-		}
-		pc.dst = dst
-		pc.dstRaw = append(pc.dstRaw[:0], s...)
+	raw, err := pc.dst.Encode(dst, appendAddress)
+	if err != nil {
+		return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.srv.Name, err)
 	}
-	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: pc.dstRaw, Payload: p}
+	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: raw, Payload: p}
 	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
 	return m, nil
+}
+
+// appendAddress appends dst as a UDP message carries it: "host:port".
+func appendAddress(b []byte, dst flow.Addr) ([]byte, error) {
+	s := dst.String()
+	if len(s) > maxAddressLen {
+		return b, errAddressTooLong
+	}
+	return append(b, s...), nil
 }
 
 // sendFragments sends m's payload in fragments of at most maxSize bytes.
@@ -187,7 +185,3 @@ func (pc *packetConn) Close() error {
 
 // shut wakes the readers and makes further calls fail.
 func (pc *packetConn) shut() { pc.Shut() }
-
-// LocalAddr returns the QUIC socket's address at the time the session
-// opened.
-func (pc *packetConn) LocalAddr() net.Addr { return pc.local }
