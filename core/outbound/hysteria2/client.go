@@ -253,19 +253,11 @@ func (c *Client) run(q *qconn) {
 // hopLoop moves q to a new server port every hop interval until q dies. A
 // hop that fails (no socket to be had) leaves q where it is until the next.
 func (c *Client) hopLoop(q *qconn) {
-	ctx := q.QC.Context()
-	t := time.NewTicker(c.hopEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	q.Every(c.hopEvery, func(ctx context.Context) {
 		hctx, cancel := context.WithTimeout(ctx, quicconn.DialTimeout)
 		q.hop.hop(hctx)
 		cancel()
-	}
+	})
 }
 
 // Close closes the QUIC connection and its socket; open streams and UDP

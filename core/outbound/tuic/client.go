@@ -219,17 +219,9 @@ func (c *Client) guarded(q *qconn, what string, f func(*qconn)) {
 // heartbeatLoop sends the Heartbeat command every heartbeat interval
 // until q dies.
 func (c *Client) heartbeatLoop(q *qconn) {
-	ctx := q.QC.Context()
-	t := time.NewTicker(c.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			q.QC.SendDatagram(heartbeat) // an error means the connection is going
-		}
-	}
+	q.Every(c.heartbeat, func(context.Context) {
+		q.QC.SendDatagram(heartbeat) // an error means the connection is going
+	})
 }
 
 // watch arms a stall check after a stream request on q: if no packet at

@@ -69,6 +69,22 @@ func (l *Link) Close(code quic.ApplicationErrorCode) {
 	l.release()
 }
 
+// Every calls f every d until the QUIC connection dies; f gets the
+// connection's context.
+func (l *Link) Every(d time.Duration, f func(ctx context.Context)) {
+	ctx := l.QC.Context()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f(ctx)
+	}
+}
+
 func (l *Link) release() {
 	l.Tr.Close()
 	l.Sock.Close()
