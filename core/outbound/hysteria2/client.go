@@ -39,11 +39,6 @@ const (
 	closeCodeProtocol = 0x101 // H3_GENERAL_PROTOCOL_ERROR
 )
 
-var (
-	errClientClosed     = quicconn.ErrClientClosed
-	errTooManyFragments = quicconn.ErrTooManyFragments
-)
-
 // Client is a Hysteria 2 outbound. It implements outbound.Outbound and is
 // safe for concurrent use.
 type Client struct {
@@ -265,7 +260,7 @@ func (c *Client) hopLoop(q *qconn) {
 func (c *Client) Close() error {
 	c.conns.Close(func() {
 		for _, pc := range c.udp.Close() {
-			pc.shut()
+			pc.Shut()
 		}
 	})
 	return nil

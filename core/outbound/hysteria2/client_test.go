@@ -256,7 +256,7 @@ func (s *testServer) relayUDP(qc *quic.Conn) {
 					var tl *quic.DatagramTooLargeError
 					if errors.As(err, &tl) {
 						pid++
-						chunk, count, _ := fragmentPlan(r.headerLen(), n, int(tl.MaxDatagramPayloadSize))
+						chunk, count, _ := quicconn.FragmentPlan(r.headerLen(), n, int(tl.MaxDatagramPayloadSize))
 						for i := range count {
 							f := fragment(&r, pid, chunk, count, i)
 							qc.SendDatagram(appendUDPMessage(nil, &f))

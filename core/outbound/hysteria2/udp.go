@@ -157,7 +157,7 @@ func appendAddress(b []byte, dst flow.Addr) ([]byte, error) {
 
 // sendFragments sends m's payload in fragments of at most maxSize bytes.
 func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error {
-	chunk, count, err := fragmentPlan(m.headerLen(), len(m.Payload), maxSize)
+	chunk, count, err := quicconn.FragmentPlan(m.headerLen(), len(m.Payload), maxSize)
 	if err != nil {
 		return err
 	}
@@ -179,9 +179,6 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 // server forgets idle sessions.
 func (pc *packetConn) Close() error {
 	pc.c.udp.Remove(pc.id, func(s *packetConn) bool { return s == pc })
-	pc.shut()
+	pc.Shut()
 	return nil
 }
-
-// shut wakes the readers and makes further calls fail.
-func (pc *packetConn) shut() { pc.Shut() }

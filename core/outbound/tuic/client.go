@@ -48,8 +48,6 @@ const (
 	modeQUIC   = "quic"
 )
 
-var errStalled = errors.New("server not responding")
-
 // Client is a TUIC v5 outbound. It implements outbound.Outbound and is safe
 // for concurrent use.
 type Client struct {
@@ -272,7 +270,7 @@ func (c *Client) explain(q *qconn, err error) error {
 	case q.stalled.Load():
 		// Not %w for err: quic-go's errors are net.ErrClosed, which a
 		// relay takes for an orderly end.
-		return fmt.Errorf("tuic: via %s: %w (%v)", c.srv.Name, errStalled, err)
+		return fmt.Errorf("tuic: via %s: %w (%v)", c.srv.Name, quicconn.ErrStalled, err)
 	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.QC.Context()))):
 		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?) (%v)",
 			c.srv.Name, outbound.ErrAuthRejected, err)
@@ -289,7 +287,7 @@ const authCloseWait = time.Second
 func (c *Client) Close() error {
 	c.conns.Close(func() {
 		for _, pc := range c.udp.Close() {
-			pc.shut()
+			pc.Shut()
 		}
 	})
 	return nil

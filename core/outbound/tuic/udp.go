@@ -195,8 +195,6 @@ func (pc *packetConn) Close() error {
 			}
 		}
 	}
-	pc.shut()
+	pc.Shut()
 	return nil
 }
-
-func (pc *packetConn) shut() { pc.Shut() }
