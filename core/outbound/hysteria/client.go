@@ -43,7 +43,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
-	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // DefaultALPN is v1's ALPN when the node names none.
@@ -131,7 +130,9 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 // dial runs one connection attempt (for quicconn.Shared).
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
 	q := &qconn{Link: quicconn.Link{Panics: panics}, udp: make(map[uint32]*packetConn)}
-	server, err := c.srv.Dial(ctx, &q.Link, c.wrap, false)
+	server, err := c.srv.Dial(ctx, &q.Link, func(sock net.PacketConn) net.PacketConn {
+		return xorobfs.XPlus.Wrap(sock, c.obfs)
+	}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -140,15 +141,6 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 		return nil, fmt.Errorf("hysteria: handshake with %s: %w", server, err)
 	}
 	return q, nil
-}
-
-// wrap puts the xplus obfuscation, or else the receive offload, on the
-// connection's socket.
-func (c *Client) wrap(sock net.PacketConn) net.PacketConn {
-	if c.obfs != "" {
-		return xorobfs.NewConn(sock, xorobfs.XPlus, c.obfs)
-	}
-	return udpgro.Wrap(sock)
 }
 
 // handshake sends the client hello on a new control stream and reads the

@@ -7,8 +7,8 @@
 // it dies the next flow dials a new one (quicconn.Shared). Each TCP flow is
 // one bidirectional stream; UDP sessions travel in QUIC datagrams,
 // fragmented when one does not fit (frag.go), and survive a reconnection.
-// Salamander obfuscation (salamander.go), port hopping (hop.go) and the
-// receive offload of the plain socket (core/transport/udpgro) wrap the
+// Salamander obfuscation (xorobfs.Salamander), port hopping (hop.go) and
+// the receive offload of the plain socket (core/transport/udpgro) wrap the
 // connection's UDP socket.
 package hysteria2
 
@@ -27,8 +27,8 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
-	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // QUIC settings: the windows and timeouts are the reference client's
@@ -137,7 +137,9 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 	var server string
 	var err error
 	if c.ports.size() == 1 {
-		server, err = c.srv.Dial(ctx, &q.Link, c.wrap, false)
+		server, err = c.srv.Dial(ctx, &q.Link, func(sock net.PacketConn) net.PacketConn {
+			return xorobfs.Salamander.Wrap(sock, c.obfs)
+		}, false)
 	} else {
 		server, err = c.dialHopping(ctx, q)
 	}
@@ -149,15 +151,6 @@ func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, erro
 		return nil, fmt.Errorf("hysteria2: auth to %s: %w", server, err)
 	}
 	return q, nil
-}
-
-// wrap puts Salamander, or else the receive offload, on the socket of a
-// single-port connection.
-func (c *Client) wrap(sock net.PacketConn) net.PacketConn {
-	if c.obfs != "" {
-		return newObfsConn(sock, c.obfs)
-	}
-	return udpgro.Wrap(sock)
 }
 
 // dialHopping dials QUIC into q for a server with several ports: a hopConn
@@ -175,12 +168,8 @@ func (c *Client) dialHopping(ctx context.Context, q *qconn) (string, error) {
 	}
 	raddr.Port = int(h.port())
 	q.Sock, q.hop = h, h
-	var pc net.PacketConn = h
-	if c.obfs != "" {
-		pc = newObfsConn(h, c.obfs)
-	}
 	server := quicconn.ServerName(c.srv.Name, raddr)
-	return server, q.Dial(ctx, &c.srv, server, pc, raddr, false)
+	return server, q.Dial(ctx, &c.srv, server, xorobfs.Salamander.Wrap(h, c.obfs), raddr, false)
 }
 
 // listen opens a UDP socket from the dialer.

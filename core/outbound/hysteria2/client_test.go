@@ -24,6 +24,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -73,7 +74,7 @@ func (s *testServer) port() uint16 { return uint16(s.sock.LocalAddr().(*net.UDPA
 func (s *testServer) start(sock *net.UDPConn) {
 	var pc net.PacketConn = sock
 	if s.obfs != "" {
-		pc = newObfsConn(sock, s.obfs)
+		pc = xorobfs.NewConn(sock, xorobfs.Salamander, s.obfs)
 	}
 	tr := &quic.Transport{Conn: pc}
 	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{http3.NextProtoH3}},
