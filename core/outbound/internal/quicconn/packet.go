@@ -125,8 +125,9 @@ type Dest struct {
 }
 
 // Encode returns dst's wire form: the last one when dst was the last
-// destination, else what enc appends to the last one's buffer, emptied.
-// The caller serialises its calls.
+// destination, else what enc appends to the last one's buffer, emptied
+// (an enc that fails must not have written to it). The caller serialises
+// its calls.
 func (d *Dest) Encode(dst flow.Addr, enc func([]byte, flow.Addr) ([]byte, error)) ([]byte, error) {
 	if d.raw == nil || dst != d.addr {
 		raw, err := enc(d.raw[:0], dst)
