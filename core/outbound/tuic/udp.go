@@ -36,17 +36,12 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var p packet
-	for {
-		b, err := q.QC.ReceiveDatagram(context.Background())
-		if err != nil {
-			return // the connection is closed
-		}
+	quicconn.ReceiveDatagrams(q.QC, func(b []byte) {
 		q.heard.Store(true)
-		if parsePacket(b, &p) != nil {
-			continue // a heartbeat, or garbage
+		if parsePacket(b, &p) == nil { // not a heartbeat, nor garbage
+			c.deliver(&p)
 		}
-		c.deliver(&p)
-	}
+	})
 }
 
 // receiveStreams reads the Packet commands the server sends on
