@@ -29,9 +29,9 @@ package hysteria
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -43,15 +43,10 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
-	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // DefaultALPN is v1's ALPN when the node names none.
 const DefaultALPN = "hysteria"
-
-// dialTimeout bounds one connection attempt: name resolution, QUIC and
-// TLS handshake and the hello exchange.
-const dialTimeout = 12 * time.Second
 
 // mbps is one megabit per second in bytes per second, as v1 counts it.
 const mbps = 125000
@@ -63,16 +58,11 @@ var ErrUDPRefused = errors.New("server refused the UDP session")
 // Client is a Hysteria v1 outbound. It implements outbound.Outbound and is
 // safe for concurrent use.
 type Client struct {
-	name     string // "host:port", for errors
-	host     string
-	port     uint16
-	dialer   outbound.Dialer
-	tlsConf  *tls.Config
-	quicConf *quic.Config
-	auth     []byte
-	sendBPS  uint64 // declared upload rate
-	recvBPS  uint64 // declared download rate: the server paces to it
-	obfs     string // xplus key; "" without obfuscation
+	srv     quicconn.Server // Name: "host:port"
+	auth    []byte
+	sendBPS uint64 // declared upload rate
+	recvBPS uint64 // declared download rate: the server paces to it
+	obfs    string // xplus key; "" without obfuscation
 
 	conns *quicconn.Shared[*qconn]
 
@@ -100,27 +90,27 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if n.Server == "" || n.Port == 0 {
 		return nil, errors.New("hysteria: node has no server or port")
 	}
-	c := &Client{name: n.Address(), host: n.Server, port: n.Port, dialer: d, auth: o.Auth, obfs: o.Obfs}
+	c := &Client{srv: quicconn.Server{Proto: "hysteria", Name: n.Address(), Host: n.Server, Port: n.Port, Dialer: d}, auth: o.Auth, obfs: o.Obfs}
 	switch o.Protocol {
 	case "", node.HysteriaUDP:
 	case node.HysteriaFakeTCP, node.HysteriaWechatVideo:
 		return nil, node.Unsupportedf(node.FeatureTransport, o.Protocol,
-			"hysteria: %s: the %s protocol is not supported (only udp): it needs raw sockets or a packet disguise Skiff does not have", c.name, o.Protocol)
+			"hysteria: %s: the %s protocol is not supported (only udp): it needs raw sockets or a packet disguise Skiff does not have", c.srv.Name, o.Protocol)
 	default:
-		return nil, fmt.Errorf("hysteria: %s: unknown protocol %q", c.name, o.Protocol)
+		return nil, fmt.Errorf("hysteria: %s: unknown protocol %q", c.srv.Name, o.Protocol)
 	}
 	if o.UpMbps <= 0 || o.DownMbps <= 0 {
-		return nil, fmt.Errorf("hysteria: %s: up and down Mbps are required (the server refuses a hello without them)", c.name)
+		return nil, fmt.Errorf("hysteria: %s: up and down Mbps are required (the server refuses a hello without them)", c.srv.Name)
 	}
 	c.sendBPS, c.recvBPS = uint64(o.UpMbps)*mbps, uint64(o.DownMbps)*mbps
-	if c.dialer == nil {
-		c.dialer = &outbound.SystemDialer{}
+	if c.srv.Dialer == nil {
+		c.srv.Dialer = &outbound.SystemDialer{}
 	}
 	tc, err := tlsconf.New(n.TLS, n.Server, DefaultALPN)
 	if err != nil {
-		return nil, fmt.Errorf("hysteria: %s: %w", c.name, err)
+		return nil, fmt.Errorf("hysteria: %s: %w", c.srv.Name, err)
 	}
-	c.tlsConf = tc
+	c.srv.TLS = tc
 	// sing-box's v1 defaults; a node's recv windows replace them.
 	sw, cw := int64(quicconn.StreamReceiveWindow), int64(quicconn.ConnReceiveWindow)
 	if o.RecvWindowConn > 0 {
@@ -129,28 +119,21 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	if o.RecvWindow > 0 {
 		cw = o.RecvWindow
 	}
-	c.quicConf = quicconn.NewConfig(uint64(sw), uint64(cw))
-	c.quicConf.KeepAlivePeriod = quicconn.KeepAlivePeriod
-	c.quicConf.DisablePathMTUDiscovery = o.DisableMTUDiscovery
-	c.conns = quicconn.NewShared("hysteria", c.name, closeCodeOK, c.dial, c.run)
+	c.srv.QUIC = quicconn.NewConfig(uint64(sw), uint64(cw))
+	c.srv.QUIC.KeepAlivePeriod = quicconn.KeepAlivePeriod
+	c.srv.QUIC.DisablePathMTUDiscovery = o.DisableMTUDiscovery
+	c.conns = quicconn.NewShared(c.srv.Proto, c.srv.Name, closeCodeOK, c.dial, c.run)
 	c.sessions = make(map[*packetConn]struct{})
 	return c, nil
 }
 
 // dial runs one connection attempt (for quicconn.Shared).
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	raddr, server, sock, err := quicconn.Open(ctx, c.dialer, "hysteria", c.name, c.host, c.port)
+	q := &qconn{Link: quicconn.Link{Panics: panics}, udp: make(map[uint32]*packetConn)}
+	server, err := c.srv.Dial(ctx, &q.Link, func(sock net.PacketConn) net.PacketConn {
+		return xorobfs.XPlus.Wrap(sock, c.obfs)
+	}, false)
 	if err != nil {
-		return nil, err
-	}
-	pc := udpgro.Wrap(sock)
-	if c.obfs != "" {
-		pc = xorobfs.NewConn(sock, xorobfs.XPlus, c.obfs)
-	}
-	q := &qconn{Link: quicconn.Link{Sock: sock, Panics: panics}, udp: make(map[uint32]*packetConn)}
-	if err := q.Dial(ctx, "hysteria", server, pc, raddr, c.tlsConf, c.quicConf, false); err != nil {
 		return nil, err
 	}
 	if err := c.handshake(ctx, q); err != nil {

@@ -19,11 +19,11 @@ import (
 // connection that turns out dead is replaced and the request sent again,
 // once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	if err := quicconn.CheckStream("hysteria", c.name, network, dst); err != nil {
+	if err := quicconn.CheckStream("hysteria", c.srv.Name, network, dst); err != nil {
 		return nil, err
 	}
 	if len(dst.Host()) > maxHostLen {
-		return nil, fmt.Errorf("hysteria: %.64s… via %s: %w", dst.Host(), c.name, errHostTooLong)
+		return nil, fmt.Errorf("hysteria: %.64s… via %s: %w", dst.Host(), c.srv.Name, errHostTooLong)
 	}
 	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
 		st, _, err := c.request(ctx, q, false, dst.Host(), dst.Port)
@@ -32,7 +32,7 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 		}
 		return quicconn.NewStreamConn(st, q.QC), nil
 	}, func(_ *qconn, err error) error {
-		return fmt.Errorf("hysteria: %s via %s: %w", dst, c.name, err)
+		return fmt.Errorf("hysteria: %s via %s: %w", dst, c.srv.Name, err)
 	})
 }
 
@@ -40,22 +40,14 @@ func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr)
 // answer. When it fails because q is dead, q is closed (q.Alive() is
 // false). A refusal is an error with the server's message.
 func (c *Client) request(ctx context.Context, q *qconn, udp bool, host string, port uint16) (st *quic.Stream, sid uint32, err error) {
-	rx := q.QC.ConnectionStats().PacketsReceived
-	st, err = q.QC.OpenStreamSync(ctx)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open stream: %w", err)
-	}
 	var buf [3 + maxHostLen + 2]byte
 	req, err := appendClientRequest(buf[:0], udp, host, port)
 	if err != nil {
-		st.CancelWrite(0)
-		st.CancelRead(0)
 		return nil, 0, err
 	}
-	if _, err := st.Write(req); err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, 0, fmt.Errorf("send request: %w", err)
+	rx := q.QC.ConnectionStats().PacketsReceived
+	if st, err = quicconn.Send(ctx, q.QC, req); err != nil {
+		return nil, 0, err
 	}
 	var resp serverResponse
 	if err := quicconn.Answer(ctx, q.QC, st, rx, closeCodeOK, func(r io.Reader) (err error) {

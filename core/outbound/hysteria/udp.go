@@ -15,10 +15,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// udpQueueLen is how many datagrams a UDP session holds for its reader;
-// more are dropped, as a full socket buffer would.
-const udpQueueLen = 128
-
 // ListenPacket opens a UDP session through the server; dst is its first
 // destination. It asks the server for a session at once, so a server
 // that relays no UDP is an error here. The session moves to the Client's
@@ -30,14 +26,13 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	pc := &packetConn{
 		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.QC.LocalAddr(),
+		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	c.udpMu.Lock()
 	if c.sessions == nil {
 		c.udpMu.Unlock()
-		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.name, quicconn.ErrClientClosed)
+		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.srv.Name, quicconn.ErrClientClosed)
 	}
 	c.sessions[pc] = struct{}{}
 	c.udpMu.Unlock()
@@ -55,7 +50,7 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 			}
 		}
 		pc.Close()
-		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 }
 
@@ -79,7 +74,6 @@ func (c *Client) receiveDatagrams(q *qconn) {
 type packetConn struct {
 	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
 	c                     *Client
-	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -89,11 +83,10 @@ type packetConn struct {
 	srcAddr net.Addr // and parsed (a flow.Addr), so a reply allocates nothing
 
 	// Sending side; wmu also serialises binding.
-	wmu     sync.Mutex
-	wbuf    []byte
-	dst     flow.Addr // last destination
-	dstHost []byte    // and its host as sent
-	msgID   uint16    // of the last fragmented datagram
+	wmu   sync.Mutex
+	wbuf  []byte
+	dst   quicconn.Dest // last destination's host as sent
+	msgID uint16        // of the last fragmented datagram
 
 	bmu  sync.Mutex   // guards the binding, which the hold goroutine clears
 	q    *qconn       // the connection the session is on; nil: none
@@ -175,26 +168,22 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria", pc.c.name, p, addr)
+	dst, err := pc.Target("hysteria", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
-	if pc.dstHost == nil || dst != pc.dst {
-		h := dst.Host()
-		if len(h) > maxHostLen {
-			return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.name, errHostTooLong)
-		}
-		pc.dst = dst
-		pc.dstHost = append(pc.dstHost[:0], h...)
+	host, err := pc.dst.Encode(dst, appendHost)
+	if err != nil {
+		return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.srv.Name, err)
 	}
 	for attempt := 0; ; attempt++ {
 		q, id, err := pc.session()
 		if err != nil {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
-		m := udpMessage{SessionID: id, Host: pc.dstHost, Port: dst.Port, FragCount: 1, Data: p}
+		m := udpMessage{SessionID: id, Host: host, Port: dst.Port, FragCount: 1, Data: p}
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
 		err = q.QC.SendDatagram(pc.wbuf)
 		var tooLarge *quic.DatagramTooLargeError
@@ -205,17 +194,26 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			return len(p), nil
 		}
 		if attempt > 0 || q.Alive() {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		// The connection died since session looked: send on a new one.
 	}
+}
+
+// appendHost appends dst's host as a UDP message carries it.
+func appendHost(b []byte, dst flow.Addr) ([]byte, error) {
+	h := dst.Host()
+	if len(h) > maxHostLen {
+		return b, errHostTooLong
+	}
+	return append(b, h...), nil
 }
 
 // session returns the connection and session ID to send on: the current
 // binding when it is on the live connection, otherwise a new session on
 // it (dialled within the write deadline). pc.wmu must be held.
 func (pc *packetConn) session() (*qconn, uint32, error) {
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return nil, 0, err
 	}
@@ -228,7 +226,7 @@ func (pc *packetConn) session() (*qconn, uint32, error) {
 	if old != nil {
 		pc.unbind(old, oldID, oldSt) // a retired connection's session
 	}
-	ctx, cancel := context.WithTimeout(pc.c.conns.Context(), dialTimeout)
+	ctx, cancel := context.WithTimeout(pc.c.conns.Context(), quicconn.DialTimeout)
 	defer cancel()
 	if dl := pc.WriteDeadline(); !dl.IsZero() {
 		var cancel2 context.CancelFunc
@@ -280,7 +278,3 @@ func (pc *packetConn) Close() error {
 	}
 	return nil
 }
-
-// LocalAddr returns the QUIC socket's address at the time the session
-// opened.
-func (pc *packetConn) LocalAddr() net.Addr { return pc.local }

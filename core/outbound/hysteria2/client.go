@@ -7,14 +7,13 @@
 // it dies the next flow dials a new one (quicconn.Shared). Each TCP flow is
 // one bidirectional stream; UDP sessions travel in QUIC datagrams,
 // fragmented when one does not fit (frag.go), and survive a reconnection.
-// Salamander obfuscation (salamander.go), port hopping (hop.go) and the
-// receive offload of the plain socket (core/transport/udpgro) wrap the
+// Salamander obfuscation (xorobfs.Salamander), port hopping (hop.go) and
+// the receive offload of the plain socket (core/transport/udpgro) wrap the
 // connection's UDP socket.
 package hysteria2
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -22,45 +21,31 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/skiffvpn/skiff/core/guard"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/core/transport/tlsconf"
-	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // QUIC settings: the windows and timeouts are the reference client's
 // defaults (quicconn.NewConfig).
 const (
-	// dialTimeout bounds one connection attempt: name resolution, QUIC
-	// and TLS handshake and authentication.
-	dialTimeout = 12 * time.Second
-
 	// QUIC close codes (HTTP/3 error codes, as the reference uses).
 	closeCodeOK       = 0x100 // H3_NO_ERROR
 	closeCodeProtocol = 0x101 // H3_GENERAL_PROTOCOL_ERROR
 )
 
-var (
-	errClientClosed     = quicconn.ErrClientClosed
-	errTooManyFragments = quicconn.ErrTooManyFragments
-)
-
 // Client is a Hysteria 2 outbound. It implements outbound.Outbound and is
 // safe for concurrent use.
 type Client struct {
-	name     string  // the server as shown in errors: "host:port" or "host:ports"
-	host     string  // server name or IP literal
-	ports    portSet // ports to pick from; one port without hopping
-	dialer   outbound.Dialer
-	tlsConf  *tls.Config
-	quicConf *quic.Config
-	h3       http3.Transport // settings for the HTTP/3 auth request only
-	auth     string
+	srv   quicconn.Server // Name: "host:port" or "host:ports"; Port: the one port without hopping
+	ports portSet         // ports to pick from; one port without hopping
+	h3    http3.Transport // settings for the HTTP/3 auth request only
+	auth  string
 	// rxRate is the node's DownMbps, declared as Hysteria-CC-RX: the
 	// server paces downloads to it with Brutal. Upstream quic-go has no
 	// hook for a custom congestion controller, so uploads use quic-go's
@@ -93,12 +78,11 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, errors.New("hysteria2: node has no server")
 	}
 	c := &Client{
-		host:   n.Server,
-		dialer: d,
-		auth:   o.Auth,
+		srv:  quicconn.Server{Proto: "hysteria2", Host: n.Server, Dialer: d},
+		auth: o.Auth,
 	}
-	if c.dialer == nil {
-		c.dialer = &outbound.SystemDialer{}
+	if c.srv.Dialer == nil {
+		c.srv.Dialer = &outbound.SystemDialer{}
 	}
 	if o.Ports != "" {
 		ps, err := parsePorts(o.Ports)
@@ -106,36 +90,39 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 			return nil, fmt.Errorf("hysteria2: %s: %w", n.Server, err)
 		}
 		c.ports = ps
-		c.name = net.JoinHostPort(n.Server, o.Ports)
+		c.srv.Name = net.JoinHostPort(n.Server, o.Ports)
 		c.hopEvery = hopInterval(o.HopInterval)
 	} else {
 		if n.Port == 0 {
 			return nil, fmt.Errorf("hysteria2: %s: no port", n.Server)
 		}
 		c.ports = portSet{{n.Port, n.Port}}
-		c.name = n.Address()
+		c.srv.Name = n.Address()
+	}
+	if c.ports.size() == 1 {
+		c.srv.Port = c.ports.pick()
 	}
 	switch o.Obfs {
 	case "":
 	case "salamander":
 		if o.ObfsPassword == "" {
-			return nil, fmt.Errorf("hysteria2: %s: salamander needs a password", c.name)
+			return nil, fmt.Errorf("hysteria2: %s: salamander needs a password", c.srv.Name)
 		}
 		c.obfs = o.ObfsPassword
 	default:
-		return nil, fmt.Errorf("hysteria2: %s: unknown obfuscation %q", c.name, o.Obfs)
+		return nil, fmt.Errorf("hysteria2: %s: unknown obfuscation %q", c.srv.Name, o.Obfs)
 	}
 	if o.DownMbps > 0 {
 		c.rxRate = uint64(o.DownMbps) * 1_000_000 / 8
 	}
 	tc, err := tlsconf.New(n.TLS, n.Server, http3.NextProtoH3)
 	if err != nil {
-		return nil, fmt.Errorf("hysteria2: %s: %w", c.name, err)
+		return nil, fmt.Errorf("hysteria2: %s: %w", c.srv.Name, err)
 	}
-	c.tlsConf = tc
-	c.quicConf = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
-	c.quicConf.KeepAlivePeriod = quicconn.KeepAlivePeriod
-	c.conns = quicconn.NewShared("hysteria2", c.name, closeCodeOK, c.dial, c.run)
+	c.srv.TLS = tc
+	c.srv.QUIC = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
+	c.srv.QUIC.KeepAlivePeriod = quicconn.KeepAlivePeriod
+	c.conns = quicconn.NewShared(c.srv.Proto, c.srv.Name, closeCodeOK, c.dial, c.run)
 	c.udp = quicconn.NewSessions[uint32, *packetConn]()
 	return c, nil
 }
@@ -143,54 +130,20 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 // conn returns the live connection, dialling one if there is none.
 func (c *Client) conn(ctx context.Context) (*qconn, error) { return c.conns.Get(ctx) }
 
-// dial runs one connection attempt (for quicconn.Shared).
+// dial runs one connection attempt (for quicconn.Shared): it opens the
+// socket, dials QUIC and authenticates.
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	q, err := c.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	q.Panics = panics
-	return q, nil
-}
-
-// connect opens the socket, dials QUIC and authenticates.
-func (c *Client) connect(ctx context.Context) (*qconn, error) {
-	q := &qconn{}
-	var raddr *net.UDPAddr
+	q := &qconn{Link: quicconn.Link{Panics: panics}}
 	var server string
-	var pc net.PacketConn
+	var err error
 	if c.ports.size() == 1 {
-		var err error
-		raddr, server, q.Sock, err = quicconn.Open(ctx, c.dialer, "hysteria2", c.name, c.host, c.ports.pick())
-		if err != nil {
-			return nil, err
-		}
-		if c.obfs != "" {
-			pc = newObfsConn(q.Sock, c.obfs)
-		} else {
-			pc = udpgro.Wrap(q.Sock)
-		}
+		server, err = c.srv.Dial(ctx, &q.Link, func(sock net.PacketConn) net.PacketConn {
+			return xorobfs.Salamander.Wrap(sock, c.obfs)
+		}, false)
 	} else {
-		// Several ports: hopConn picks the port and owns the sockets.
-		ip, err := quicconn.Resolve(ctx, c.dialer, "hysteria2", c.name, c.host)
-		if err != nil {
-			return nil, err
-		}
-		raddr = &net.UDPAddr{IP: ip.AsSlice()}
-		h, err := newHopConn(ctx, c.listen, ip, c.ports, raddr)
-		if err != nil {
-			return nil, err // "hysteria2: hop to host:port: …"
-		}
-		raddr.Port = int(h.port())
-		q.Sock, q.hop, pc = h, h, h
-		if c.obfs != "" {
-			pc = newObfsConn(h, c.obfs)
-		}
-		server = quicconn.ServerName(c.name, raddr)
+		server, err = c.dialHopping(ctx, q)
 	}
-	if err := q.Dial(ctx, "hysteria2", server, pc, raddr, c.tlsConf, c.quicConf, false); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if err := c.authenticate(ctx, q); err != nil {
@@ -200,9 +153,28 @@ func (c *Client) connect(ctx context.Context) (*qconn, error) {
 	return q, nil
 }
 
+// dialHopping dials QUIC into q for a server with several ports: a hopConn
+// picks the port and owns the sockets. It returns the server's name for
+// errors.
+func (c *Client) dialHopping(ctx context.Context, q *qconn) (string, error) {
+	ip, err := quicconn.Resolve(ctx, c.srv.Dialer, c.srv.Proto, c.srv.Name, c.srv.Host)
+	if err != nil {
+		return "", err
+	}
+	raddr := &net.UDPAddr{IP: ip.AsSlice()}
+	h, err := newHopConn(ctx, c.listen, ip, c.ports, raddr)
+	if err != nil {
+		return "", err // "hysteria2: hop to host:port: …"
+	}
+	raddr.Port = int(h.port())
+	q.Sock, q.hop = h, h
+	server := quicconn.ServerName(c.srv.Name, raddr)
+	return server, q.Dial(ctx, &c.srv, server, xorobfs.Salamander.Wrap(h, c.obfs), raddr, false)
+}
+
 // listen opens a UDP socket from the dialer.
 func (c *Client) listen(ctx context.Context) (net.PacketConn, error) {
-	return c.dialer.ListenPacket(ctx, "udp", "")
+	return c.srv.Dialer.ListenPacket(ctx, "udp", "")
 }
 
 // hopInterval returns the hop interval for a node's setting: the default
@@ -265,19 +237,11 @@ func (c *Client) run(q *qconn) {
 // hopLoop moves q to a new server port every hop interval until q dies. A
 // hop that fails (no socket to be had) leaves q where it is until the next.
 func (c *Client) hopLoop(q *qconn) {
-	ctx := q.QC.Context()
-	t := time.NewTicker(c.hopEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		hctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	q.Every(c.hopEvery, func(ctx context.Context) {
+		hctx, cancel := context.WithTimeout(ctx, quicconn.DialTimeout)
 		q.hop.hop(hctx)
 		cancel()
-	}
+	})
 }
 
 // Close closes the QUIC connection and its socket; open streams and UDP
@@ -285,7 +249,7 @@ func (c *Client) hopLoop(q *qconn) {
 func (c *Client) Close() error {
 	c.conns.Close(func() {
 		for _, pc := range c.udp.Close() {
-			pc.shut()
+			pc.Shut()
 		}
 	})
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/outbound"
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
+	"github.com/skiffvpn/skiff/core/outbound/internal/xorobfs"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -73,7 +74,7 @@ func (s *testServer) port() uint16 { return uint16(s.sock.LocalAddr().(*net.UDPA
 func (s *testServer) start(sock *net.UDPConn) {
 	var pc net.PacketConn = sock
 	if s.obfs != "" {
-		pc = newObfsConn(sock, s.obfs)
+		pc = xorobfs.NewConn(sock, xorobfs.Salamander, s.obfs)
 	}
 	tr := &quic.Transport{Conn: pc}
 	ln, err := tr.Listen(&tls.Config{Certificates: []tls.Certificate{s.cert}, NextProtos: []string{http3.NextProtoH3}},
@@ -256,7 +257,7 @@ func (s *testServer) relayUDP(qc *quic.Conn) {
 					var tl *quic.DatagramTooLargeError
 					if errors.As(err, &tl) {
 						pid++
-						chunk, count, _ := fragmentPlan(r.headerLen(), n, int(tl.MaxDatagramPayloadSize))
+						chunk, count, _ := quicconn.FragmentPlan(r.headerLen(), n, int(tl.MaxDatagramPayloadSize))
 						for i := range count {
 							f := fragment(&r, pid, chunk, count, i)
 							qc.SendDatagram(appendUDPMessage(nil, &f))
@@ -616,8 +617,8 @@ func TestNewRejectsBadNodes(t *testing.T) {
 // for WriteTo, and delivering a received one to ReadFrom. (quic-go's
 // SendDatagram and ReceiveDatagram allocate a buffer each on their own.)
 func TestUDPAllocs(t *testing.T) {
-	c := &Client{name: "test"}
-	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(1), wbuf: make([]byte, 0, 1500)}
+	c := &Client{srv: quicconn.Server{Name: "test"}}
+	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(nil), wbuf: make([]byte, 0, 1500)}
 	var dst net.Addr = flow.NameAddr("192.0.2.1", 53)
 	p := make([]byte, 100)
 	send := func() {

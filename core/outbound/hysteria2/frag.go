@@ -2,17 +2,9 @@ package hysteria2
 
 import "github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 
-// maxUDPPacket is the largest UDP payload.
-const maxUDPPacket = quicconn.MaxUDPPacket
-
-// fragmentPlan says how to cut a UDP payload into fragments whose messages
-// fit in maxSize bytes: count fragments of at most chunk payload bytes.
-func fragmentPlan(headerLen, payloadLen, maxSize int) (chunk, count int, err error) {
-	return quicconn.FragmentPlan(headerLen, payloadLen, maxSize)
-}
-
-// fragment returns fragment i of m's payload, cut by fragmentPlan, as a
-// message sharing m's header fields; packetID names the whole datagram.
+// fragment returns fragment i of m's payload, cut by
+// quicconn.FragmentPlan, as a message sharing m's header fields; packetID
+// names the whole datagram.
 func fragment(m *udpMessage, packetID uint16, chunk, count, i int) udpMessage {
 	f := *m
 	f.PacketID = packetID

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
 // cut splits a datagram into messages the way WriteTo does.
 func cut(t *testing.T, payload []byte, maxSize int, packetID uint16) []udpMessage {
 	t.Helper()
 	m := udpMessage{SessionID: 7, FragCount: 1, Addr: []byte("10.0.0.1:53"), Payload: payload}
-	chunk, count, err := fragmentPlan(m.headerLen(), len(payload), maxSize)
+	chunk, count, err := quicconn.FragmentPlan(m.headerLen(), len(payload), maxSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +43,11 @@ func TestFragmentPlan(t *testing.T) {
 		{20, 2360, 1200, 1180, 2, nil},
 		{20, 0, 1200, 1180, 1, nil},
 		{20, 255 * 10, 30, 10, 255, nil},
-		{20, 255*10 + 1, 30, 0, 0, errTooManyFragments},
-		{20, 5, 20, 0, 0, errTooManyFragments},
+		{20, 255*10 + 1, 30, 0, 0, quicconn.ErrTooManyFragments},
+		{20, 5, 20, 0, 0, quicconn.ErrTooManyFragments},
 	}
 	for _, tt := range tests {
-		chunk, count, err := fragmentPlan(tt.header, tt.payload, tt.max)
+		chunk, count, err := quicconn.FragmentPlan(tt.header, tt.payload, tt.max)
 		if !errors.Is(err, tt.err) || (err == nil && (chunk != tt.chunk || count != tt.count)) {
 			t.Errorf("plan(%d,%d,%d) = %d,%d,%v; want %d,%d,%v", tt.header, tt.payload, tt.max, chunk, count, err, tt.chunk, tt.count, tt.err)
 		}
@@ -114,12 +116,12 @@ func TestDefragDropsIncompleteOnNewPacket(t *testing.T) {
 }
 
 // TestDefragSizeCap reassembles datagrams around the largest UDP payload:
-// up to maxUDPPacket bytes they are delivered, one byte more drops them.
+// up to quicconn.MaxUDPPacket bytes they are delivered, one byte more drops them.
 func TestDefragSizeCap(t *testing.T) {
 	for _, tc := range []struct {
 		size int
 		ok   bool
-	}{{0, true}, {1, true}, {maxUDPPacket - 1, true}, {maxUDPPacket, true}, {maxUDPPacket + 1, false}} {
+	}{{0, true}, {1, true}, {quicconn.MaxUDPPacket - 1, true}, {quicconn.MaxUDPPacket, true}, {quicconn.MaxUDPPacket + 1, false}} {
 		// Fragments of 1200 bytes, so that even 0 and 1 bytes go as two
 		// fragments (an empty last one) through the reassembly.
 		payload := bytes.Repeat([]byte{'x'}, tc.size)
@@ -188,7 +190,7 @@ func FuzzDefrag(f *testing.F) {
 				}
 				continue
 			}
-			if len(p) > maxUDPPacket {
+			if len(p) > quicconn.MaxUDPPacket {
 				t.Fatalf("delivered a %d-byte datagram", len(p))
 			}
 			if whole && !bytes.Equal(p, m.Payload) {
@@ -207,7 +209,7 @@ func FuzzFragmentRoundTrip(f *testing.F) {
 	f.Add([]byte{}, uint16(30), []byte{})
 	f.Fuzz(func(t *testing.T, payload []byte, maxSize uint16, order []byte) {
 		m := udpMessage{SessionID: 1, FragCount: 1, Addr: []byte("example.com:443"), Payload: payload}
-		chunk, count, err := fragmentPlan(m.headerLen(), len(payload), int(maxSize))
+		chunk, count, err := quicconn.FragmentPlan(m.headerLen(), len(payload), int(maxSize))
 		if err != nil {
 			return
 		}
@@ -240,7 +242,7 @@ func FuzzFragmentRoundTrip(f *testing.F) {
 				got = append(got, out)
 			}
 		}
-		if len(payload) > maxUDPPacket {
+		if len(payload) > quicconn.MaxUDPPacket {
 			return
 		}
 		if len(got) == 0 || !bytes.Equal(got[0], payload) {

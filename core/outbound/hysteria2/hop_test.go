@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 	"github.com/skiffvpn/skiff/internal/nettest"
 )
 
@@ -51,7 +52,7 @@ func (r *udpRelay) port() uint16 { return uint16(r.ln.LocalAddr().(*net.UDPAddr)
 
 func (r *udpRelay) serve() {
 	defer r.wg.Done()
-	buf := make([]byte, maxUDPPacket)
+	buf := make([]byte, quicconn.MaxUDPPacket)
 	for {
 		n, from, err := r.ln.ReadFromUDPAddrPort(buf)
 		if err != nil {
@@ -79,7 +80,7 @@ func (r *udpRelay) serve() {
 // back relays the server's answers to the client at to.
 func (r *udpRelay) back(up *net.UDPConn, to netip.AddrPort) {
 	defer r.wg.Done()
-	buf := make([]byte, maxUDPPacket)
+	buf := make([]byte, quicconn.MaxUDPPacket)
 	for {
 		n, err := up.Read(buf)
 		if err != nil {

@@ -23,37 +23,31 @@ var reqBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 2600); return 
 // here. A connection that turns out dead is replaced and the request sent
 // again, once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	if err := quicconn.CheckStream("hysteria2", c.name, network, dst); err != nil {
+	if err := quicconn.CheckStream("hysteria2", c.srv.Name, network, dst); err != nil {
 		return nil, err
 	}
 	addr := dst.String()
 	if len(addr) > maxAddressLen {
-		return nil, fmt.Errorf("hysteria2: %.64s… via %s: %w", addr, c.name, errAddressTooLong)
+		return nil, fmt.Errorf("hysteria2: %.64s… via %s: %w", addr, c.srv.Name, errAddressTooLong)
 	}
 	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
 		return c.openStream(ctx, q, addr)
 	}, func(_ *qconn, err error) error {
-		return fmt.Errorf("hysteria2: %s via %s: %w", addr, c.name, err)
+		return fmt.Errorf("hysteria2: %s via %s: %w", addr, c.srv.Name, err)
 	})
 }
 
 // openStream sends a TCP request for addr on q and waits for the answer.
 // When it fails because q is dead, q is closed (q.Alive() is false).
 func (c *Client) openStream(ctx context.Context, q *qconn, addr string) (net.Conn, error) {
-	rx := q.QC.ConnectionStats().PacketsReceived
-	st, err := q.QC.OpenStreamSync(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("open stream: %w", err)
-	}
 	bp := reqBufPool.Get().(*[]byte)
 	req, _ := appendTCPRequest((*bp)[:0], addr, tcpPaddingMin+rand.IntN(tcpPaddingMax-tcpPaddingMin))
-	_, err = st.Write(req)
+	rx := q.QC.ConnectionStats().PacketsReceived
+	st, err := quicconn.Send(ctx, q.QC, req)
 	*bp = req
 	reqBufPool.Put(bp)
 	if err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, fmt.Errorf("send request: %w", err)
+		return nil, err
 	}
 	var ok bool
 	var msg string

@@ -14,10 +14,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// udpQueueLen is how many datagrams a UDP session holds for its reader;
-// more are dropped, as a full socket buffer would.
-const udpQueueLen = 128
-
 var errNoUDP = errors.New("server does not relay UDP (Hysteria-UDP: false)")
 
 // ListenPacket opens a UDP session through the server; dst is its first
@@ -29,16 +25,15 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 		return nil, err
 	}
 	if !q.udp {
-		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, errNoUDP)
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, errNoUDP)
 	}
 	pc := &packetConn{
 		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(udpQueueLen),
-		local:       q.QC.LocalAddr(),
+		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
 		wbuf:        make([]byte, 0, 1500),
 	}
 	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
-		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 	return pc, nil
 }
@@ -61,7 +56,6 @@ type packetConn struct {
 	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
 	c                     *Client
 	id                    uint32
-	local                 net.Addr
 
 	// Receiving side, used by the connection's datagram goroutine.
 	rmu     sync.Mutex
@@ -72,9 +66,8 @@ type packetConn struct {
 	// Sending side.
 	wmu      sync.Mutex
 	wbuf     []byte
-	dst      flow.Addr // last destination
-	dstRaw   []byte    // and encoded
-	packetID uint16    // of the last fragmented datagram
+	dst      quicconn.Dest // last destination, encoded
+	packetID uint16        // of the last fragmented datagram
 }
 
 // deliver queues a message's datagram once it is whole.
@@ -100,7 +93,7 @@ func (pc *packetConn) deliver(m *udpMessage) {
 // flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
 // sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria2", pc.c.name, p, addr)
+	dst, err := pc.Target("hysteria2", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
@@ -110,31 +103,31 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return 0, err
 	}
 	if !q.udp {
-		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 	}
 	err = q.QC.SendDatagram(pc.wbuf)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
 			return 0, err
 		}
 		if !q.udp {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, errNoUDP)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 		}
 		err = q.QC.SendDatagram(pc.wbuf)
 	}
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
 		if !errors.As(err, &tooLarge) {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		if err := pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize)); err != nil {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.name, err)
+			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 	}
 	return len(p), nil
@@ -144,22 +137,27 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 // The destination's text form is cached, so that a session talking to one
 // peer allocates nothing per datagram. pc.wmu must be held.
 func (pc *packetConn) encode(p []byte, dst flow.Addr) (udpMessage, error) {
-	if pc.dstRaw == nil || dst != pc.dst {
-		s := dst.String()
-		if len(s) > maxAddressLen {
-			return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.name, errAddressTooLong)
-		}
-		pc.dst = dst
-		pc.dstRaw = append(pc.dstRaw[:0], s...)
+	raw, err := pc.dst.Encode(dst, appendAddress)
+	if err != nil {
+		return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.srv.Name, err)
 	}
-	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: pc.dstRaw, Payload: p}
+	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: raw, Payload: p}
 	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
 	return m, nil
 }
 
+// appendAddress appends dst as a UDP message carries it: "host:port".
+func appendAddress(b []byte, dst flow.Addr) ([]byte, error) {
+	s := dst.String()
+	if len(s) > maxAddressLen {
+		return b, errAddressTooLong
+	}
+	return append(b, s...), nil
+}
+
 // sendFragments sends m's payload in fragments of at most maxSize bytes.
 func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error {
-	chunk, count, err := fragmentPlan(m.headerLen(), len(m.Payload), maxSize)
+	chunk, count, err := quicconn.FragmentPlan(m.headerLen(), len(m.Payload), maxSize)
 	if err != nil {
 		return err
 	}
@@ -181,13 +179,6 @@ func (pc *packetConn) sendFragments(q *qconn, m *udpMessage, maxSize int) error 
 // server forgets idle sessions.
 func (pc *packetConn) Close() error {
 	pc.c.udp.Remove(pc.id, func(s *packetConn) bool { return s == pc })
-	pc.shut()
+	pc.Shut()
 	return nil
 }
-
-// shut wakes the readers and makes further calls fail.
-func (pc *packetConn) shut() { pc.Shut() }
-
-// LocalAddr returns the QUIC socket's address at the time the session
-// opened.
-func (pc *packetConn) LocalAddr() net.Addr { return pc.local }

@@ -13,7 +13,6 @@ package tuic
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -40,10 +39,6 @@ const (
 	// MinHeartbeat is the shortest heartbeat interval.
 	MinHeartbeat = time.Second
 
-	// dialTimeout bounds one connection attempt: name resolution and the
-	// QUIC and TLS handshake.
-	dialTimeout = 12 * time.Second
-
 	closeCodeOK = 0
 )
 
@@ -53,17 +48,10 @@ const (
 	modeQUIC   = "quic"
 )
 
-var errStalled = errors.New("server not responding")
-
 // Client is a TUIC v5 outbound. It implements outbound.Outbound and is safe
 // for concurrent use.
 type Client struct {
-	name      string // "host:port", for errors
-	host      string
-	port      uint16
-	dialer    outbound.Dialer
-	tlsConf   *tls.Config
-	quicConf  *quic.Config
+	srv       quicconn.Server // Name: "host:port"
 	uuid      [16]byte
 	password  string
 	udpMode   string
@@ -96,16 +84,16 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 		return nil, err
 	}
 	o := n.TUIC
-	c := &Client{name: name, host: n.Server, port: n.Port, dialer: d, password: o.Password, zeroRTT: o.ZeroRTT}
-	if c.dialer == nil {
-		c.dialer = &outbound.SystemDialer{}
+	c := &Client{srv: quicconn.Server{Proto: "tuic", Name: name, Host: n.Server, Port: n.Port, Dialer: d}, password: o.Password, zeroRTT: o.ZeroRTT}
+	if c.srv.Dialer == nil {
+		c.srv.Dialer = &outbound.SystemDialer{}
 	}
 	if l := len(o.UUID); l != 36 && l != 32 {
-		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
+		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.srv.Name)
 	}
 	id, err := node.ParseUUID(o.UUID)
 	if err != nil {
-		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.name)
+		return nil, fmt.Errorf("tuic: %s: uuid: want a UUID (32 hex digits, dashes optional)", c.srv.Name)
 	}
 	c.uuid = id
 	switch cc := o.CongestionControl; cc {
@@ -114,7 +102,7 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	// governs downloads.
 	case "", "cubic", "new_reno", "bbr":
 	default:
-		return nil, node.Unsupportedf(node.FeatureOption, "congestion control "+cc, "tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.name, cc)
+		return nil, node.Unsupportedf(node.FeatureOption, "congestion control "+cc, "tuic: %s: congestion control %q is not supported (cubic, new_reno, bbr)", c.srv.Name, cc)
 	}
 	switch m := o.UDPRelayMode; m {
 	case "", modeNative:
@@ -122,10 +110,10 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	case modeQUIC:
 		c.udpMode = modeQUIC
 	default:
-		return nil, node.Unsupportedf(node.FeatureOption, "udp relay mode "+m, "tuic: %s: udp relay mode %q is not supported (native, quic)", c.name, m)
+		return nil, node.Unsupportedf(node.FeatureOption, "udp relay mode "+m, "tuic: %s: udp relay mode %q is not supported (native, quic)", c.srv.Name, m)
 	}
 	if o.UDPOverStream {
-		return nil, node.Unsupportedf(node.FeatureOption, "udp_over_stream", "tuic: %s: udp_over_stream is not supported", c.name)
+		return nil, node.Unsupportedf(node.FeatureOption, "udp_over_stream", "tuic: %s: udp_over_stream is not supported", c.srv.Name)
 	}
 	c.heartbeat = DefaultHeartbeat
 	if o.Heartbeat > 0 {
@@ -133,30 +121,25 @@ func New(n *node.Node, d outbound.Dialer) (*Client, error) {
 	}
 	tc, err := tlsconf.New(n.TLS, n.Server, "h3")
 	if err != nil {
-		return nil, fmt.Errorf("tuic: %s: %w", c.name, err)
+		return nil, fmt.Errorf("tuic: %s: %w", c.srv.Name, err)
 	}
-	c.tlsConf = tc
-	c.quicConf = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
-	c.quicConf.MaxIncomingUniStreams = maxIncomingUni
-	c.conns = quicconn.NewShared("tuic", c.name, closeCodeOK, c.dial, c.run)
+	c.srv.TLS = tc
+	c.srv.QUIC = quicconn.NewConfig(quicconn.StreamReceiveWindow, quicconn.ConnReceiveWindow)
+	c.srv.QUIC.MaxIncomingUniStreams = maxIncomingUni
+	c.conns = quicconn.NewShared(c.srv.Proto, c.srv.Name, closeCodeOK, c.dial, c.run)
 	c.udp = quicconn.NewSessions[uint16, *packetConn]()
 	return c, nil
 }
 
 // dial runs one connection attempt (for quicconn.Shared).
 func (c *Client) dial(ctx context.Context, panics *guard.Reporter) (*qconn, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	defer cancel()
-	raddr, server, sock, err := quicconn.Open(ctx, c.dialer, "tuic", c.name, c.host, c.port)
-	if err != nil {
-		return nil, err
-	}
-	q := &qconn{Link: quicconn.Link{Sock: sock, Panics: panics}}
+	q := &qconn{Link: quicconn.Link{Panics: panics}}
 	// 0-RTT (the node's ZeroRTT): with a session ticket, streams open
 	// before the handshake completes and Authenticate follows once it has
 	// (the exporter needs the full handshake). Early data a server rejects
 	// is lost: the flows opened in it fail, the connection goes on in 1-RTT.
-	if err := q.Dial(ctx, "tuic", server, udpgro.Wrap(sock), raddr, c.tlsConf, c.quicConf, c.zeroRTT); err != nil {
+	server, err := c.srv.Dial(ctx, &q.Link, udpgro.Wrap, c.zeroRTT)
+	if err != nil {
 		return nil, err
 	}
 	if !c.zeroRTT {
@@ -234,17 +217,9 @@ func (c *Client) guarded(q *qconn, what string, f func(*qconn)) {
 // heartbeatLoop sends the Heartbeat command every heartbeat interval
 // until q dies.
 func (c *Client) heartbeatLoop(q *qconn) {
-	ctx := q.QC.Context()
-	t := time.NewTicker(c.heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			q.QC.SendDatagram(heartbeat) // an error means the connection is going
-		}
-	}
+	q.Every(c.heartbeat, func(context.Context) {
+		q.QC.SendDatagram(heartbeat) // an error means the connection is going
+	})
 }
 
 // watch arms a stall check after a stream request on q: if no packet at
@@ -295,10 +270,10 @@ func (c *Client) explain(q *qconn, err error) error {
 	case q.stalled.Load():
 		// Not %w for err: quic-go's errors are net.ErrClosed, which a
 		// relay takes for an orderly end.
-		return fmt.Errorf("tuic: via %s: %w (%v)", c.name, errStalled, err)
+		return fmt.Errorf("tuic: via %s: %w (%v)", c.srv.Name, quicconn.ErrStalled, err)
 	case !q.heard.Load() && (remote(err) || eof && remote(context.Cause(q.QC.Context()))):
 		return fmt.Errorf("tuic: via %s: the server closed the connection before sending anything: authentication %w (wrong UUID or password?) (%v)",
-			c.name, outbound.ErrAuthRejected, err)
+			c.srv.Name, outbound.ErrAuthRejected, err)
 	}
 	return err
 }
@@ -312,7 +287,7 @@ const authCloseWait = time.Second
 func (c *Client) Close() error {
 	c.conns.Close(func() {
 		for _, pc := range c.udp.Close() {
-			pc.shut()
+			pc.Shut()
 		}
 	})
 	return nil

@@ -17,31 +17,26 @@ import (
 // shows as the stream ending. A connection found dead on opening the
 // stream is replaced and the request sent again, once.
 func (c *Client) DialContext(ctx context.Context, network string, dst flow.Addr) (net.Conn, error) {
-	if err := quicconn.CheckStream("tuic", c.name, network, dst); err != nil {
+	if err := quicconn.CheckStream("tuic", c.srv.Name, network, dst); err != nil {
 		return nil, err
 	}
 	var buf [2 + 1 + 1 + 255 + 2]byte
 	req, err := appendConnect(buf[:0], dst)
 	if err != nil {
-		return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("tuic: %s via %s: %w", dst, c.srv.Name, err)
 	}
 	return quicconn.Retry(ctx, c.conns, func(q *qconn) (net.Conn, error) {
 		return c.openStream(ctx, q, req)
 	}, func(q *qconn, err error) error {
-		return fmt.Errorf("tuic: %s via %s: %w", dst, c.name, c.explain(q, err))
+		return fmt.Errorf("tuic: %s via %s: %w", dst, c.srv.Name, c.explain(q, err))
 	})
 }
 
 // openStream opens a stream on q and sends req on it.
 func (c *Client) openStream(ctx context.Context, q *qconn, req []byte) (net.Conn, error) {
-	st, err := q.QC.OpenStreamSync(ctx)
+	st, err := quicconn.Send(ctx, q.QC, req)
 	if err != nil {
-		return nil, fmt.Errorf("open stream: %w", err)
-	}
-	if _, err := st.Write(req); err != nil {
-		st.CancelRead(0)
-		st.CancelWrite(0)
-		return nil, fmt.Errorf("send request: %w", err)
+		return nil, err
 	}
 	q.watch()
 	return &streamConn{StreamConn: quicconn.NewStreamConn(st, q.QC), c: c, q: q}, nil

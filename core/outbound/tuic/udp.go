@@ -14,9 +14,6 @@ import (
 	"github.com/skiffvpn/skiff/core/outbound/internal/quicconn"
 )
 
-// udpQueueLen is how many datagrams a UDP session holds for its reader.
-const udpQueueLen = 128
-
 // maxStreamPacket bounds a Packet command read from a unidirectional
 // stream: the header with the longest address and a full datagram.
 const maxStreamPacket = packetHeaderFixed + 1 + 1 + 255 + 2 + 0xffff
@@ -29,9 +26,9 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if err != nil {
 		return nil, err
 	}
-	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(udpQueueLen), local: q.QC.LocalAddr(), wbuf: make([]byte, 0, 1500)}
+	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()), wbuf: make([]byte, 0, 1500)}
 	if err := c.udp.Add(pc, func(id uint16) { pc.id = id }); err != nil {
-		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.name, err)
+		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
 	return pc, nil
 }
@@ -39,17 +36,12 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 // receiveDatagrams hands q's datagrams to their UDP sessions until q dies.
 func (c *Client) receiveDatagrams(q *qconn) {
 	var p packet
-	for {
-		b, err := q.QC.ReceiveDatagram(context.Background())
-		if err != nil {
-			return // the connection is closed
-		}
+	quicconn.ReceiveDatagrams(q.QC, func(b []byte) {
 		q.heard.Store(true)
-		if parsePacket(b, &p) != nil {
-			continue // a heartbeat, or garbage
+		if parsePacket(b, &p) == nil { // not a heartbeat, nor garbage
+			c.deliver(&p)
 		}
-		c.deliver(&p)
-	}
+	})
 }
 
 // receiveStreams reads the Packet commands the server sends on
@@ -87,9 +79,8 @@ func (c *Client) deliver(p *packet) {
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
 	*quicconn.PacketQueue
-	c     *Client
-	id    uint16
-	local net.Addr
+	c  *Client
+	id uint16
 
 	// Receiving side, used by the connection's readers.
 	rmu     sync.Mutex
@@ -100,8 +91,7 @@ type packetConn struct {
 	// Sending side.
 	wmu      sync.Mutex
 	wbuf     []byte
-	dst      flow.Addr // last destination
-	dstRaw   []byte    // and encoded
+	dst      quicconn.Dest // last destination, encoded
 	packetID uint16
 }
 
@@ -123,42 +113,40 @@ func (pc *packetConn) deliver(p *packet) {
 // flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
 // datagram is sent in fragments.
 func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("tuic", pc.c.name, p, addr)
+	dst, err := pc.Target("tuic", pc.c.srv.Name, p, addr)
 	if err != nil {
 		return 0, err
 	}
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
-	if pc.dstRaw == nil || dst != pc.dst {
-		raw, err := appendAddr(pc.dstRaw[:0], dst)
-		if err != nil {
-			return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.name, err)
-		}
-		pc.dst, pc.dstRaw = dst, raw
+	raw, err := pc.dst.Encode(dst, appendAddr)
+	if err != nil {
+		return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.srv.Name, err)
 	}
 	pc.packetID++
 	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
-	q, err := pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout)
+	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
 		return 0, err
 	}
-	err = pc.send(q, &m)
+	err = pc.send(q, &m, raw)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
-		if q, err = pc.c.conns.ForSend(pc.WriteDeadline(), dialTimeout); err != nil {
+		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
 			return 0, err
 		}
-		err = pc.send(q, &m)
+		err = pc.send(q, &m, raw)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.name, pc.c.explain(q, err))
+		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.srv.Name, pc.c.explain(q, err))
 	}
 	return len(p), nil
 }
 
-// send sends m on q in the client's relay mode. pc.wmu must be held.
-func (pc *packetConn) send(q *qconn, m *packet) error {
-	pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], m, pc.dstRaw), m.Payload...)
+// send sends m on q, to the destination encoded as raw, in the client's
+// relay mode. pc.wmu must be held.
+func (pc *packetConn) send(q *qconn, m *packet, raw []byte) error {
+	pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], m, raw), m.Payload...)
 	if pc.c.udpMode == modeQUIC {
 		st, err := q.QC.OpenUniStream()
 		if err != nil {
@@ -175,7 +163,7 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 	if !errors.As(err, &tooLarge) {
 		return err
 	}
-	chunk, count, err := quicconn.FragmentPlan(packetHeaderFixed+len(pc.dstRaw), len(m.Payload), int(tooLarge.MaxDatagramPayloadSize))
+	chunk, count, err := quicconn.FragmentPlan(packetHeaderFixed+len(raw), len(m.Payload), int(tooLarge.MaxDatagramPayloadSize))
 	if err != nil {
 		return err
 	}
@@ -183,7 +171,7 @@ func (pc *packetConn) send(q *qconn, m *packet) error {
 		f := *m
 		f.FragTotal, f.FragID = uint8(count), uint8(i)
 		f.Payload = m.Payload[i*chunk : min((i+1)*chunk, len(m.Payload))]
-		pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], &f, pc.dstRaw), f.Payload...)
+		pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], &f, raw), f.Payload...)
 		if err := q.QC.SendDatagram(pc.wbuf); err != nil {
 			return err
 		}
@@ -202,12 +190,6 @@ func (pc *packetConn) Close() error {
 			}
 		}
 	}
-	pc.shut()
+	pc.Shut()
 	return nil
 }
-
-func (pc *packetConn) shut() { pc.Shut() }
-
-// LocalAddr returns the QUIC socket's address at the time the session
-// opened.
-func (pc *packetConn) LocalAddr() net.Addr { return pc.local }

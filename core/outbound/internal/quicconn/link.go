@@ -24,6 +24,10 @@ const (
 	KeepAlivePeriod      = 10 * time.Second
 	StreamReceiveWindow  = 8 << 20
 	ConnReceiveWindow    = 20 << 20
+
+	// DialTimeout bounds one connection attempt: name resolution, the
+	// QUIC and TLS handshake and the protocol's authentication.
+	DialTimeout = 12 * time.Second
 )
 
 // NewConfig returns the QUIC settings of a client with the given receive
@@ -65,25 +69,66 @@ func (l *Link) Close(code quic.ApplicationErrorCode) {
 	l.release()
 }
 
+// Every calls f every d until the QUIC connection dies; f gets the
+// connection's context.
+func (l *Link) Every(d time.Duration, f func(ctx context.Context)) {
+	ctx := l.QC.Context()
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f(ctx)
+	}
+}
+
 func (l *Link) release() {
 	l.Tr.Close()
 	l.Sock.Close()
 }
 
-// Dial dials QUIC to raddr on pc (l.Sock, or a wrapper of it) and sets
-// l.Tr and l.QC; early dials 0-RTT. On failure it closes the transport and
-// the socket and returns HandshakeError's error for proto and server.
-func (l *Link) Dial(ctx context.Context, proto, server string, pc net.PacketConn, raddr net.Addr, tc *tls.Config, qc *quic.Config, early bool) error {
+// Server is the server a client dials and the settings of every
+// connection to it.
+type Server struct {
+	Proto  string // the protocol, which starts every error: "tuic"
+	Name   string // the server as errors show it: "host:port"
+	Host   string // server name or IP literal
+	Port   uint16
+	Dialer outbound.Dialer
+	TLS    *tls.Config
+	QUIC   *quic.Config
+}
+
+// Dial opens a UDP socket for a connection to s (Open) and dials QUIC on
+// it into l, through wrap (the socket's receive offload, obfuscation);
+// early dials 0-RTT. It returns the server's name for errors.
+func (s *Server) Dial(ctx context.Context, l *Link, wrap func(net.PacketConn) net.PacketConn, early bool) (server string, err error) {
+	raddr, server, sock, err := Open(ctx, s.Dialer, s.Proto, s.Name, s.Host, s.Port)
+	if err != nil {
+		return "", err
+	}
+	l.Sock = sock
+	return server, l.Dial(ctx, s, server, wrap(sock), raddr, early)
+}
+
+// Dial dials QUIC to raddr on pc (l.Sock, or a wrapper of it) with s's
+// settings and sets l.Tr and l.QC; early dials 0-RTT. On failure it closes
+// the transport and the socket and returns HandshakeError's error for
+// server.
+func (l *Link) Dial(ctx context.Context, s *Server, server string, pc net.PacketConn, raddr net.Addr, early bool) error {
 	l.Tr = &quic.Transport{Conn: pc}
 	var err error
 	if early {
-		l.QC, err = l.Tr.DialEarly(ctx, raddr, tc, qc)
+		l.QC, err = l.Tr.DialEarly(ctx, raddr, s.TLS, s.QUIC)
 	} else {
-		l.QC, err = l.Tr.Dial(ctx, raddr, tc, qc)
+		l.QC, err = l.Tr.Dial(ctx, raddr, s.TLS, s.QUIC)
 	}
 	if err != nil {
 		l.release()
-		return HandshakeError(proto, server, ctx, err)
+		return HandshakeError(s.Proto, server, ctx, err)
 	}
 	return nil
 }
@@ -154,6 +199,21 @@ func (s *Shared[C]) PathStats(declaredRx uint64) (outbound.PathStats, bool) {
 		return outbound.PathStats{}, false
 	}
 	return PathStats(q.QUIC().QC, declaredRx), true
+}
+
+// Send opens a stream on qc and sends req on it, the request that starts
+// a TCP flow or a UDP session. On failure the stream is cancelled.
+func Send(ctx context.Context, qc *quic.Conn, req []byte) (*quic.Stream, error) {
+	st, err := qc.OpenStreamSync(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open stream: %w", err)
+	}
+	if _, err := st.Write(req); err != nil {
+		st.CancelRead(0)
+		st.CancelWrite(0)
+		return nil, fmt.Errorf("send request: %w", err)
+	}
+	return st, nil
 }
 
 // Answer waits for the answer to a stream request sent on st, which read

@@ -13,12 +13,14 @@ import (
 // PacketQueue is the receiving half of a proxied UDP session: the
 // connection's reader delivers whole datagrams, ReadFrom takes them. A
 // full queue drops, as a full socket buffer would. It also keeps the
-// session's write deadline, for the protocol's sending half.
+// session's write deadline, for the protocol's sending half, and its
+// local address.
 type PacketQueue struct {
 	recv     chan queued
 	done     chan struct{} // closed by Shut
 	doneOnce sync.Once
 	rdline   Deadline
+	local    net.Addr
 
 	wmu sync.Mutex
 	wdl time.Time // the write deadline, for the sending half (WriteDeadline)
@@ -29,10 +31,18 @@ type queued struct {
 	from net.Addr
 }
 
-// NewPacketQueue returns a queue holding up to n datagrams.
-func NewPacketQueue(n int) *PacketQueue {
-	return &PacketQueue{recv: make(chan queued, n), done: make(chan struct{}), rdline: MakeDeadline()}
+// queueLen is how many datagrams a session holds for its reader.
+const queueLen = 128
+
+// NewPacketQueue returns an empty queue for a session on the QUIC socket
+// whose address is local.
+func NewPacketQueue(local net.Addr) *PacketQueue {
+	return &PacketQueue{recv: make(chan queued, queueLen), done: make(chan struct{}), rdline: MakeDeadline(), local: local}
 }
+
+// LocalAddr returns the QUIC socket's address at the time the session
+// opened.
+func (q *PacketQueue) LocalAddr() net.Addr { return q.local }
 
 // Deliver queues a datagram from from; data must not be reused by the
 // caller.
@@ -105,6 +115,28 @@ func (q *PacketQueue) WriteDeadline() time.Time {
 func (q *PacketQueue) SetReadDeadline(t time.Time) error {
 	q.rdline.Set(t)
 	return nil
+}
+
+// Dest is a UDP session's last destination and its wire form, kept so
+// that a session talking to one peer encodes the address once.
+type Dest struct {
+	addr flow.Addr
+	raw  []byte
+}
+
+// Encode returns dst's wire form: the last one when dst was the last
+// destination, else what enc appends to the last one's buffer, emptied
+// (an enc that fails must not have written to it). The caller serialises
+// its calls.
+func (d *Dest) Encode(dst flow.Addr, enc func([]byte, flow.Addr) ([]byte, error)) ([]byte, error) {
+	if d.raw == nil || dst != d.addr {
+		raw, err := enc(d.raw[:0], dst)
+		if err != nil {
+			return nil, err
+		}
+		d.addr, d.raw = dst, raw
+	}
+	return d.raw, nil
 }
 
 // Target checks a session's WriteTo of p to addr: it returns addr as a

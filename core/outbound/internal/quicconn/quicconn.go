@@ -1,7 +1,7 @@
 // Package quicconn holds what the QUIC proxy clients (Hysteria v1 and 2,
 // TUIC) share: one live connection per client, dialled on first use and
-// again when it dies (Shared), and what each such connection holds (Link);
-// its QUIC settings (NewConfig); name resolution and handshake errors; a
+// again when it dies (Shared), the server it dials (Server) and what each
+// such connection holds (Link); its QUIC settings (NewConfig); name resolution and handshake errors; a
 // QUIC stream as a net.Conn (StreamConn); a request's answer read under a
 // stall check (StallReader); UDP fragment reassembly (Defragger); the
 // datagram reader and its panic guard; and a deadline a select can wait
@@ -61,7 +61,8 @@ type dialCall[C any] struct {
 }
 
 // NewShared returns a holder whose connections come from dial, which gets
-// a context bounded by Close, the timeout and the flow's panic reporter.
+// a context bounded by Close and DialTimeout, and the flow's panic
+// reporter.
 // run is started in its own goroutine for each new connection and owns
 // it until it dies; it calls Forget then. proto and name ("host:port")
 // prefix errors. closeCode is the code Close closes a connection with.
@@ -119,14 +120,14 @@ func (s *Shared[C]) Get(ctx context.Context) (C, error) {
 }
 
 // ForSend returns the connection a datagram goes on: the live one, or a
-// new one dialled within deadline (zero: none) and timeout. The UDP
-// sessions of both protocols send this way: a write waits for a new
+// new one dialled within deadline (zero: none) and DialTimeout. The UDP
+// sessions of the protocols send this way: a write waits for a new
 // connection no longer than its write deadline allows.
-func (s *Shared[C]) ForSend(deadline time.Time, timeout time.Duration) (C, error) {
+func (s *Shared[C]) ForSend(deadline time.Time) (C, error) {
 	if q, ok := s.Current(); ok {
 		return q, nil
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	ctx, cancel := context.WithTimeout(s.ctx, DialTimeout)
 	defer cancel()
 	if !deadline.IsZero() {
 		var cancel2 context.CancelFunc
@@ -140,12 +141,13 @@ func (s *Shared[C]) ForSend(deadline time.Time, timeout time.Duration) (C, error
 // fails this attempt only; the waiting flows get it as their error.
 func (s *Shared[C]) dialOnce(call *dialCall[C], panics *guard.Reporter) {
 	defer s.wg.Done()
-	ctx := guard.WithReporter(s.ctx, panics)
+	ctx, cancel := context.WithTimeout(guard.WithReporter(s.ctx, panics), DialTimeout)
 	var q C
 	err := guard.Do(ctx, s.proto+" connect", func() (err error) {
 		q, err = s.dial(ctx, panics)
 		return err
 	})
+	cancel()
 	s.mu.Lock()
 	s.dialing = nil
 	if err == nil && s.closed {

@@ -28,7 +28,7 @@ func TestPacketQueueTarget(t *testing.T) {
 		{"shut", want, 10, true, net.ErrClosed.Error()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			q := NewPacketQueue(1)
+			q := NewPacketQueue(nil)
 			if tt.shut {
 				q.Shut()
 			}

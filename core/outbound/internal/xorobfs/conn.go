@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/blake2b"
+
+	"github.com/skiffvpn/skiff/core/transport/udpgro"
 )
 
 // keyLen is the hash's size, the keystream block of both schemes.
@@ -40,6 +42,16 @@ var Salamander = Scheme{Name: "salamander", SaltLen: 8, NewHash: newBlake2b256}
 // XPlus is Hysteria 1's obfuscation (apernet/hysteria v1
 // core/pktconns/obfs/obfs.go).
 var XPlus = Scheme{Name: "xplus", SaltLen: 16, NewHash: sha256.New}
+
+// Wrap returns the socket a Hysteria connection runs on: sock obfuscated
+// with s (NewConn) when password is set, otherwise sock with the receive
+// offload (udpgro.Wrap).
+func (s Scheme) Wrap(sock net.PacketConn, password string) net.PacketConn {
+	if password == "" {
+		return udpgro.Wrap(sock)
+	}
+	return NewConn(sock, s, password)
+}
 
 func newBlake2b256() hash.Hash {
 	h, err := blake2b.New256(nil)

@@ -115,16 +115,18 @@ func TestConn(t *testing.T) {
 	}
 }
 
-func testConn(t *testing.T, sc Scheme) {
-	listen := func() *net.UDPConn {
-		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
+// listen opens a loopback UDP socket that t's end closes.
+func listen(t *testing.T) *net.UDPConn {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	ua, ub, raw := listen(), listen(), listen()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func testConn(t *testing.T, sc Scheme) {
+	ua, ub, raw := listen(t), listen(t), listen(t)
 	a, b := newConn(ua, sc, "pw"), newConn(ub, sc, "pw")
 	msg := []byte("a QUIC packet, pretend")
 
@@ -206,5 +208,35 @@ func fuzzDeobfuscate(t *testing.T, sc Scheme, psk, pkt []byte, dstLen uint16) {
 	m := sc.New(psk).Obfuscate(back, dst[:n], pkt[:salt])
 	if !bytes.Equal(back[:m], pkt[:m]) {
 		t.Fatalf("%s: round trip differs", sc.Name)
+	}
+}
+
+// TestWrap: without a password a socket is left plain (a datagram arrives
+// as sent); with one it is obfuscated (the datagram arrives salted and
+// longer by the salt).
+func TestWrap(t *testing.T) {
+	for _, sc := range schemes {
+		for _, tt := range []struct {
+			password string
+			extra    int // bytes the wire adds to a datagram
+		}{{"", 0}, {"pw", sc.SaltLen}} {
+			t.Run(sc.Name+"/"+tt.password, func(t *testing.T) {
+				peer := listen(t)
+				pc := sc.Wrap(listen(t), tt.password)
+				msg := []byte("a QUIC packet, pretend")
+				if _, err := pc.WriteTo(msg, peer.LocalAddr()); err != nil {
+					t.Fatal(err)
+				}
+				peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 1500)
+				n, _, err := peer.ReadFrom(buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != len(msg)+tt.extra || bytes.Equal(buf[tt.extra:n], msg) != (tt.password == "") {
+					t.Fatalf("wire got %d bytes %q, want %d bytes, plain %v", n, buf[:n], len(msg)+tt.extra, tt.password == "")
+				}
+			})
+		}
 	}
 }
