@@ -108,7 +108,7 @@ func formatTUIC(n *node.Node) (string, error) {
 	if n.TLS != nil && n.TLS.NoSNI {
 		q.add("disable_sni", "1")
 	}
-	return "tuic://" + id + ":" + escape(o.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, id+":"+escape(o.Password), n, "", "", &q), nil
 }
 
 // parseAnyTLS reads anytls://password@host[:port]/?sni=…&insecure=1#name
@@ -148,5 +148,5 @@ func formatAnyTLS(n *node.Node) (string, error) {
 	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
 		return "", err
 	}
-	return "anytls://" + escape(n.AnyTLS.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + "/" + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, escape(n.AnyTLS.Password), n, "", "/", &q), nil
 }
