@@ -25,11 +25,8 @@ func parseTUIC(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if password == "" {
-		password = u.query.get("password")
-	}
-	if password == "" {
-		return nil, errf(s, "password", "empty")
+	if password, err = linkPassword(s, password, u.query); err != nil {
+		return nil, err
 	}
 	port, err := parsePort(s, u.port, 0)
 	if err != nil {
@@ -120,12 +117,9 @@ func parseAnyTLS(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	password := u.user
-	if password == "" {
-		password = u.query.get("password")
-	}
-	if password == "" {
-		return nil, errf(s, "password", "empty")
+	password, err := linkPassword(s, u.user, u.query)
+	if err != nil {
+		return nil, err
 	}
 	port, err := parsePort(s, u.port, 443)
 	if err != nil {
@@ -149,4 +143,16 @@ func formatAnyTLS(n *node.Node) (string, error) {
 		return "", err
 	}
 	return joinURI(s, escape(n.AnyTLS.Password), n, "", "/", &q), nil
+}
+
+// linkPassword is the password from the user info or, when that has
+// none, Shadowrocket's ?password=; empty is an error.
+func linkPassword(scheme, fromUser string, q params) (string, error) {
+	if fromUser == "" {
+		fromUser = q.get("password")
+	}
+	if fromUser == "" {
+		return "", errf(scheme, "password", "empty")
+	}
+	return fromUser, nil
 }
