@@ -21,28 +21,15 @@ func enableKillSwitch(k *KillSwitch, st *stateFile) error {
 	if !pfMainEvaluates(string(out), pfKillSwitchAnchor) {
 		return fmt.Errorf(`pf's main ruleset does not evaluate anchor "com.apple/*" as the default /etc/pf.conf does: restore it (pfctl -f /etc/pf.conf)`)
 	}
-	flush := []string{"pfctl", "-a", pfKillSwitchAnchor, "-F", "all"}
 	fresh := len(st.State.Changes) == 0
-	if fresh {
-		if err := st.record(Change{Kind: "command", Undo: flush}); err != nil {
-			return err
-		}
-	}
-	if _, err := pfctl(rules, "-a", pfKillSwitchAnchor, "-f", "-"); err != nil {
-		return fmt.Errorf("load the pf anchor: %w", err)
+	if err := pfLoadAnchor(st, pfKillSwitchAnchor, rules, fresh); err != nil {
+		return err
 	}
 	if !fresh {
-		return nil
+		return nil // the reference on pf is recorded already
 	}
-	out, err = pfctl("", "-E")
-	if err != nil {
-		return fmt.Errorf("enable pf: %w", err)
-	}
-	token, err := parsePFToken(string(out))
-	if err != nil {
-		return fmt.Errorf("enable pf: %w", err)
-	}
-	return st.record(Change{Kind: "command", Undo: []string{"pfctl", "-X", token}})
+	_, err = pfEnable(st)
+	return err
 }
 
 func undoWFP([]string) error { return fmt.Errorf("no WFP on macOS") }

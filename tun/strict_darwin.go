@@ -29,27 +29,44 @@ func (t *Tunnel) strictDarwin() error {
 	if err != nil {
 		return fmt.Errorf("tun: strict route: %w", err)
 	}
-	if err := t.state.record(Change{Kind: "command", Undo: []string{"pfctl", "-a", pfAnchor, "-F", "all"}}); err != nil {
-		return err
-	}
-	if _, err := pfctl(rules, "-a", pfAnchor, "-f", "-"); err != nil {
-		return fmt.Errorf("tun: strict route: load the pf anchor: %w", err)
+	if err := pfLoadAnchor(t.state, pfAnchor, rules, true); err != nil {
+		return fmt.Errorf("tun: strict route: %w", err)
 	}
 	t.log.Debug("tun: pf anchor loaded", "anchor", pfAnchor, "rules", rules)
-
-	out, err = pfctl("", "-E")
+	token, err := pfEnable(t.state)
 	if err != nil {
-		return fmt.Errorf("tun: strict route: enable pf: %w", err)
-	}
-	token, err := parsePFToken(string(out))
-	if err != nil {
-		return fmt.Errorf("tun: strict route: enable pf: %w", err)
-	}
-	if err := t.state.record(Change{Kind: "command", Undo: []string{"pfctl", "-X", token}}); err != nil {
-		return err
+		return fmt.Errorf("tun: strict route: %w", err)
 	}
 	t.log.Debug("tun: pf enabled", "token", token)
 	return nil
+}
+
+// pfLoadAnchor loads rules into anchor; when fresh, it first records in st
+// the flush that undoes it (a replacement finds it recorded).
+func pfLoadAnchor(st *stateFile, anchor, rules string, fresh bool) error {
+	if fresh {
+		if err := st.record(Change{Kind: "command", Undo: []string{"pfctl", "-a", anchor, "-F", "all"}}); err != nil {
+			return err
+		}
+	}
+	if _, err := pfctl(rules, "-a", anchor, "-f", "-"); err != nil {
+		return fmt.Errorf("load the pf anchor: %w", err)
+	}
+	return nil
+}
+
+// pfEnable takes a reference on pf's enable count and records in st its
+// release with the token pf hands out, which it returns.
+func pfEnable(st *stateFile) (string, error) {
+	out, err := pfctl("", "-E")
+	if err != nil {
+		return "", fmt.Errorf("enable pf: %w", err)
+	}
+	token, err := parsePFToken(string(out))
+	if err != nil {
+		return "", fmt.Errorf("enable pf: %w", err)
+	}
+	return token, st.record(Change{Kind: "command", Undo: []string{"pfctl", "-X", token}})
 }
 
 // pfctl runs pfctl with args and stdin, and returns what it printed on

@@ -66,9 +66,6 @@ func parseHysteria(rest string) (*node.Node, error) {
 func formatHysteria(n *node.Node) (string, error) {
 	const s = schemeHysteria
 	o := n.Hysteria
-	var b strings.Builder
-	b.WriteString("hysteria://")
-	b.WriteString(hostPort(n.Server, strconv.Itoa(int(n.Port))))
 	var q query
 	if o.Protocol != "" {
 		q.add("protocol", o.Protocol)
@@ -90,10 +87,7 @@ func formatHysteria(n *node.Node) (string, error) {
 	if o.RecvWindowConn != 0 || o.RecvWindow != 0 || o.DisableMTUDiscovery {
 		return "", errf(s, "recv-window", "receive windows and MTU discovery have no link field")
 	}
-	b.WriteString(q.String())
-	b.WriteByte('#')
-	b.WriteString(escape(n.Name))
-	return b.String(), nil
+	return joinURI(s, "", n, "", "", &q), nil
 }
 
 // readRates reads the upmbps and downmbps of a Hysteria link (v1 or 2).

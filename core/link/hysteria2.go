@@ -1,7 +1,6 @@
 package link
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/node"
@@ -132,14 +131,8 @@ func parsePortList(scheme, list string) (uint16, error) {
 func formatHysteria2(n *node.Node) (string, error) {
 	const s = schemeHysteria2
 	o := n.Hysteria2
-	var b strings.Builder
-	b.WriteString("hysteria2://")
-	if o.Auth != "" {
-		b.WriteString(escape(o.Auth))
-		b.WriteByte('@')
-	}
 	var q query
-	port := strconv.Itoa(int(n.Port))
+	port := "" // n.Port, or a hopping list that starts at it
 	if o.Ports != "" {
 		first, err := parsePortList(s, o.Ports)
 		if err != nil {
@@ -151,8 +144,6 @@ func formatHysteria2(n *node.Node) (string, error) {
 			q.add("mport", o.Ports)
 		}
 	}
-	b.WriteString(hostPort(n.Server, port))
-	b.WriteByte('/')
 	if o.Obfs != "" {
 		q.add("obfs", o.Obfs)
 		q.add("obfs-password", o.ObfsPassword)
@@ -161,10 +152,7 @@ func formatHysteria2(n *node.Node) (string, error) {
 		return "", err
 	}
 	q.addRates(o.UpMbps, o.DownMbps)
-	b.WriteString(q.String())
-	b.WriteByte('#')
-	b.WriteString(escape(n.Name))
-	return b.String(), nil
+	return joinURI(s, escape(o.Auth), n, port, "/", &q), nil
 }
 
 // fingerprint normalises a uTLS fingerprint name; "none" means Go's own.

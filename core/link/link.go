@@ -329,6 +329,28 @@ func hostPort(host, port string) string {
 	return host + ":" + port
 }
 
+// joinURI writes n's link as splitURI reads it: scheme://userinfo@
+// server:port, path, q and #name. userinfo goes in as given (escape its
+// parts first), and "" writes no '@'; port "" is n.Port.
+func joinURI(scheme, userinfo string, n *node.Node, port, path string, q *query) string {
+	if port == "" {
+		port = strconv.Itoa(int(n.Port))
+	}
+	var b strings.Builder
+	b.WriteString(scheme)
+	b.WriteString("://")
+	if userinfo != "" {
+		b.WriteString(userinfo)
+		b.WriteByte('@')
+	}
+	b.WriteString(hostPort(n.Server, port))
+	b.WriteString(path)
+	b.WriteString(q.String())
+	b.WriteByte('#')
+	b.WriteString(escape(n.Name))
+	return b.String()
+}
+
 // params is a decoded query string. The first of repeated keys wins.
 type params map[string]string
 

@@ -173,17 +173,6 @@ func formatSS(n *node.Node) (string, error) {
 	if _, err := ssOptions(o.Method, o.Password); err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	b.WriteString("ss://")
-	if is2022(o.Method) {
-		b.WriteString(escape(o.Method))
-		b.WriteByte(':')
-		b.WriteString(escape(o.Password))
-	} else {
-		b.WriteString(base64.RawURLEncoding.EncodeToString([]byte(o.Method + ":" + o.Password)))
-	}
-	b.WriteByte('@')
-	b.WriteString(hostPort(n.Server, strconv.Itoa(int(n.Port))))
 	var q query
 	switch {
 	case o.Plugin != "":
@@ -205,13 +194,15 @@ func formatSS(n *node.Node) (string, error) {
 			q.add("udp-over-tcp-version", strconv.Itoa(max(o.UDPOverTCPVersion, 2)))
 		}
 	}
-	if qs := q.String(); qs != "" {
-		b.WriteByte('/')
-		b.WriteString(qs)
+	userinfo := base64.RawURLEncoding.EncodeToString([]byte(o.Method + ":" + o.Password))
+	if is2022(o.Method) {
+		userinfo = escape(o.Method) + ":" + escape(o.Password)
 	}
-	b.WriteByte('#')
-	b.WriteString(escape(n.Name))
-	return b.String(), nil
+	path := ""
+	if q.String() != "" {
+		path = "/"
+	}
+	return joinURI(s, userinfo, n, "", path, &q), nil
 }
 
 // decodeBase64 decodes standard or URL-safe base64, padded or not, and

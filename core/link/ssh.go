@@ -2,7 +2,6 @@ package link
 
 import (
 	"encoding/base64"
-	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
@@ -122,7 +121,7 @@ func formatSSH(n *node.Node) (string, error) {
 	if o.Password != "" {
 		userinfo += ":" + escape(o.Password)
 	}
-	return "ssh://" + userinfo + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, userinfo, n, "", "", &q), nil
 }
 
 // opensshKeyBody returns the base64 between an OpenSSH key's armour lines,

@@ -25,11 +25,8 @@ func parseTUIC(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if password == "" {
-		password = u.query.get("password")
-	}
-	if password == "" {
-		return nil, errf(s, "password", "empty")
+	if password, err = linkPassword(s, password, u.query); err != nil {
+		return nil, err
 	}
 	port, err := parsePort(s, u.port, 0)
 	if err != nil {
@@ -108,7 +105,7 @@ func formatTUIC(n *node.Node) (string, error) {
 	if n.TLS != nil && n.TLS.NoSNI {
 		q.add("disable_sni", "1")
 	}
-	return "tuic://" + id + ":" + escape(o.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, id+":"+escape(o.Password), n, "", "", &q), nil
 }
 
 // parseAnyTLS reads anytls://password@host[:port]/?sni=…&insecure=1#name
@@ -120,12 +117,9 @@ func parseAnyTLS(rest string) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	password := u.user
-	if password == "" {
-		password = u.query.get("password")
-	}
-	if password == "" {
-		return nil, errf(s, "password", "empty")
+	password, err := linkPassword(s, u.user, u.query)
+	if err != nil {
+		return nil, err
 	}
 	port, err := parsePort(s, u.port, 443)
 	if err != nil {
@@ -148,5 +142,17 @@ func formatAnyTLS(n *node.Node) (string, error) {
 	if err := addQUICTLS(s, &q, n.TLS, "insecure"); err != nil {
 		return "", err
 	}
-	return "anytls://" + escape(n.AnyTLS.Password) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + "/" + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, escape(n.AnyTLS.Password), n, "", "/", &q), nil
+}
+
+// linkPassword is the password from the user info or, when that has
+// none, Shadowrocket's ?password=; empty is an error.
+func linkPassword(scheme, fromUser string, q params) (string, error) {
+	if fromUser == "" {
+		fromUser = q.get("password")
+	}
+	if fromUser == "" {
+		return "", errf(scheme, "password", "empty")
+	}
+	return fromUser, nil
 }

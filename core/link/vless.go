@@ -1,11 +1,6 @@
 package link
 
-import (
-	"strconv"
-	"strings"
-
-	"github.com/skiffvpn/skiff/core/node"
-)
+import "github.com/skiffvpn/skiff/core/node"
 
 // VLESS flows that a share link may name.
 var vlessFlows = map[string]bool{"": true, "xtls-rprx-vision": true, "xtls-rprx-vision-udp443": true}
@@ -71,7 +66,7 @@ func formatVLESS(n *node.Node) (string, error) {
 	if err := addStream(s, &q, n); err != nil {
 		return "", err
 	}
-	return "vless://" + id + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, id, n, "", "", &q), nil
 }
 
 // parseTrojan reads trojan://password@host[:port]?security=tls&sni=…&
@@ -115,13 +110,5 @@ func formatTrojan(n *node.Node) (string, error) {
 	if err := addStream(s, &q, n); err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	b.WriteString("trojan://")
-	b.WriteString(escape(o.Password))
-	b.WriteByte('@')
-	b.WriteString(hostPort(n.Server, strconv.Itoa(int(n.Port))))
-	b.WriteString(q.String())
-	b.WriteByte('#')
-	b.WriteString(escape(n.Name))
-	return b.String(), nil
+	return joinURI(s, escape(o.Password), n, "", "", &q), nil
 }

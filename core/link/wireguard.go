@@ -232,5 +232,5 @@ func formatWireGuard(n *node.Node) (string, error) {
 			q.addNonEmpty("i"+strconv.Itoa(i+1), v)
 		}
 	}
-	return "wireguard://" + escape(o.PrivateKey) + "@" + hostPort(n.Server, strconv.Itoa(int(n.Port))) + "/" + q.String() + "#" + escape(n.Name), nil
+	return joinURI(s, escape(o.PrivateKey), n, "", "/", &q), nil
 }

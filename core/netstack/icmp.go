@@ -20,26 +20,7 @@ func (n *Stack) handleICMPv4(_ stack.TransportEndpointID, pkt *stack.PacketBuffe
 	if len(h) < header.ICMPv4MinimumSize || h.Type() != header.ICMPv4Echo || h.Code() != 0 {
 		return false
 	}
-	net := pkt.Network()
-	src, dst := net.DestinationAddress(), net.SourceAddress()
-	payloadLen := pkt.Data().Size()
-	total := header.IPv4MinimumSize + header.ICMPv4MinimumSize + payloadLen
-	if total > largeDatagram {
-		return true
-	}
-	bp := largePool.Get().(*[]byte)
-	defer largePool.Put(bp)
-	b := (*bp)[:total]
-	n.encodeIPv4(b, total, header.ICMPv4ProtocolNumber, src, dst)
-	reply := header.ICMPv4(b[header.IPv4MinimumSize:])
-	copy(reply, h[:header.ICMPv4MinimumSize])
-	reply.SetType(header.ICMPv4EchoReply)
-	reply.SetChecksum(0)
-	payload := reply[header.ICMPv4MinimumSize:]
-	w := sliceWriter{b: payload}
-	pkt.Data().ReadTo(&w, true)
-	reply.SetChecksum(header.ICMPv4Checksum(reply[:header.ICMPv4MinimumSize], checksum.Checksum(payload, 0)))
-	n.s.WriteRawPacket(nicID, header.IPv4ProtocolNumber, buffer.MakeWithData(b))
+	n.writeEchoReply(pkt, h[:header.ICMPv4MinimumSize])
 	return true
 }
 
@@ -48,40 +29,56 @@ func (n *Stack) handleICMPv6(_ stack.TransportEndpointID, pkt *stack.PacketBuffe
 	if len(h) < header.ICMPv6EchoMinimumSize || h.Type() != header.ICMPv6EchoRequest || h.Code() != 0 {
 		return false
 	}
-	net := pkt.Network()
-	src, dst := net.DestinationAddress(), net.SourceAddress()
-	if src.Len() != 16 || header.IsV6MulticastAddress(src) {
+	if src := pkt.Network().DestinationAddress(); src.Len() != 16 || header.IsV6MulticastAddress(src) {
 		return false
 	}
+	n.writeEchoReply(pkt, h[:header.ICMPv6EchoMinimumSize])
+	return true
+}
+
+// writeEchoReply answers the echo request in pkt, whose ICMP header is h,
+// from the address it was sent to: the same header as an echo reply, and
+// the same payload. A reply larger than largeDatagram is dropped.
+func (n *Stack) writeEchoReply(pkt *stack.PacketBuffer, h []byte) {
+	net := pkt.Network()
+	src, dst := net.DestinationAddress(), net.SourceAddress()
+	v4 := src.Len() == 4
+	ipLen, proto := header.IPv6MinimumSize, header.IPv6ProtocolNumber
+	if v4 {
+		ipLen, proto = header.IPv4MinimumSize, header.IPv4ProtocolNumber
+	}
 	payloadLen := pkt.Data().Size()
-	total := header.IPv6MinimumSize + header.ICMPv6EchoMinimumSize + payloadLen
+	total := ipLen + len(h) + payloadLen
 	if total > largeDatagram {
-		return true
+		return
 	}
 	bp := largePool.Get().(*[]byte)
 	defer largePool.Put(bp)
 	b := (*bp)[:total]
-	header.IPv6(b).Encode(&header.IPv6Fields{
-		PayloadLength:     uint16(header.ICMPv6EchoMinimumSize + payloadLen),
-		TransportProtocol: header.ICMPv6ProtocolNumber,
-		HopLimit:          64,
-		SrcAddr:           src,
-		DstAddr:           dst,
-	})
-	reply := header.ICMPv6(b[header.IPv6MinimumSize:])
-	copy(reply, h[:header.ICMPv6EchoMinimumSize])
-	reply.SetType(header.ICMPv6EchoReply)
-	reply.SetChecksum(0)
-	payload := reply[header.ICMPv6EchoMinimumSize:]
+	reply := b[ipLen:]
+	copy(reply, h)
+	payload := reply[len(h):]
 	w := sliceWriter{b: payload}
 	pkt.Data().ReadTo(&w, true)
-	reply.SetChecksum(header.ICMPv6Checksum(header.ICMPv6ChecksumParams{
-		Header:      reply[:header.ICMPv6EchoMinimumSize],
-		Src:         src,
-		Dst:         dst,
-		PayloadCsum: checksum.Checksum(payload, 0),
-		PayloadLen:  payloadLen,
-	}))
-	n.s.WriteRawPacket(nicID, header.IPv6ProtocolNumber, buffer.MakeWithData(b))
-	return true
+	payloadSum := checksum.Checksum(payload, 0)
+	if v4 {
+		n.encodeIPv4(b, total, header.ICMPv4ProtocolNumber, src, dst)
+		r := header.ICMPv4(reply)
+		r.SetType(header.ICMPv4EchoReply)
+		r.SetChecksum(0)
+		r.SetChecksum(header.ICMPv4Checksum(r[:len(h)], payloadSum))
+	} else {
+		encodeIPv6(b, len(reply), header.ICMPv6ProtocolNumber, src, dst)
+		r := header.ICMPv6(reply)
+		r.SetType(header.ICMPv6EchoReply)
+		r.SetChecksum(0)
+		r.SetChecksum(header.ICMPv6Checksum(header.ICMPv6ChecksumParams{
+			Header:      r[:len(h)],
+			Src:         src,
+			Dst:         dst,
+			PayloadCsum: payloadSum,
+			PayloadLen:  payloadLen,
+		}))
+	}
+	n.s.WriteRawPacket(nicID, proto, buffer.MakeWithData(b))
 }

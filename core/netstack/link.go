@@ -332,10 +332,8 @@ func (e *linkEndpoint) writeLoop() {
 	}
 	batch := make([][]byte, 0, e.batch)
 	for {
-		var pkt *stack.PacketBuffer
-		select {
-		case pkt = <-e.out:
-		case <-e.done:
+		pkt := e.next()
+		if pkt == nil {
 			return
 		}
 		batch = batch[:0]
@@ -373,10 +371,8 @@ func (e *linkEndpoint) vnetLoop() {
 	defer e.wg.Done()
 	defer guard.Fatal(e.restore)
 	for {
-		var pkt *stack.PacketBuffer
-		select {
-		case pkt = <-e.out:
-		case <-e.done:
+		pkt := e.next()
+		if pkt == nil {
 			return
 		}
 		err := e.vnet.writePacket(pkt)
@@ -385,6 +381,17 @@ func (e *linkEndpoint) vnetLoop() {
 			e.fail(err)
 			return
 		}
+	}
+}
+
+// next waits for the writer's next queued packet; nil once the endpoint
+// is closed.
+func (e *linkEndpoint) next() *stack.PacketBuffer {
+	select {
+	case pkt := <-e.out:
+		return pkt
+	case <-e.done:
+		return nil
 	}
 }
 

@@ -290,6 +290,11 @@ func TestICMPEchoDoesNotHang(t *testing.T) {
 		if buf[0] != 0 && buf[0] != 129 {
 			t.Errorf("ping %s: reply type %d", dst, buf[0])
 		}
+		// The sequence number and payload come back (the ping socket puts
+		// its own identifier in).
+		if n != len(echo) || string(buf[6:n]) != string(echo[6:]) {
+			t.Errorf("ping %s: reply % x does not echo the request % x", dst, buf[:n], echo)
+		}
 		t.Logf("ping %s answered locally in %s (%d bytes)", dst, time.Since(start), n)
 		pc.Close()
 	}

@@ -324,13 +324,7 @@ func (n *Stack) writeUDP(src, dst netip.AddrPort, payload []byte) error {
 	if v4 {
 		n.encodeIPv4(b, total, header.UDPProtocolNumber, srcA, dstA)
 	} else {
-		header.IPv6(b).Encode(&header.IPv6Fields{
-			PayloadLength:     udpLen,
-			TransportProtocol: header.UDPProtocolNumber,
-			HopLimit:          64,
-			SrcAddr:           srcA,
-			DstAddr:           dstA,
-		})
+		encodeIPv6(b, int(udpLen), header.UDPProtocolNumber, srcA, dstA)
 	}
 	u := header.UDP(b[ipLen:])
 	u.Encode(&header.UDPFields{SrcPort: src.Port(), DstPort: dst.Port(), Length: udpLen})
@@ -361,4 +355,16 @@ func (n *Stack) encodeIPv4(b []byte, total int, proto tcpip.TransportProtocolNum
 		DstAddr:     dst,
 	})
 	ip.SetChecksum(^ip.CalculateChecksum())
+}
+
+// encodeIPv6 writes the IPv6 header of a packet the stack sends itself at
+// the start of b, as encodeIPv4 does for IPv4.
+func encodeIPv6(b []byte, payloadLen int, proto tcpip.TransportProtocolNumber, src, dst tcpip.Address) {
+	header.IPv6(b).Encode(&header.IPv6Fields{
+		PayloadLength:     uint16(payloadLen),
+		TransportProtocol: proto,
+		HopLimit:          64,
+		SrcAddr:           src,
+		DstAddr:           dst,
+	})
 }

@@ -77,8 +77,8 @@ func TestSingBox(t *testing.T) {
 		{&flow.Metadata{Network: flow.TCP, Host: "www.sohu.cn", Destination: flow.Addr{IP: netip.MustParseAddr("203.0.113.9"), Port: 443}}, true},
 	})
 	sk := s.Skipped()
-	if len(sk) != 2 || !strings.Contains(sk[0].Reason, "process") || !strings.Contains(sk[1].Reason, "some_future_field") {
-		t.Errorf("Skipped = %+v; want the process rule and the unknown field, with reasons", sk)
+	if len(sk) != 2 || sk[0].Entry != "rule 6" || !strings.Contains(sk[0].Reason, "process") || sk[1].Entry != "rule 7" || !strings.Contains(sk[1].Reason, "some_future_field") {
+		t.Errorf("Skipped = %+v; want rule 6 (process) and rule 7 (an unknown field), with reasons", sk)
 	}
 }
 
@@ -89,6 +89,7 @@ func TestSingBoxErrors(t *testing.T) {
 		{"no version", `{"rules": []}`, "version 0"},
 		{"binary", "SRS\x01\x78\x9c", "srs"},
 		{"bad prefix", `{"version": 1, "rules": [{"ip_cidr": ["10.0.0.0/33"]}]}`, "ip_cidr"},
+		{"names the rule", `{"version": 1, "rules": [{"port": 1}, {"port_range": ["9:1"]}]}`, "ruleset: sing-box: rule 2: "},
 		{"bad domain", `{"version": 1, "rules": [{"domain": ["a..b"]}]}`, "not a domain"},
 		{"bad regex", `{"version": 1, "rules": [{"domain_regex": ["("]}]}`, "regex"},
 		{"bad range", `{"version": 1, "rules": [{"port_range": ["9:1"]}]}`, "port range"},

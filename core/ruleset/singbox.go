@@ -32,13 +32,28 @@ func ParseSingBox(data []byte) (*Set, error) {
 	if doc.Version < 1 || doc.Version > 3 {
 		return nil, fmt.Errorf("ruleset: sing-box: version %d is not 1, 2 or 3", doc.Version)
 	}
+	specs, skipped, err := decodeRules(len(doc.Rules), func(i int) (spec, string, error) { return singBoxRule(doc.Rules[i], 0) })
+	if err != nil {
+		return nil, fmt.Errorf("ruleset: sing-box: %w", err)
+	}
+	set, err := build(specs, skipped)
+	if err != nil {
+		return nil, fmt.Errorf("ruleset: sing-box: %w", err)
+	}
+	return set, nil
+}
+
+// decodeRules decodes the n rules of a sing-box rule set, JSON or binary,
+// with decode: the rules Skiff can match, and those it skips (named "rule
+// N") with the reason decode gives.
+func decodeRules(n int, decode func(i int) (spec, string, error)) ([]spec, []Skipped, error) {
 	var specs []spec
 	var skipped []Skipped
-	for i, raw := range doc.Rules {
-		sp, reason, err := singBoxRule(raw, 0)
+	for i := range n {
+		sp, reason, err := decode(i)
 		where := "rule " + strconv.Itoa(i+1)
 		if err != nil {
-			return nil, fmt.Errorf("ruleset: sing-box: %s: %w", where, err)
+			return nil, nil, fmt.Errorf("%s: %w", where, err)
 		}
 		if reason != "" {
 			skipped = append(skipped, Skipped{Entry: where, Reason: reason})
@@ -46,11 +61,7 @@ func ParseSingBox(data []byte) (*Set, error) {
 		}
 		specs = append(specs, sp)
 	}
-	set, err := build(specs, skipped)
-	if err != nil {
-		return nil, fmt.Errorf("ruleset: sing-box: %w", err)
-	}
-	return set, nil
+	return specs, skipped, nil
 }
 
 // listable is sing-box's "one value or a list of them".

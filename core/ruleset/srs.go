@@ -11,7 +11,6 @@ import (
 	"math/bits"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/flow"
@@ -91,19 +90,9 @@ func parseSRS(data []byte) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rule count: %w", err)
 	}
-	var specs []spec
-	var skipped []Skipped
-	for i := range n {
-		sp, reason, err := r.rule(0)
-		where := "rule " + strconv.Itoa(int(i)+1)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		if reason != "" {
-			skipped = append(skipped, Skipped{Entry: where, Reason: reason})
-			continue
-		}
-		specs = append(specs, sp)
+	specs, skipped, err := decodeRules(n, func(int) (spec, string, error) { return r.rule(0) })
+	if err != nil {
+		return nil, err
 	}
 	if r.read > maxSRSInflated {
 		return nil, fmt.Errorf("more than %d bytes once inflated: not a rule set", maxSRSInflated)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/profile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -148,15 +147,11 @@ func parseClash(root *yaml.Node, res *Result) error {
 			if name := mapValue(entry, "name"); name != nil && name.Kind == yaml.ScalarNode {
 				reason = fmt.Sprintf("proxy %q: %s", name.Value, reason)
 			}
-			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: reason})
+			res.warn(line, reason)
 			continue
 		}
 		n, err := cp.node()
-		if err != nil {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
-			continue
-		}
-		res.Nodes = append(res.Nodes, n)
+		res.add(line, n, err)
 	}
 	parseClashGroups(root, res)
 	return nil

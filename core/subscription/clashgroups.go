@@ -63,12 +63,12 @@ func parseClashGroups(root *yaml.Node, res *Result) {
 		return
 	}
 	if groups.Kind != yaml.SequenceNode {
-		res.Warnings = append(res.Warnings, profile.Warning{Line: groups.Line, Reason: "proxy-groups: not a list"})
+		res.warn(groups.Line, "proxy-groups: not a list")
 		return
 	}
 	budget := maxYAMLNodes
 	if err := countYAML(groups, &budget, 0); err != nil {
-		res.Warnings = append(res.Warnings, profile.Warning{Line: groups.Line, Reason: "proxy-groups: " + err.Error()})
+		res.warn(groups.Line, "proxy-groups: "+err.Error())
 		return
 	}
 	var all []string
@@ -76,7 +76,7 @@ func parseClashGroups(root *yaml.Node, res *Result) {
 		all = append(all, n.Name)
 	}
 	warn := func(line int, format string, a ...any) {
-		res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: fmt.Sprintf(format, a...)})
+		res.warn(line, fmt.Sprintf(format, a...))
 	}
 	seen := map[string]bool{}
 	for _, entry := range groups.Content {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/skiffvpn/skiff/core/node"
-	"github.com/skiffvpn/skiff/core/profile"
 )
 
 // pluginOpts is a Clash proxy's plugin-opts; for shadow-tls with the
@@ -98,13 +97,13 @@ func (d *shadowTLSDetours) resolve(res *Result) {
 		s, ok := d.servers[u.tag]
 		if !ok {
 			if u.n.Server == detourServer {
-				res.Warnings = append(res.Warnings, profile.Warning{Line: u.line, Reason: fmt.Sprintf("outbound %q: server: missing (detour %q is not a shadowtls outbound)", u.n.Name, u.tag)})
+				res.warn(u.line, fmt.Sprintf("outbound %q: server: missing (detour %q is not a shadowtls outbound)", u.n.Name, u.tag))
 				drop[u.n] = true
 			}
 			continue
 		}
 		if err := joinShadowTLS(u.n, &s); err != nil {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: u.line, Reason: fmt.Sprintf("outbound %q: %v", u.n.Name, err)})
+			res.warn(u.line, fmt.Sprintf("outbound %q: %v", u.n.Name, err))
 			drop[u.n] = true
 		}
 	}

@@ -222,7 +222,7 @@ func parseSingBox(body []byte, res *Result) error {
 			}
 			o := sbOutbound{raw: raw}
 			if err := json.Unmarshal(raw, &o); err != nil {
-				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid outbound: " + jsonFieldError(err)})
+				res.warn(line, "invalid outbound: "+jsonFieldError(err))
 				continue
 			}
 			if o.Type == "selector" || o.Type == "urltest" {
@@ -234,13 +234,9 @@ func parseSingBox(body []byte, res *Result) error {
 				continue
 			}
 			st.serverless(&o)
-			n, err := o.node()
-			if err != nil {
-				res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
-				continue
+			if n, err := o.node(); res.add(line, n, err) {
+				st.note(&o, n, line)
 			}
-			res.Nodes = append(res.Nodes, n)
-			st.note(&o, n, line)
 		}
 		if _, err := dec.Token(); err != nil {
 			return jsonError(body, err)

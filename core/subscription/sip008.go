@@ -36,7 +36,7 @@ func parseSIP008(body []byte, res *Result) error {
 		return jsonError(body, err)
 	}
 	if doc.Version > 1 {
-		res.Warnings = append(res.Warnings, profile.Warning{Reason: fmt.Sprintf("SIP008 version %d is newer than 1; reading it as version 1", doc.Version)})
+		res.warn(0, fmt.Sprintf("SIP008 version %d is newer than 1; reading it as version 1", doc.Version))
 	}
 	if doc.BytesUsed != nil || doc.BytesRemaining != nil {
 		ui := &profile.UserInfo{}
@@ -58,15 +58,11 @@ func parseSIP008(body []byte, res *Result) error {
 		}
 		var s sip008Server
 		if err := json.Unmarshal(raw, &s); err != nil {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: "invalid server: " + jsonFieldError(err)})
+			res.warn(line, "invalid server: "+jsonFieldError(err))
 			continue
 		}
 		n, err := s.node()
-		if err != nil {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: line, Reason: err.Error()})
-			continue
-		}
-		res.Nodes = append(res.Nodes, n)
+		res.add(line, n, err)
 	}
 	return nil
 }

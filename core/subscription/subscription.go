@@ -59,6 +59,22 @@ type Result struct {
 	Routes   *profile.SubRoutes // the body's own rules (Clash, sing-box); nil: none (see rules.go)
 }
 
+// add keeps n, the node of the entry at line, or when err is set records
+// the entry as skipped for that reason; it reports whether n was kept.
+func (r *Result) add(line int, n *node.Node, err error) bool {
+	if err != nil {
+		r.warn(line, err.Error())
+		return false
+	}
+	r.Nodes = append(r.Nodes, n)
+	return true
+}
+
+// warn records that the entry at line was skipped, and why.
+func (r *Result) warn(line int, reason string) {
+	r.Warnings = append(r.Warnings, profile.Warning{Line: line, Reason: reason})
+}
+
 // Unsupported counts the nodes protocol.Supported rejects.
 func (r *Result) Unsupported() int {
 	c := 0

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/skiffvpn/skiff/core/link"
-	"github.com/skiffvpn/skiff/core/profile"
 )
 
 // parseURIList reads one share link per line through link.Parse. Blank lines
@@ -23,14 +22,10 @@ func parseURIList(text []byte, res *Result) {
 			continue
 		}
 		if !utf8.ValidString(line) {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: lineNo, Reason: "not valid UTF-8 text"})
+			res.warn(lineNo, "not valid UTF-8 text")
 			continue
 		}
 		n, err := link.Parse(line)
-		if err != nil {
-			res.Warnings = append(res.Warnings, profile.Warning{Line: lineNo, Reason: err.Error()})
-			continue
-		}
-		res.Nodes = append(res.Nodes, n)
+		res.add(lineNo, n, err)
 	}
 }
