@@ -1,13 +1,15 @@
 // Package tray is Skiff's tray icon as a process of its own, without Fyne
 // or a GL context: a client of the service (core/api) that shows the
-// state, connects and disconnects, changes the mode and the routing, picks the route and
-// the server of a selector group, and starts the window (app/window) as a
-// separate process that ends when it is closed. Hidden, Skiff then costs
+// state and where traffic leaves from, connects and disconnects, changes
+// the mode and the routing, picks the route and the server of a selector
+// group, and starts the window (app/window) as a separate process that
+// ends when it is closed. Hidden, Skiff then costs
 // what this process costs: it waits on the service's Watch stream and
 // wakes only when something changes.
 package tray
 
 import (
+	"github.com/skiffvpn/skiff/app/exitline"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/plan"
@@ -49,6 +51,7 @@ type entry struct {
 // it is tested without a tray).
 type view struct {
 	Status  string // the first, disabled line
+	Exit    string // where traffic leaves from (package exitline), a disabled line; "" hides it
 	Running bool
 	Toggle  string       // Connect or Disconnect
 	Mode    string       // the mode checked
@@ -59,8 +62,10 @@ type view struct {
 }
 
 // makeView says what the menu shows for st, the profile p (nil when it
-// could not be read), the saved mode and whether the service answers.
-func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string, reachable bool) view {
+// could not be read), the saved mode, whether the service answers and the
+// exit line last shown. Its labels are as the OS's menu draws them
+// (exitline.MenuLabel: no flags on Windows).
+func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string, reachable bool, exit string) view {
 	v := view{Running: st.State == core.Running, Mode: mode, Routing: api.RoutingOf(st, p)}
 	if v.Mode == "" {
 		v.Mode = plan.ModeProxy
@@ -76,7 +81,8 @@ func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string,
 		if via == "" {
 			via = st.Outbound
 		}
-		v.Status = l.T("tray.via", map[string]any{"Name": via})
+		v.Status = exitline.MenuLabel(l.T("tray.via", map[string]any{"Name": via}))
+		v.Exit = exitline.MenuLabel(exit)
 	default:
 		v.Status = l.T("tray.notConnected", nil)
 	}
@@ -91,7 +97,7 @@ func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string,
 		if len(v.Routes) == maxRoutes {
 			break
 		}
-		v.Routes = append(v.Routes, entry{ID: g.ID, Label: g.Name, Checked: g.ID == p.Selected})
+		v.Routes = append(v.Routes, entry{ID: g.ID, Label: exitline.MenuLabel(g.Name), Checked: g.ID == p.Selected})
 	}
 	if g := p.Group(p.Selected); g != nil && g.Type == profile.GroupSelector {
 		v.Group = g.ID
@@ -105,7 +111,7 @@ func makeView(l *i18n.Localizer, st api.Status, p *profile.Profile, mode string,
 			} else if sub := p.Group(id); sub != nil {
 				name = sub.Name
 			}
-			v.Members = append(v.Members, entry{ID: id, Label: name, Checked: id == g.Selected})
+			v.Members = append(v.Members, entry{ID: id, Label: exitline.MenuLabel(name), Checked: id == g.Selected})
 		}
 	}
 	return v

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skiffvpn/skiff/app/exitline"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/link"
@@ -18,7 +19,10 @@ func TestMakeView(t *testing.T) {
 	l := i18n.New(i18n.Languages[0])
 	var nodes []*profile.Node
 	// Node and group names carry their flags, as providers write them:
-	// the window shows the names as they are, and so does the menu.
+	// the window shows the names as they are, and so does the menu where
+	// its font draws flags (exitline.MenuLabel).
+	menu := exitline.MenuLabel
+	const exit = "Exit 203.0.113.7 · 🇩🇪 DE"
 	for _, s := range []string{"hysteria2://a@127.0.0.1:9/#%F0%9F%87%AF%F0%9F%87%B5%20Tokyo", "hysteria2://b@127.0.0.1:10/#Osaka"} {
 		n, err := link.Parse(s)
 		if err != nil {
@@ -36,22 +40,29 @@ func TestMakeView(t *testing.T) {
 		p         *profile.Profile
 		mode      string
 		reachable bool
+		exit      string
 		want      view
 	}{
-		{"no service", api.Status{State: core.Stopped}, nil, "", false,
+		{"no service", api.Status{State: core.Stopped}, nil, "", false, "",
 			view{Status: "The Skiff service is not running", Toggle: "Connect", Mode: plan.ModeProxy, Routing: core.RoutingRule}},
-		{"stopped, a selector picked", api.Status{State: core.Stopped}, prof, plan.ModeSystemProxy, true,
+		// A disconnected tray shows no exit, whatever was last said.
+		{"stopped, a selector picked", api.Status{State: core.Stopped}, prof, plan.ModeSystemProxy, true, exit,
 			view{Status: "Not connected", Toggle: "Connect", Mode: plan.ModeSystemProxy, Routing: core.RoutingDirect,
-				Routes:  []entry{{"auto", "Auto", false}, {"pick", "🇭🇰 Pick", true}},
+				Routes:  []entry{{"auto", "Auto", false}, {"pick", menu("🇭🇰 Pick"), true}},
 				Group:   "pick",
-				Members: []entry{{nodes[0].ID, "🇯🇵 Tokyo", false}, {nodes[1].ID, "Osaka", true}}}},
+				Members: []entry{{nodes[0].ID, menu("🇯🇵 Tokyo"), false}, {nodes[1].ID, "Osaka", true}}}},
+		{"the service went while connected", tun, prof, plan.ModeProxy, false, exit,
+			view{Status: "The Skiff service is not running", Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN, Routing: core.RoutingGlobal,
+				Routes:  []entry{{"auto", "Auto", false}, {"pick", menu("🇭🇰 Pick"), true}},
+				Group:   "pick",
+				Members: []entry{{nodes[0].ID, menu("🇯🇵 Tokyo"), false}, {nodes[1].ID, "Osaka", true}}}},
 		// The mode and the routing that run win over those saved since.
-		{"running in TUN, a failover group picked", tun, &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail}, Selected: "auto", Routing: "direct"}, plan.ModeProxy, true,
-			view{Status: "Via Osaka", Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN, Routing: core.RoutingGlobal,
+		{"running in TUN, a failover group picked", tun, &profile.Profile{Nodes: nodes, Groups: []*profile.Group{fail}, Selected: "auto", Routing: "direct"}, plan.ModeProxy, true, exit,
+			view{Status: "Via Osaka", Exit: menu(exit), Running: true, Toggle: "Disconnect", Mode: plan.ModeTUN, Routing: core.RoutingGlobal,
 				Routes: []entry{{"auto", "Auto", true}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := makeView(l, tt.st, tt.p, tt.mode, tt.reachable); !reflect.DeepEqual(got, tt.want) {
+			if got := makeView(l, tt.st, tt.p, tt.mode, tt.reachable, tt.exit); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
 		})

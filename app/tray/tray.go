@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/systray"
 
+	"github.com/skiffvpn/skiff/app/exitline"
 	"github.com/skiffvpn/skiff/app/guiprefs"
 	"github.com/skiffvpn/skiff/app/sysproxy"
 	"github.com/skiffvpn/skiff/core"
@@ -29,6 +30,20 @@ type Options struct {
 // on the main goroutine (the OS tray wants its first thread). The core in
 // the service goes on after Run returns.
 func Run(ctx context.Context, o Options) {
+	t := newTray(ctx, o)
+	go func() {
+		<-t.ctx.Done()
+		systray.Quit()
+	}()
+	systray.Run(t.ready, func() {})
+	t.cancel()
+	t.wg.Wait()
+	t.sys.Stop() // the session's proxy settings end with the tray
+}
+
+// newTray is the tray before its menu: ready builds that and starts its
+// goroutines, which end with ctx or Quit (cancel; wait for wg).
+func newTray(ctx context.Context, o Options) *tray {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -44,14 +59,18 @@ func Run(ctx context.Context, o Options) {
 		lang = i18n.Match(i18n.SystemLocales()...)
 	}
 	t.l = i18n.New(lang)
-	go func() {
-		<-ctx.Done()
-		systray.Quit()
-	}()
-	systray.Run(t.ready, func() {})
-	cancel()
-	t.wg.Wait()
-	t.sys.Stop() // the session's proxy settings end with the tray
+	t.exitFor = exitline.New(exitline.Options{
+		Exit:       o.Backend.Exit,
+		Words:      func(key string, data map[string]any) string { return t.l.T(key, data) },
+		Background: exitline.Goroutines(t.ctx, &t.wg),
+		Show: func(s string) {
+			t.mu.Lock()
+			t.exit = s
+			t.mu.Unlock()
+			t.show()
+		},
+	})
+	return t
 }
 
 // tray is the running tray: its menu items and what it last showed.
@@ -60,21 +79,24 @@ type tray struct {
 	l       *i18n.Localizer
 	ctx     context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the watch loop, the click loop, the action worker
+	wg      sync.WaitGroup // the watch loop, the click loop, the action worker, the exit's ask
 	sys     *sysproxy.Keeper
+	exitFor *exitline.Line             // asks for the exit of each run and server
 	actions chan func(context.Context) // clicks' work, done in order by one worker
 
 	mu        sync.Mutex // guards the fields below
 	st        api.Status
 	prof      *profile.Profile
 	reachable bool
+	exit      string // the exit line, from exitFor
 	shown     *view
 
-	status, toggle, open, quit *systray.MenuItem
-	modeMenu, routeMenu        *systray.MenuItem
-	routingMenu, pickMenu      *systray.MenuItem
-	modes, routings            []*systray.MenuItem
-	routes, members            []*systray.MenuItem
+	status, exitItem      *systray.MenuItem
+	toggle, open, quit    *systray.MenuItem
+	modeMenu, routeMenu   *systray.MenuItem
+	routingMenu, pickMenu *systray.MenuItem
+	modes, routings       []*systray.MenuItem
+	routes, members       []*systray.MenuItem
 }
 
 // ready builds the menu; systray calls it once the tray runs.
@@ -84,6 +106,9 @@ func (t *tray) ready() {
 	systray.SetTooltip("Skiff")
 	t.status = systray.AddMenuItem("", "")
 	t.status.Disable()
+	t.exitItem = systray.AddMenuItem("", "")
+	t.exitItem.Disable()
+	t.exitItem.Hide()
 	t.toggle = systray.AddMenuItem(t.l.T("home.connect", nil), "")
 	systray.AddSeparator()
 	t.modeMenu = systray.AddMenuItem(t.l.T("home.mode", nil), "")
@@ -166,6 +191,11 @@ func (t *tray) setStatus(st api.Status, reachable bool) {
 	t.mu.Lock()
 	t.st, t.reachable = st, reachable
 	t.mu.Unlock()
+	key := ""
+	if reachable {
+		key = exitline.Key(st)
+	}
+	t.exitFor.Follow(key) // asks after a connect, a switch or a reconnect
 	t.show()
 }
 
@@ -174,7 +204,7 @@ func (t *tray) show() {
 	prefs, _ := guiprefs.Load(t.o.PrefsDir)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	v := makeView(t.l, t.st, t.prof, prefs.Mode, t.reachable)
+	v := makeView(t.l, t.st, t.prof, prefs.Mode, t.reachable, t.exit)
 	if t.shown != nil && reflect.DeepEqual(*t.shown, v) {
 		return
 	}
@@ -189,6 +219,12 @@ func (t *tray) show() {
 	}
 	t.status.SetTitle(v.Status)
 	systray.SetTooltip("Skiff: " + v.Status)
+	if v.Exit != "" {
+		t.exitItem.SetTitle(v.Exit)
+		t.exitItem.Show()
+	} else {
+		t.exitItem.Hide()
+	}
 	t.toggle.SetTitle(v.Toggle)
 	for i, m := range modes {
 		setChecked(t.modes[i], m.mode == v.Mode)

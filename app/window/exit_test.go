@@ -57,13 +57,3 @@ func TestExitLine(t *testing.T) {
 		t.Error("the exit line is shown while disconnected")
 	}
 }
-
-func TestFlagOf(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"DE", "🇩🇪"}, {"JP", "🇯🇵"}, {"XX", ""}, {"de", ""}, {"D", ""}, {"DEU", ""}, {"", ""},
-	} {
-		if got := flagOf(c.in); got != c.want {
-			t.Errorf("flagOf(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}

@@ -7,6 +7,7 @@ import (
 	"fyne.io/fyne/v2/driver/desktop"
 	"github.com/godbus/dbus/v5"
 
+	"github.com/skiffvpn/skiff/app/exitline"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 )
@@ -17,6 +18,8 @@ type tray struct {
 	da      desktop.App
 	toggle  *fyne.MenuItem
 	current *fyne.MenuItem
+	exit    *fyne.MenuItem // where traffic leaves from; in the menu while connected
+	exitFor *exitline.Line
 	open    *fyne.MenuItem
 	quit    *fyne.MenuItem
 	routing *fyne.MenuItem   // the Routing submenu
@@ -49,6 +52,8 @@ func newTray(u *UI, da desktop.App) *tray {
 	})
 	t.current = fyne.NewMenuItem(tr("tray.notConnected"), nil)
 	t.current.Disabled = true
+	t.exit = fyne.NewMenuItem("", nil)
+	t.exit.Disabled = true
 	t.open = fyne.NewMenuItem(tr("tray.open"), u.showWindow)
 	t.quit = fyne.NewMenuItem(tr("tray.quit"), u.Quit)
 	t.quit.IsQuit = true
@@ -60,10 +65,26 @@ func newTray(u *UI, da desktop.App) *tray {
 		t.routes = append(t.routes, it)
 		t.routing.ChildMenu.Items = append(t.routing.ChildMenu.Items, it)
 	}
-	t.menu = fyne.NewMenu("Skiff", t.toggle, t.current, fyne.NewMenuItemSeparator(), t.routing, fyne.NewMenuItemSeparator(), t.open, t.quit)
+	t.menu = fyne.NewMenu("Skiff")
+	t.setItems()
+	t.exitFor = newExitFollower(u, func(s string) {
+		t.exit.Label = exitline.MenuLabel(s)
+		t.setItems()
+		t.menu.Refresh()
+	})
 	da.SetSystemTrayMenu(t.menu)
 	da.SetSystemTrayIcon(iconTrayOff)
 	return t
+}
+
+// setItems puts the items in the menu, the exit line only while it says
+// something (a Fyne menu item cannot hide).
+func (t *tray) setItems() {
+	items := []*fyne.MenuItem{t.toggle, t.current}
+	if t.exit.Label != "" {
+		items = append(items, t.exit)
+	}
+	t.menu.Items = append(items, fyne.NewMenuItemSeparator(), t.routing, fyne.NewMenuItemSeparator(), t.open, t.quit)
 }
 
 // update shows st; it runs on the UI thread and touches the tray only on a
@@ -76,6 +97,7 @@ func (t *tray) update(st api.Status) {
 	t.u.mu.Lock()
 	routing := api.RoutingOf(st, t.u.prof)
 	t.u.mu.Unlock()
+	t.exitFor.Follow(exitline.Key(st))
 	if st.State == t.state && via == t.via && routing == t.shown {
 		return
 	}
@@ -85,7 +107,7 @@ func (t *tray) update(st api.Status) {
 	}
 	if st.State == core.Running {
 		t.toggle.Label = tr("home.disconnect")
-		t.current.Label = tr("tray.via", M{"Name": via})
+		t.current.Label = exitline.MenuLabel(tr("tray.via", M{"Name": via}))
 		t.da.SetSystemTrayIcon(iconTrayOn)
 	} else {
 		t.toggle.Label = tr("home.connect")
@@ -101,6 +123,7 @@ func (t *tray) relabel() {
 	for i, it := range t.routes {
 		it.Label = routingLabel(core.Routings[i])
 	}
+	t.exitFor.Relabel()
 	t.state = -1 // update sets the rest
 	t.update(t.u.status())
 }

@@ -179,7 +179,7 @@ func TestKeysUsedAndDefined(t *testing.T) {
 		prefixes[k[:strings.IndexByte(k, '.')]] = true
 	}
 	var files []string
-	for _, dir := range []string{"../../app/window", "../../app/cli", "../../app/tray", "."} {
+	for _, dir := range []string{"../../app/window", "../../app/cli", "../../app/tray", "../../app/exitline", "."} {
 		fs, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(fs) == 0 {
 			t.Fatalf("no Go files in %s (moved?): %v", dir, err)

@@ -49,8 +49,9 @@ func startSessionBus(t *testing.T) string {
 
 // menuItem is one entry of a dbusmenu layout.
 type menuItem struct {
-	ID    int32
-	Label string
+	ID      int32
+	Label   string
+	Visible bool
 }
 
 // menuItems reads the tray menu of the item owned by dest.
@@ -77,7 +78,11 @@ func menuItems(t *testing.T, conn *dbus.Conn, dest string) []menuItem {
 		id, _ := v[0].(int32)
 		props, _ := v[1].(map[string]dbus.Variant)
 		label, _ := props["label"].Value().(string)
-		items = append(items, menuItem{ID: id, Label: label})
+		visible := true // dbusmenu's default
+		if v, ok := props["visible"]; ok {
+			visible, _ = v.Value().(bool)
+		}
+		items = append(items, menuItem{ID: id, Label: label, Visible: visible})
 	}
 	return items
 }
@@ -162,6 +167,11 @@ func TestTrayWithAHost(t *testing.T) {
 	}
 	if l := labels(); l[1] != "Via Home server" {
 		t.Errorf("tray shows %q as the current member, want Via Home server", l[1])
+	}
+	// The exit line follows (the lab's trace services may not answer: any
+	// of its words will do).
+	if l := labels(); !strings.HasPrefix(l[2], "Exit") {
+		t.Errorf("tray menu %q after connecting, want the exit line third", l)
 	}
 
 	// Closing the window hides it to the tray (the VPN stays up); the

@@ -109,6 +109,9 @@ func trayScenario(t *testing.T, runs int) {
 		labels = append(labels, it.Label)
 	}
 	t.Logf("tray menu: %q", labels)
+	if l := exitItem(t, conn, item); l != "" {
+		t.Errorf("disconnected, the tray shows %q", l)
+	}
 	if n := windowProcesses(t); n != 0 {
 		t.Fatalf("%d windows run before Open Skiff", n)
 	}
@@ -124,6 +127,12 @@ func trayScenario(t *testing.T, runs int) {
 	}
 	if n := fetchThrough(t, listen, origin); n < 1<<20 {
 		t.Fatalf("fetched %d bytes through the proxy", n)
+	}
+	// The lab's trace services may not answer: any of the line's words do.
+	for deadline := time.Now().Add(5 * time.Second); exitItem(t, conn, item) == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("connected, the tray shows no exit line: %+v", menuItems(t, conn, item))
+		}
 	}
 	m.measure("tray process, window closed, connected, idle", tr)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,6 +197,17 @@ func trayScenario(t *testing.T, runs int) {
 	if sorted[len(sorted)/2] > time.Second {
 		t.Errorf("Open Skiff took %v (median of %v), want under a second", sorted[len(sorted)/2], opens)
 	}
+}
+
+// exitItem is the label of the tray's visible exit line, "" when none.
+func exitItem(t *testing.T, conn *dbus.Conn, item string) string {
+	t.Helper()
+	for _, it := range menuItems(t, conn, item) {
+		if it.Visible && strings.HasPrefix(it.Label, "Exit") {
+			return it.Label
+		}
+	}
+	return ""
 }
 
 // windowPID returns the one skiff-window process of this test.
