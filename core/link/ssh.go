@@ -66,6 +66,9 @@ func sshKeyPEM(v string) (string, error) {
 	if body == "" {
 		return "", errf(schemeSSH, "pk", "empty")
 	}
+	if strings.Trim(body, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != "" {
+		return "", errf(schemeSSH, "pk", "not the base64 of an OpenSSH private key")
+	}
 	return opensshKeyBegin + "\n" + body + "\n" + opensshKeyEnd + "\n", nil
 }
 

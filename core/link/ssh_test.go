@@ -46,6 +46,7 @@ func TestSSHLinks(t *testing.T) {
 		{"no user", "ssh://:pw@example.com", "link: ssh: user: missing"},
 		{"no credentials", "ssh://root@example.com?hk=x", "no password and no private key"},
 		{"RSA PEM", "ssh://root@example.com?pk=" + escape("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----"), "pk: not an OpenSSH private key"},
+		{"pk not base64", "ssh://0@example.com:22?pk=" + escape("-----BEG\nIN0"), "pk: not the base64 of an OpenSSH private key"}, // found by FuzzSSHLink
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(tc.link)
