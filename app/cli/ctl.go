@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
+	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -204,13 +206,17 @@ func runDisconnect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return runQuery(args, "connections", stdout, stderr, (*api.Client).Connections, func(w io.Writer, cs []stats.ConnInfo) error {
-		rows := [][]string{{"ID", "NET", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
+		rows := [][]string{{"ID", "NET", "PROGRAM", "DESTINATION", "OUTBOUND", "UP", "DOWN"}}
 		for _, ci := range cs {
 			dst := ci.Destination
 			if ci.Host != "" {
 				dst = ci.Host
 			}
-			rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(dst), tabSafe(ci.Outbound),
+			prog := "-" // not looked up (or not found) on this system
+			if ci.Process != "" && ci.Process != flow.ProcessUnknown {
+				prog = filepath.Base(ci.Process)
+			}
+			rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(prog), tabSafe(dst), tabSafe(ci.Outbound),
 				strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})
 		}
 		return writeTable(w, rows)

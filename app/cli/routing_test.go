@@ -4,9 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,28 +11,14 @@ import (
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/plan"
-	"github.com/skiffvpn/skiff/core/profile"
 )
 
 // TestRoutingCommand runs `skiff routing` against the API on a Unix
 // socket: saved while disconnected, live while connected, refused when
 // it is no routing.
 func TestRoutingCommand(t *testing.T) {
-	store, err := profile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctrl := core.NewController(core.Options{LogOutput: io.Discard})
-	l := api.NewLocal(ctrl, store, nil)
-	defer l.Close()
-	sock := filepath.Join(t.TempDir(), "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api.NewHandler(l, api.HandlerOptions{})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	l, sock := serveAPI(t, ctrl)
 	skiff := func(args ...string) (int, string) {
 		var out bytes.Buffer
 		code := Main(append([]string{"routing", "--socket", sock}, args...), strings.NewReader(""), &out, &out)

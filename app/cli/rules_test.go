@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,20 +21,7 @@ import (
 // the API served on a Unix socket, with a core that runs one downloaded
 // rule set.
 func TestRulesCommand(t *testing.T) {
-	store, err := profile.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := api.NewLocal(core.NewController(core.Options{LogOutput: io.Discard}), store, nil)
-	defer l.Close()
-	sock := filepath.Join(t.TempDir(), "api.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: api.NewHandler(l, api.HandlerOptions{})}
-	go srv.Serve(ln)
-	defer srv.Close()
+	l, sock := serveAPI(t, core.NewController(core.Options{LogOutput: io.Discard}))
 	skiff := func(args ...string) (int, string) {
 		var out bytes.Buffer
 		code := Main(append([]string{"rules", "--socket", sock}, args...), strings.NewReader(""), &out, &out)
