@@ -135,9 +135,7 @@ package: package-linux package-windows
 package-linux: deps
 	@mkdir -p dist/linux
 	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff .
-	@# skiff-window's RUNPATH is the package's /usr/lib/skiff (packaging/linux
-	@# WindowLDFlags: where the deb links libX11.so for the clipboard reader)
-	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS) '-extldflags=-Wl,-rpath,/usr/lib/skiff'" -o dist/linux/skiff-window ./app/skiff-window
+	CGO_ENABLED=1 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-window ./app/skiff-window
 	CGO_ENABLED=0 $(GO) build $(PKG_GOFLAGS) -ldflags "-s -w $(VERSION_LDFLAGS)" -o dist/linux/skiff-tray ./app/skiff-tray
 	./dist/linux/skiff service unit > dist/linux/skiff.service
 	cd packaging && $(GO) run ./cmd/skiffpkg linux --repo .. --version $(VERSION) --release $(RELEASE) \

@@ -62,23 +62,6 @@ func (s Spec) FileName(format string) string {
 	return ""
 }
 
-// LibDir is the package's private library directory, the window's
-// RUNPATH: the Makefile links skiff-window with
-// -extldflags=-Wl,-rpath,/usr/lib/skiff (WindowLDFlags).
-const LibDir = "/usr/lib/skiff"
-
-// WindowLDFlags is the linker flag skiff-window is built with for the
-// packages (the Makefile and the tests' build pass it as is).
-const WindowLDFlags = "-extldflags=-Wl,-rpath," + LibDir
-
-// X11Library is, per package format, where the X11 runtime library
-// (libx11-6, libX11.so.6()(64bit)) puts libX11.so.6 on amd64, relative
-// to LibDir (Debian's policy wants relative links within /usr).
-var X11Library = map[string]string{
-	"deb": "../x86_64-linux-gnu/libX11.so.6",
-	"rpm": "../../lib64/libX11.so.6",
-}
-
 // DebDepends are the Debian/Ubuntu packages of the libraries the window
 // binary links (GLFW's X11 and OpenGL, through Fyne; skiff itself is
 // static), and of the tools the maintainer scripts call.
@@ -242,14 +225,6 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 		{Source: filepath.Join(dir, "skiff-tray.desktop"), Destination: AutostartPath, Type: files.TypeConfig,
 			FileInfo: &files.ContentFileInfo{Mode: 0o644, MTime: s.Date}},
 		file(filepath.Join(s.Repo, "assets", "icon.svg"), "/usr/share/icons/hicolor/scalable/apps/"+AppID+".svg", 0o644),
-	}
-	// The window's clipboard image reader (golang.design/x/clipboard)
-	// dlopens "libX11.so", a name only libx11-dev ships; the window is
-	// linked with RUNPATH LibDir (WindowLDFlags), where this link to the
-	// runtime library stands.
-	for format, target := range X11Library {
-		c = append(c, &files.Content{Source: target, Destination: LibDir + "/libX11.so", Type: files.TypeSymlink, Packager: format,
-			FileInfo: &files.ContentFileInfo{Mode: 0o777, MTime: s.Date}})
 	}
 	if s.Unit != "" {
 		for _, format := range Formats {

@@ -70,11 +70,7 @@ func buildFixture() (*fixture, error) {
 			continue
 		}
 		*b.path = filepath.Join(dir, b.name)
-		flags := "-ldflags=-s -w" // stripped, as `make package` builds them
-		if b.name == "skiff-window" {
-			flags += " '" + WindowLDFlags + "'"
-		}
-		cmd := exec.Command("go", "build", flags, "-o", *b.path, b.main)
+		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", *b.path, b.main) // stripped, as `make package` builds them
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -149,7 +145,6 @@ func wantFiles(unitPath string) []string {
 		"/usr/share/man/man1/skiff.1.gz",
 		"/usr/share/man/man1/skiff-window.1.gz",
 		"/usr/share/man/man1/skiff-tray.1.gz",
-		LibDir + "/libX11.so",
 	}
 	for _, s := range []string{"16", "22", "24", "32", "48", "64", "128", "256"} {
 		w = append(w, "/usr/share/icons/hicolor/"+s+"x"+s+"/apps/"+AppID+".png")
@@ -268,8 +263,8 @@ func TestDebContents(t *testing.T) {
 		switch p {
 		case "/usr/bin/skiff", "/usr/bin/skiff-window", "/usr/bin/skiff-tray":
 			want = "-rwxr-xr-x root/root"
-		case "/usr/share/man/man1/skiff-window.1.gz", "/usr/share/man/man1/skiff-tray.1.gz", LibDir + "/libX11.so":
-			want = "lrwxrwxrwx root/root" // to skiff.1.gz, to libX11.so.6
+		case "/usr/share/man/man1/skiff-window.1.gz", "/usr/share/man/man1/skiff-tray.1.gz":
+			want = "lrwxrwxrwx root/root" // to skiff.1.gz
 		}
 		if got != want {
 			t.Errorf("%s: %s, want %s", p, got, want)
@@ -291,25 +286,6 @@ func TestDebContents(t *testing.T) {
 		if err != nil || string(b) != f.unitText {
 			t.Errorf("the packaged unit is not what `skiff service unit` prints: %v", err)
 		}
-	}
-}
-
-// TestWindowFindsLibX11: the packaged window looks in LibDir first for
-// what it dlopens, and there the deb links libX11.so to the runtime
-// library its dependency libx11-6 installs (this machine has it), so the
-// clipboard's images are read without libx11-dev.
-func TestWindowFindsLibX11(t *testing.T) {
-	f := need(t, "readelf")
-	if out := run(t, "readelf", "-d", f.window); !strings.Contains(out, "(RUNPATH)") || !strings.Contains(out, "["+LibDir+"]") {
-		t.Errorf("skiff-window's dynamic section has no RUNPATH %s:\n%s", LibDir, out)
-	}
-	link := filepath.Join(f.extracted, LibDir, "libX11.so")
-	target, err := os.Readlink(link)
-	if err != nil || target != X11Library["deb"] {
-		t.Fatalf("%s links to %q (%v), want %s", LibDir+"/libX11.so", target, err, X11Library["deb"])
-	}
-	if _, err := os.Stat(filepath.Join(LibDir, target)); err != nil {
-		t.Errorf("the link's target, from libx11-6: %v", err)
 	}
 }
 
