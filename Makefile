@@ -10,7 +10,7 @@ GO ?= go
 
 # Debian packages the app and the tests need: a C toolchain and the GL/X11
 # headers for the Fyne desktop app; iproute2 and nftables for the TUN tests;
-# curl and openssl for manual checks; Xvfb, Mesa, xdotool and ImageMagick
+# curl and openssl for manual checks; Xvfb, Mesa, xdotool, xclip and ImageMagick
 # for the GUI tests; Noto CJK, so that Chinese and Japanese node names are
 # drawn (Fyne falls back to a system font per character); simple-obfs and
 # shadowsocks-v2ray-plugin are the Shadowsocks plugin servers the
@@ -30,7 +30,7 @@ PACKAGE_DEB_PACKAGES := gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64 nsis rpm 
 BUILD_DEB_PACKAGES := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
 	libxinerama-dev libxi-dev libxxf86vm-dev
 DEB_PACKAGES := $(BUILD_DEB_PACKAGES) iproute2 nftables curl openssl \
-	xvfb libgl1-mesa-dri xdotool imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
+	xvfb libgl1-mesa-dri xdotool xclip imagemagick fonts-noto-cjk simple-obfs shadowsocks-v2ray-plugin \
 	dbus dconf-cli libglib2.0-bin gsettings-desktop-schemas libkf5config-bin openssh-server \
 	$(PACKAGE_DEB_PACKAGES)
 

@@ -147,7 +147,7 @@ func newUI(fa fyne.App, o Options, do func(func())) (*UI, error) {
 	}
 	u := &UI{fa: fa, do: do, b: o.Backend, service: o.Service, prefsDir: o.PrefsDir, login: o.Login, log: o.Logger,
 		live: live{st: api.Status{State: core.Stopped}}, shown: true, front: tabHome, viewed: make(chan struct{}, 1),
-		clip: &sysClipboard{}}
+		clip: newSysClipboard()}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}

@@ -9,8 +9,11 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +78,7 @@ func TestPasteQRCode(t *testing.T) {
 		{"not an image", fakeClipboard{b: code[:len(code)/3]}, "", "No link read from the image on the clipboard: it is not a PNG", 0},
 		{"too many bytes", fakeClipboard{b: huge}, "", "the image is too large", 0},
 		{"too many pixels", fakeClipboard{b: wide}, "", "the image is too large", 0},
+		{"too many bytes to read", fakeClipboard{err: errClipTooBig}, vlessLink, "the image is too large", 0},
 		{"no display, text", fakeClipboard{err: noDisplay}, vlessLink, "Imported 1 node from the clipboard.", 1},
 		{"no display, nothing", fakeClipboard{err: noDisplay}, "", "its images cannot be read here", 0},
 		{"no answer", fakeClipboard{err: context.DeadlineExceeded}, vlessLink, "did not answer in time", 0},
@@ -233,5 +237,66 @@ func TestSysClipboardUnderXvfb(t *testing.T) {
 	h.ui.clip = c
 	if s := paste(h); !strings.Contains(s, "Imported 1 node from the QR code on the clipboard") {
 		t.Errorf("Paste says %q", s)
+	}
+}
+
+// TestSysClipboardInParts: an image that xclip, as GTK does above
+// 256 KiB, hands over in parts (INCR) reads back whole; one over
+// qr.MaxFileSize is refused, and an empty clipboard holds no image.
+func TestSysClipboardInParts(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" {
+		t.Skip("X11 only")
+	}
+	xclip, err := exec.LookPath("xclip")
+	if err != nil {
+		t.Skip("xclip is not installed (make deps installs it)")
+	}
+	display := startXvfb(t)
+	t.Setenv("DISPLAY", display)
+	read := func() ([]byte, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), clipboardWait)
+		defer cancel()
+		return newSysClipboard().PNG(ctx)
+	}
+	if b, err := read(); b != nil || err != nil {
+		t.Fatalf("an empty clipboard: %d bytes, %v; want no image", len(b), err)
+	}
+	for _, tc := range []struct {
+		name string
+		size int
+		want error
+	}{
+		{"6 MiB in parts", 6 << 20, nil},
+		{"over the limit", qr.MaxFileSize + 1<<20, errClipTooBig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := make([]byte, tc.size)
+			for i := range data {
+				data[i] = byte(rand.Uint32())
+			}
+			file := filepath.Join(t.TempDir(), "big.png")
+			if err := os.WriteFile(file, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			owner := exec.Command(xclip, "-quiet", "-selection", "clipboard", "-t", "image/png", "-i", file)
+			owner.Env = append(os.Environ(), "DISPLAY="+display)
+			if err := owner.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { owner.Process.Kill(); owner.Wait() })
+			var got []byte
+			var err error
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if got, err = read(); got != nil || err != nil {
+					break // xclip owns the clipboard
+				}
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("read %d bytes, %v; want %v", len(got), err, tc.want)
+			}
+			if tc.want == nil && !bytes.Equal(got, data) {
+				t.Fatalf("read %d bytes, not the %d xclip was given", len(got), len(data))
+			}
+		})
 	}
 }

@@ -60,6 +60,10 @@ func (v *profilesView) addFromClipboard() {
 // to text beside it (an application may offer both).
 func (v *profilesView) pasteClipboard(b []byte, err error) {
 	button := M{"Button": tr("profiles.qr")}
+	if errors.Is(err, qr.ErrTooLarge) {
+		v.say(tr("qr.clipboardFailed", M{"Why": qrWhy(err)}), true)
+		return
+	}
 	if err != nil && !errors.Is(err, errNoClipboard) {
 		// The owner did not answer: its text would not come either.
 		v.say(tr("qr.clipboardSlow", button), true)
