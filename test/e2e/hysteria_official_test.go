@@ -21,7 +21,8 @@ import (
 // datagrams of 1400 and 3000 bytes and every size from 1 to 3000 bytes in
 // each direction separately (a datagram from the server must arrive whole
 // even when the server has to fragment it), TCP both ways checked by
-// SHA-256, and a server restart.
+// SHA-256, a destination the server cannot reach (refused, the server
+// up), and a server restart.
 func TestOfficialHysteria2(t *testing.T) {
 	s := newServer(t, setup{kind: harness.Hysteria2})
 	srv := harness.StartHysteria(t, s)
@@ -45,6 +46,7 @@ func TestOfficialHysteria2(t *testing.T) {
 	t.Run("tcp-up-4MiB", func(t *testing.T) { testTCPHash(t, proxy, tcpTarget, harness.Upload, 4<<20) })
 	t.Run("tcp-down-4MiB", func(t *testing.T) { testTCPHash(t, proxy, tcpTarget, harness.Download, 4<<20) })
 	t.Run("tcp-echo-1MiB", func(t *testing.T) { testTCPEcho(t, proxy, 1<<20) })
+	t.Run("refused-destination", func(t *testing.T) { targetRefused(t, linkOutbound(t, s.Link(s.Trusting()), nil)) })
 	t.Run("server-restart", func(t *testing.T) {
 		srv.Stop()
 		srv = harness.StartHysteria(t, s)

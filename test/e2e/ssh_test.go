@@ -255,7 +255,8 @@ func skiffRunSecret(t *testing.T, secrets, links []string, extra ...string) (*ha
 }
 
 // TestSSHPassword: password login to OpenSSH's sshd through Hiddify's
-// ssh:// link; 16 MiB echoed both ways with a hash check; after sshd is
+// ssh:// link; 16 MiB echoed both ways with a hash check; a closed port
+// behind sshd is the destination's failure, not the server's; after sshd is
 // killed (with its connections) and started again, new flows go through
 // a new SSH connection.
 func TestSSHPassword(t *testing.T) {
@@ -267,6 +268,7 @@ func TestSSHPassword(t *testing.T) {
 	if n := strings.Count(s.proc.Output(), "Accepted password for "+sshUser); n != 1 {
 		t.Fatalf("sshd accepted %d logins for two flows, want 1 (one shared connection):\n%s", n, s.proc.Output())
 	}
+	targetRefused(t, linkOutbound(t, s.link(s.password, s.hostKey), nil)) // sshd: "connect failed"
 
 	s.stop()
 	s.start(t)
