@@ -9,14 +9,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
-	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/stats"
 )
@@ -212,9 +210,9 @@ func runConnections(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			if ci.Host != "" {
 				dst = ci.Host
 			}
-			prog := "-" // not looked up (or not found) on this system
-			if ci.Process != "" && ci.Process != flow.ProcessUnknown {
-				prog = filepath.Base(ci.Process)
+			prog := ci.Program()
+			if prog == "" {
+				prog = "-" // not looked up (or not found) on this system
 			}
 			rows = append(rows, []string{strconv.FormatUint(ci.ID, 10), ci.Network, tabSafe(prog), tabSafe(dst), tabSafe(ci.Outbound),
 				strconv.FormatInt(ci.Up, 10), strconv.FormatInt(ci.Down, 10)})

@@ -1,7 +1,6 @@
 package window
 
 import (
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/skiffvpn/skiff/core"
-	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/stats"
 )
 
@@ -131,10 +129,10 @@ func newConnectionsView(u *UI) *connectionsView {
 func (v *connectionsView) cell(c stats.ConnInfo, col int) string {
 	switch col {
 	case 0:
-		// The program when the core found it (a path of this machine's),
-		// else where the connection came from.
-		if c.Process != "" && c.Process != flow.ProcessUnknown {
-			return filepath.Base(c.Process)
+		// The program when the core found it, else where the
+		// connection came from.
+		if p := c.Program(); p != "" {
+			return p
 		}
 		return c.Source
 	case 1:

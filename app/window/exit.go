@@ -2,7 +2,6 @@ package window
 
 import (
 	"context"
-	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/widget"
@@ -34,12 +33,12 @@ func newExitLine(u *UI) *exitLine {
 	return e
 }
 
-// update asks for the exit of the run that started at since and carries
-// flows on member; connected false hides the line.
-func (e *exitLine) update(connected bool, since time.Time, member string) {
+// update asks for the exit of st's run and server (exitline.Key, as the
+// trays do); connected false hides the line.
+func (e *exitLine) update(st api.Status, connected bool) {
 	key := ""
 	if connected {
-		key = since.String() + "\x00" + member
+		key = exitline.Key(st)
 	}
 	e.line.Follow(key)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
 )
 
@@ -35,24 +36,25 @@ func TestExitLine(t *testing.T) {
 		return eb
 	})
 	e := newExitLine(h.ui) // Home's own line follows the stopped core
-	run := time.Now()
-	e.update(true, run, "fra-1")
+	st := api.Status{State: core.Running, Since: time.Now(), Outbound: "proxy", Member: "fra-1"}
+	e.update(st, true)
 	h.waitFor("the exit to show", func() bool { return e.label.Text == "Exit 203.0.113.7 · 🇩🇪 DE" })
 	if !e.label.Visible() {
 		t.Error("the exit line is hidden while connected")
 	}
-	e.update(true, run, "fra-1")
+	e.update(st, true)
 	h.pump()
 	if n := eb.calls.Load(); n != 1 {
 		t.Errorf("the same run and member asked %d times, want 1", n)
 	}
 	eb.fail.Store(true)
-	e.update(true, run, "ams-2") // a failover: asked again
+	st.Member = "ams-2"
+	e.update(st, true) // a failover: asked again
 	h.waitFor("the failure to show", func() bool { return e.label.Text == "Exit: could not be checked" })
 	if n := eb.calls.Load(); n != 2 {
 		t.Errorf("after a member change asked %d times, want 2", n)
 	}
-	e.update(false, time.Time{}, "")
+	e.update(st, false)
 	if e.label.Visible() {
 		t.Error("the exit line is shown while disconnected")
 	}

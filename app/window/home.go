@@ -398,16 +398,16 @@ func (h *homeView) update(st api.Status, s core.Snapshot) {
 	case st.State == core.Running && ph == phaseConnected:
 		member, reason := h.member(rt, st, groups)
 		setText(h.route, tr("home.routeVia", M{"Route": rt.name, "Member": member}))
-		h.exit.update(true, st.Since, rt.name+"\x00"+member)
+		h.exit.update(st, true)
 		setText(h.reason, reason)
 		h.reason.Show()
 	case st.State == core.Running:
-		h.exit.update(false, time.Time{}, "")
+		h.exit.update(st, false)
 		setText(h.route, tr("home.routeOnly", M{"Route": rt.name}))
 		setText(h.reason, why)
 		h.reason.Show()
 	default:
-		h.exit.update(false, time.Time{}, "")
+		h.exit.update(st, false)
 		setText(h.route, tr("home.routeNone"))
 		h.reason.Hide()
 	}

@@ -8,6 +8,7 @@
 package stats
 
 import (
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,16 @@ type ConnInfo struct {
 	Process     string // the program that opened it (its path), flow.ProcessUnknown if not found; "" until looked up
 	Up, Down    int64
 	Start       time.Time
+}
+
+// Program is the file name of the program that opened the connection,
+// "" while it is not known. The path is this machine's, so it is taken
+// apart with this machine's separators.
+func (c ConnInfo) Program() string {
+	if c.Process == "" || c.Process == flow.ProcessUnknown {
+		return ""
+	}
+	return filepath.Base(c.Process)
 }
 
 // Track adds a connection to the table, counted under outbound. close is

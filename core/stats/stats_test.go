@@ -128,3 +128,28 @@ func TestReadMemory(t *testing.T) {
 		}
 	}
 }
+
+func TestProgram(t *testing.T) {
+	for _, tc := range []struct{ process, want string }{
+		{"", ""},
+		{flow.ProcessUnknown, ""},
+		{"/usr/lib/firefox/firefox", "firefox"},
+	} {
+		if got := (ConnInfo{Process: tc.process}).Program(); got != tc.want {
+			t.Errorf("Program of %q = %q, want %q", tc.process, got, tc.want)
+		}
+	}
+	// A rule's look-up is in the table from the start.
+	s := New()
+	m := meta("1.1.1.1:443")
+	m.Process = "/usr/bin/curl"
+	c := s.Track(m, "proxy", func() {})
+	defer c.Done()
+	if got := s.Connections()[0].Program(); got != "curl" {
+		t.Errorf("a tracked flow's program = %q, want curl", got)
+	}
+	s.SetProcess(c.ID(), "/usr/bin/wget")
+	if got := s.Connections()[0].Program(); got != "wget" {
+		t.Errorf("after SetProcess: %q, want wget", got)
+	}
+}
