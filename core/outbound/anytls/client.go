@@ -346,8 +346,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-var _ outbound.Outbound = (*Client)(nil)
-
 // flowConn is a TCP flow: a stream whose errors name the client.
 type flowConn struct {
 	*stream

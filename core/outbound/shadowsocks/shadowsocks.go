@@ -56,8 +56,6 @@ type Client struct {
 	flows outbound.Flows
 }
 
-var _ outbound.Outbound = (*Client)(nil)
-
 // New returns a client for n, which must be a Shadowsocks node. d opens
 // the sockets to the server; nil means a zero outbound.SystemDialer. It
 // opens nothing itself. Errors name the server and never quote the

@@ -72,8 +72,6 @@ type Client struct {
 	flows outbound.Flows // the streams handed out
 }
 
-var _ outbound.Outbound = (*Client)(nil)
-
 // New returns a client for n, which must be an SSH node. d opens the
 // socket to the server; nil means a zero outbound.SystemDialer. It opens
 // nothing itself. Errors never quote the password or the key.

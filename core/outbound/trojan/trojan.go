@@ -33,8 +33,6 @@ type Client struct {
 	flows outbound.Flows
 }
 
-var _ outbound.Outbound = (*Client)(nil)
-
 // New returns a client for n, which must be a Trojan node. d opens the
 // sockets to the server; nil means a zero outbound.SystemDialer.
 func New(n *node.Node, d outbound.Dialer) (*Client, error) {

@@ -48,8 +48,6 @@ type Client struct {
 	flows outbound.Flows
 }
 
-var _ outbound.Outbound = (*Client)(nil)
-
 // hasAESGCM reports whether AES-GCM runs in hardware here, which is when
 // "auto" picks it (as Xray does), else ChaCha20-Poly1305.
 func hasAESGCM() bool {
