@@ -32,25 +32,14 @@ const (
 	maxAddrLen     = 1 + 1 + 255 + 2 // SOCKS address with the longest name
 )
 
+// addrTypes are SOCKS5's address types, which Shadowsocks uses.
+var addrTypes = flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6}
+
 // appendAddr appends dst as a SOCKS5 address: type, address, port.
 func appendAddr(b []byte, dst flow.Addr) ([]byte, error) {
-	switch {
-	case dst.IP.Is4():
-		a := dst.IP.As4()
-		b = append(b, atypIPv4)
-		b = append(b, a[:]...)
-	case dst.IP.Is6():
-		a := dst.IP.As16()
-		b = append(b, atypIPv6)
-		b = append(b, a[:]...)
-	case dst.Name != "":
-		if len(dst.Name) > 255 {
-			return nil, fmt.Errorf("destination name of %d bytes, at most 255", len(dst.Name))
-		}
-		b = append(b, atypDomain, byte(len(dst.Name)))
-		b = append(b, dst.Name...)
-	default:
-		return nil, errors.New("no destination address")
+	b, err := dst.AppendHost(b, addrTypes)
+	if err != nil {
+		return nil, err
 	}
 	return binary.BigEndian.AppendUint16(b, dst.Port), nil
 }
@@ -60,7 +49,7 @@ var errShortAddr = flow.ErrShortAddr
 // parseAddr reads a SOCKS5 address from the front of b and returns it with
 // its length.
 func parseAddr(b []byte) (flow.Addr, int, error) {
-	return flow.ParseHostPort(b, flow.AddrTypes{IPv4: atypIPv4, Name: atypDomain, IPv6: atypIPv6})
+	return flow.ParseHostPort(b, addrTypes)
 }
 
 // appendFixedRequest appends the plaintext of a 2022 TCP request's
