@@ -320,7 +320,9 @@ func (s *udpStream) WriteDatagram(p []byte) error {
 	return err
 }
 
-func (s *udpStream) ReadDatagram(p []byte) (int, error) { return readDatagram(s.c, &s.hdr, p) }
+func (s *udpStream) ReadDatagram(p []byte) (int, error) {
+	return udpstreams.ReadFramed(s.c, &s.hdr, p)
+}
 
 func (s *udpStream) SetWriteDeadline(t time.Time) error { return s.c.SetWriteDeadline(t) }
 func (s *udpStream) Close() error {

@@ -122,21 +122,6 @@ func TestPadding(t *testing.T) {
 	}
 }
 
-func TestReadDatagram(t *testing.T) {
-	var hdr [2]byte
-	p := make([]byte, maxDatagram)
-	n, err := readDatagram(bytes.NewReader([]byte{0, 3, 'a', 'b', 'c'}), &hdr, p)
-	if err != nil || string(p[:n]) != "abc" {
-		t.Fatalf("%q, %v", p[:n], err)
-	}
-	if _, err := readDatagram(bytes.NewReader([]byte{0, 3, 'a'}), &hdr, p); err == nil {
-		t.Error("truncated: no error")
-	}
-	if _, err := readDatagram(bytes.NewReader([]byte{0, 9, 'a'}), &hdr, p[:4]); err == nil {
-		t.Error("larger than the buffer: no error")
-	}
-}
-
 func TestParseConfig(t *testing.T) {
 	for _, tt := range []struct {
 		proto string
@@ -262,18 +247,6 @@ func FuzzReadStatus(f *testing.F) {
 		err := readStatus(bytes.NewReader(b))
 		if err == nil && (len(b) == 0 || b[0] != 0) {
 			t.Fatalf("% x: ok", b)
-		}
-	})
-}
-
-func FuzzReadDatagram(f *testing.F) {
-	f.Add([]byte{0, 3, 'a', 'b', 'c'})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var hdr [2]byte
-		p := make([]byte, maxDatagram)
-		n, err := readDatagram(bytes.NewReader(b), &hdr, p)
-		if err == nil && (len(b) < 2 || n != int(binary.BigEndian.Uint16(b)) || !bytes.Equal(p[:n], b[2:2+n])) {
-			t.Fatalf("% x: %d bytes", b, n)
 		}
 	})
 }

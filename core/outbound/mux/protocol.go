@@ -115,19 +115,3 @@ func (b *byteReader) ReadByte() (byte, error) {
 	_, err := io.ReadFull(b.r, p[:])
 	return p[0], err
 }
-
-// readDatagram reads one len(u16)-framed datagram into p, which holds
-// maxDatagram bytes; hdr is the caller's scratch for the length.
-func readDatagram(r io.Reader, hdr *[2]byte, p []byte) (int, error) {
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, err
-	}
-	n := int(binary.BigEndian.Uint16(hdr[:]))
-	if n > len(p) {
-		return 0, fmt.Errorf("mux: datagram of %d bytes, buffer of %d", n, len(p))
-	}
-	if _, err := io.ReadFull(r, p[:n]); err != nil {
-		return 0, unexpected(err)
-	}
-	return n, nil
-}

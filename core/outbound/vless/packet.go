@@ -47,4 +47,6 @@ func (s *udpStream) WriteDatagram(p []byte) error {
 	return err
 }
 
-func (s *udpStream) ReadDatagram(p []byte) (int, error) { return readPacket(s.Conn, &s.hdr, p) }
+func (s *udpStream) ReadDatagram(p []byte) (int, error) {
+	return udpstreams.ReadFramed(s.Conn, &s.hdr, p)
+}

@@ -85,22 +85,3 @@ func appendPacket(b, p []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(p)))
 	return append(b, p...), nil
 }
-
-// readPacket reads one framed datagram from r into buf, which must hold
-// maxPacket bytes, and returns its length.
-func readPacket(r io.Reader, hdr *[2]byte, buf []byte) (int, error) {
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, err
-	}
-	n := int(binary.BigEndian.Uint16(hdr[:]))
-	if n > len(buf) {
-		return 0, fmt.Errorf("datagram of %d bytes, buffer holds %d", n, len(buf))
-	}
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, err
-	}
-	return n, nil
-}

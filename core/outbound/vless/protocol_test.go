@@ -10,6 +10,7 @@ import (
 
 	"github.com/skiffvpn/skiff/core/flow"
 	"github.com/skiffvpn/skiff/core/node"
+	"github.com/skiffvpn/skiff/core/outbound/internal/udpstreams"
 )
 
 func mustHex(t testing.TB, s string) []byte {
@@ -105,21 +106,21 @@ func TestPacketFraming(t *testing.T) {
 	var hdr [2]byte
 	buf := make([]byte, maxPacket)
 	for _, want := range sizes {
-		n, err := readPacket(r, &hdr, buf)
+		n, err := udpstreams.ReadFramed(r, &hdr, buf)
 		if err != nil || n != want || !bytes.Equal(buf[:n], bytes.Repeat([]byte{byte(want)}, want)) {
 			t.Fatalf("packet of %d: got %d, %v", want, n, err)
 		}
 	}
-	if _, err := readPacket(r, &hdr, buf); err != io.EOF {
+	if _, err := udpstreams.ReadFramed(r, &hdr, buf); err != io.EOF {
 		t.Fatalf("at end: %v", err)
 	}
 	if _, err := appendPacket(nil, make([]byte, maxPacket+1)); err == nil {
 		t.Fatal("oversized datagram: want an error")
 	}
-	if _, err := readPacket(bytes.NewReader([]byte{0, 5, 1, 2}), &hdr, buf); err != io.ErrUnexpectedEOF {
+	if _, err := udpstreams.ReadFramed(bytes.NewReader([]byte{0, 5, 1, 2}), &hdr, buf); err != io.ErrUnexpectedEOF {
 		t.Fatalf("truncated: %v", err)
 	}
-	if _, err := readPacket(bytes.NewReader([]byte{0, 5, 1, 2, 3, 4, 5}), &hdr, buf[:4]); err == nil {
+	if _, err := udpstreams.ReadFramed(bytes.NewReader([]byte{0, 5, 1, 2, 3, 4, 5}), &hdr, buf[:4]); err == nil {
 		t.Fatal("datagram larger than the buffer: want an error")
 	}
 }
@@ -147,7 +148,7 @@ func FuzzReadPacket(f *testing.F) {
 		buf := make([]byte, 1500)
 		total := 0
 		for {
-			n, err := readPacket(r, &hdr, buf)
+			n, err := udpstreams.ReadFramed(r, &hdr, buf)
 			if err != nil {
 				break
 			}

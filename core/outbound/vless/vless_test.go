@@ -180,7 +180,7 @@ func (s *vlessServer) serve(rw io.ReadWriter, early int) {
 		var hdr [2]byte
 		buf := make([]byte, maxPacket)
 		for {
-			n, err := readPacket(rw, &hdr, buf)
+			n, err := udpstreams.ReadFramed(rw, &hdr, buf)
 			if err != nil {
 				return
 			}
