@@ -3,6 +3,7 @@ package outbound
 import (
 	"fmt"
 	"io"
+	"net"
 	"sync"
 )
 
@@ -45,6 +46,18 @@ func (f *Flows) Remove(c io.Closer) {
 	f.mu.Lock()
 	delete(f.open, c)
 	f.mu.Unlock()
+}
+
+// CloseOnce is a flow's Close: the first call for c runs closeFlow and
+// forgets c, and returns closeFlow's error; later calls (once is c's)
+// return net.ErrClosed.
+func (f *Flows) CloseOnce(once *sync.Once, c io.Closer, closeFlow func() error) error {
+	err := net.ErrClosed
+	once.Do(func() {
+		err = closeFlow()
+		f.Remove(c)
+	})
+	return err
 }
 
 // Close closes every recorded flow (outside the lock: a flow's Close may

@@ -1,6 +1,11 @@
 package outbound
 
-import "testing"
+import (
+	"errors"
+	"net"
+	"sync"
+	"testing"
+)
 
 type closer struct {
 	f      *Flows
@@ -50,5 +55,33 @@ func TestFlowsKeep(t *testing.T) {
 	}
 	if b.closed != 1 {
 		t.Fatalf("flow refused by Keep closed %d times, want 1", b.closed)
+	}
+}
+
+// onceFlow closes through Flows.CloseOnce, as the clients' flows do.
+type onceFlow struct {
+	f     *Flows
+	once  sync.Once
+	calls int
+}
+
+func (c *onceFlow) Close() error {
+	return c.f.CloseOnce(&c.once, c, func() error { c.calls++; return errors.New("transport: boom") })
+}
+
+func TestFlowsCloseOnce(t *testing.T) {
+	var f Flows
+	a, b := &onceFlow{f: &f}, &onceFlow{f: &f}
+	f.Add(a)
+	f.Add(b)
+	if err := a.Close(); err == nil || err.Error() != "transport: boom" {
+		t.Fatalf("first Close: %v, want the transport's error", err)
+	}
+	if err := a.Close(); err != net.ErrClosed {
+		t.Fatalf("second Close: %v, want net.ErrClosed", err)
+	}
+	f.Close() // closes b, and not a again: a forgot itself
+	if a.calls != 1 || b.calls != 1 {
+		t.Fatalf("closed a %d times, b %d times; want 1, 1", a.calls, b.calls)
 	}
 }

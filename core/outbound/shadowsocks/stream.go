@@ -721,11 +721,8 @@ func (s *streamConn) readResponse() error {
 
 // Close closes the stream and its transport.
 func (s *streamConn) Close() error {
-	err := net.ErrClosed
-	s.closeOnce.Do(func() {
+	return s.c.flows.CloseOnce(&s.closeOnce, s, func() error {
 		close(s.closed)
-		err = s.Conn.Close()
-		s.c.flows.Remove(s)
+		return s.Conn.Close()
 	})
-	return err
 }

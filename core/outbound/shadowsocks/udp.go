@@ -262,14 +262,7 @@ func (p *packetConn) acceptServerPacket(hdr []byte, aead cipher.AEAD) error {
 }
 
 // Close closes the session's socket.
-func (p *packetConn) Close() error {
-	err := net.ErrClosed
-	p.closeOnce.Do(func() {
-		err = p.conn.Close()
-		p.c.flows.Remove(p)
-	})
-	return err
-}
+func (p *packetConn) Close() error { return p.c.flows.CloseOnce(&p.closeOnce, p, p.conn.Close) }
 
 // LocalAddr returns the socket's local address.
 func (p *packetConn) LocalAddr() net.Addr { return p.conn.LocalAddr() }

@@ -167,14 +167,7 @@ func readXUDP(r io.Reader, meta, p []byte) (n int, from flow.Addr, deliver bool,
 }
 
 // Close ends the session.
-func (x *xudpConn) Close() error {
-	err := net.ErrClosed
-	x.closeOnce.Do(func() {
-		err = x.conn.Close()
-		x.client.flows.Remove(x)
-	})
-	return err
-}
+func (x *xudpConn) Close() error { return x.client.flows.CloseOnce(&x.closeOnce, x, x.conn.Close) }
 
 // LocalAddr returns an unspecified UDP address.
 func (x *xudpConn) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4zero} }

@@ -590,13 +590,10 @@ func (c *conn) respError(err error) error {
 
 // Close closes the stream.
 func (c *conn) Close() error {
-	err := net.ErrClosed
-	c.closeOnce.Do(func() {
+	return c.client.flows.CloseOnce(&c.closeOnce, c, func() error {
 		close(c.closed)
-		err = c.tr.Close()
-		c.client.flows.Remove(c)
+		return c.tr.Close()
 	})
-	return err
 }
 
 // LocalAddr returns the transport's local address.
