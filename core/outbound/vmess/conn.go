@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/skiffvpn/skiff/core/outbound/internal/reqconn"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
@@ -72,7 +71,8 @@ type frameWriter interface {
 // in one transport write; Read opens chunks from its buffer straight into
 // the caller's, as many as have arrived.
 type conn struct {
-	tr     net.Conn
+	net.Conn // the transport; its addresses and deadlines are the stream's
+
 	client *Client
 	fw     frameWriter        // nil: the transport frames nothing
 	head   int                // fw's headroom
@@ -108,7 +108,7 @@ type conn struct {
 }
 
 func newConn(tr net.Conn, c *Client, rq *request, req []byte, raw bool) *conn {
-	vc := &conn{tr: tr, client: c, raw: raw, req: req, rq: *rq, sent: make(chan struct{}), closed: make(chan struct{})}
+	vc := &conn{Conn: tr, client: c, raw: raw, req: req, rq: *rq, sent: make(chan struct{}), closed: make(chan struct{})}
 	if fw, ok := tr.(frameWriter); ok {
 		vc.fw, vc.head = fw, fw.FrontHeadroom()
 	}
@@ -178,7 +178,7 @@ func (c *conn) writeBatch(seg []byte, end bool) error {
 	if c.fw != nil {
 		_, err = c.fw.WriteFrame(out)
 	} else {
-		_, err = c.tr.Write(out)
+		_, err = c.Conn.Write(out)
 	}
 	if cap(out) == cap(*bp) { // not grown past the pool's size by append
 		*bp = out[:0]
@@ -209,7 +209,7 @@ func (c *conn) CloseWrite() error {
 	}
 	if c.raw {
 		// No end marker without chunks: only a TCP transport can say it.
-		cw, ok := c.tr.(interface{ CloseWrite() error })
+		cw, ok := c.Conn.(interface{ CloseWrite() error })
 		if !ok {
 			return fmt.Errorf("vmess: %s: cannot half-close with security zero over this transport", c.client.addr)
 		}
@@ -481,7 +481,7 @@ func (c *conn) fill(k int, wait bool) (bool, error) {
 		var m int
 		var err error
 		if wait {
-			m, err = c.tr.Read(b[c.w:])
+			m, err = c.Conn.Read(b[c.w:])
 		} else {
 			m, err = c.try.TryRead(b[c.w:])
 			if m == 0 && err == nil {
@@ -539,7 +539,7 @@ func (c *conn) readRaw(p []byte) (int, error) {
 	if c.rerr != nil {
 		return 0, c.rerr
 	}
-	return c.tr.Read(p)
+	return c.Conn.Read(p)
 }
 
 // readResponse sends the request if no Write did within
@@ -592,21 +592,6 @@ func (c *conn) respError(err error) error {
 func (c *conn) Close() error {
 	return c.client.flows.CloseOnce(&c.closeOnce, c, func() error {
 		close(c.closed)
-		return c.tr.Close()
+		return c.Conn.Close()
 	})
 }
-
-// LocalAddr returns the transport's local address.
-func (c *conn) LocalAddr() net.Addr { return c.tr.LocalAddr() }
-
-// RemoteAddr returns the transport's remote address.
-func (c *conn) RemoteAddr() net.Addr { return c.tr.RemoteAddr() }
-
-// SetDeadline sets the transport's deadlines.
-func (c *conn) SetDeadline(t time.Time) error { return c.tr.SetDeadline(t) }
-
-// SetReadDeadline sets the transport's read deadline.
-func (c *conn) SetReadDeadline(t time.Time) error { return c.tr.SetReadDeadline(t) }
-
-// SetWriteDeadline sets the transport's write deadline.
-func (c *conn) SetWriteDeadline(t time.Time) error { return c.tr.SetWriteDeadline(t) }

@@ -54,7 +54,7 @@ func FuzzResponse(f *testing.F) {
 		// step) and TryReads (which never do) take turns.
 		ac := &nettest.Arrivals{End: io.EOF}
 		ac.Every(wire, 1+(len(body)*7+len(tail))%2000)
-		c.tr = ac
+		c.Conn = ac
 		c.rw, c.try = readwait.For(ac)
 		c.reqSent.Store(true)
 		buf := make([]byte, 1000)

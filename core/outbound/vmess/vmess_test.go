@@ -509,7 +509,7 @@ func TestHotPathAllocs(t *testing.T) {
 			wire = enc.seal(wire, p[i:min(i+maxChunkPayload, len(p))])
 		}
 	}
-	r.tr = &replay{data: wire}
+	r.Conn = &replay{data: wire}
 	r.resp = true
 	r.rbody = newBody(secAES128GCM, r.rq.opt, &r.rq.key, &r.rq.iv)
 	r.rbody = newBody(secAES128GCM, r.rq.opt, &rk, &riv)
