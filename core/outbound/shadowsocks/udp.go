@@ -112,8 +112,7 @@ func (p *packetConn) seal(buf, payload []byte, dst flow.Addr, now time.Time) ([]
 		hdrLen := udpHeaderLen + 16*len(k.identity)
 		buf = buf[:hdrLen]
 		hdr := buf[:udpHeaderLen]
-		copy(hdr, p.session[:])
-		binary.BigEndian.PutUint64(hdr[8:], p.packetID.Add(1)-1)
+		p.putHeader(hdr)
 		body, err := appendUDPRequestBody(buf[hdrLen:hdrLen], now, dst)
 		if err != nil {
 			return nil, err
@@ -133,8 +132,7 @@ func (p *packetConn) seal(buf, payload []byte, dst flow.Addr, now time.Time) ([]
 		nonce := buf[:xnonceLen]
 		rand.Read(nonce)
 		plain := buf[xnonceLen : xnonceLen+udpHeaderLen]
-		copy(plain, p.session[:])
-		binary.BigEndian.PutUint64(plain[8:], p.packetID.Add(1)-1)
+		p.putHeader(plain)
 		body, err := appendUDPRequestBody(plain[udpHeaderLen:udpHeaderLen], now, dst)
 		if err != nil {
 			return nil, err
@@ -144,6 +142,13 @@ func (p *packetConn) seal(buf, payload []byte, dst flow.Addr, now time.Time) ([]
 		sealed := p.enc.Seal(plain[:0], nonce, plain, nil)
 		return buf[:xnonceLen+len(sealed)], nil
 	}
+}
+
+// putHeader writes a 2022 packet's separate header into h: the session id
+// and the next packet id.
+func (p *packetConn) putHeader(h []byte) {
+	copy(h, p.session[:])
+	binary.BigEndian.PutUint64(h[8:], p.packetID.Add(1)-1)
 }
 
 // ReadFrom returns the next datagram from the server and its source.
