@@ -726,6 +726,32 @@ func BenchmarkDialStream(b *testing.B) {
 	}
 }
 
+// BenchmarkWriteTo sends one 1200-byte datagram per iteration on a UDP
+// session through the in-process server to a UDP echo (WriteTo's path:
+// the checks, the encoding and quic-go's SendDatagram).
+func BenchmarkWriteTo(b *testing.B) {
+	srv := newTestServer(b, "secret", "", true)
+	echo := flow.AddrFromAddrPort(nettest.UDPEcho(b))
+	c, err := New(testNode(srv.port(), "secret", ""), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ListenPacket(context.Background(), echo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pc.Close()
+	var dst net.Addr = echo
+	p := make([]byte, 1200)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pc.WriteTo(p, dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestPortSetSpreadsConnections gives the client two server ports and
 // checks that new connections go to both.
 func TestPortSetSpreadsConnections(t *testing.T) {
