@@ -175,9 +175,6 @@ func segmentSize(oob []byte) (size, at int) {
 	return 0, -1
 }
 
-// Close closes the socket.
-func (c *batchConn) Close() error { return c.udp.Close() }
-
 // SyscallConn returns the socket's raw connection, for socket options.
 func (c *batchConn) SyscallConn() (syscall.RawConn, error) { return c.udp.SyscallConn() }
 
