@@ -97,14 +97,7 @@ func (q *PacketQueue) Shut() {
 }
 
 // Closed reports whether Shut was called.
-func (q *PacketQueue) Closed() bool {
-	select {
-	case <-q.done:
-		return true
-	default:
-		return false
-	}
-}
+func (q *PacketQueue) Closed() bool { return isClosed(q.done) }
 
 // SetDeadline sets the read and the write deadline.
 func (q *PacketQueue) SetDeadline(t time.Time) error {
