@@ -39,8 +39,9 @@ type Sender struct {
 	// Encode appends dst's wire form to b; one that fails must not have
 	// written to b.
 	Encode func(b []byte, dst flow.Addr) ([]byte, error)
-	// Send sends p to dst, whose wire form is raw; its errors are
-	// WriteTo's as they are.
+	// Send sends p to dst, whose wire form is raw, under the session's
+	// send lock (one write at a time); its errors are WriteTo's as they
+	// are.
 	Send func(p []byte, dst flow.Addr, raw []byte) error
 }
 
@@ -151,8 +152,7 @@ func (d *Dest) Encode(dst flow.Addr, enc func([]byte, flow.Addr) ([]byte, error)
 }
 
 // WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
-// flow.AddrFromNet takes) through the protocol's Sender, which holds the
-// session's send lock meanwhile.
+// flow.AddrFromNet takes) through the protocol's Sender.
 func (q *PacketQueue) WriteTo(p []byte, addr net.Addr) (int, error) {
 	dst, err := q.target(p, addr)
 	if err != nil {
