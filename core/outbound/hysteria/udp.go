@@ -24,11 +24,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if err != nil {
 		return nil, err
 	}
-	pc := &packetConn{
-		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
-		wbuf:        make([]byte, 0, 1500),
-	}
+	pc := &packetConn{c: c, wbuf: make([]byte, 0, 1500)}
+	pc.PacketQueue = quicconn.NewPacketQueue(q.QC.LocalAddr(), quicconn.Sender{
+		Proto: "hysteria", Server: c.srv.Name, Encode: appendHost, Send: pc.sendTo,
+	})
 	c.udpMu.Lock()
 	if c.sessions == nil {
 		c.udpMu.Unlock()
@@ -36,8 +35,6 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	}
 	c.sessions[pc] = struct{}{}
 	c.udpMu.Unlock()
-	pc.wmu.Lock()
-	defer pc.wmu.Unlock()
 	for attempt := 0; ; attempt++ {
 		err = pc.bind(ctx, q)
 		if err == nil {
@@ -72,7 +69,7 @@ func (c *Client) receiveDatagrams(q *qconn) {
 
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
-	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
+	*quicconn.PacketQueue // net.PacketConn but Close; WriteTo sends through sendTo; shut by Close or the Client's Close
 	c                     *Client
 
 	// Receiving side, used by the connection's datagram goroutine.
@@ -82,11 +79,10 @@ type packetConn struct {
 	srcPort uint16   // and port
 	srcAddr net.Addr // and parsed (a flow.Addr), so a reply allocates nothing
 
-	// Sending side; wmu also serialises binding.
-	wmu   sync.Mutex
+	// Sending side, under the queue's send lock, which also serialises
+	// binding once ListenPacket has returned.
 	wbuf  []byte
-	dst   quicconn.Dest // last destination's host as sent
-	msgID uint16        // of the last fragmented datagram
+	msgID uint16 // of the last fragmented datagram
 
 	bmu  sync.Mutex   // guards the binding, which the hold goroutine clears
 	q    *qconn       // the connection the session is on; nil: none
@@ -94,7 +90,8 @@ type packetConn struct {
 	hold *quic.Stream // the session's stream there
 }
 
-// bind asks q for a session and puts pc on it; pc.wmu must be held. A
+// bind asks q for a session and puts pc on it; the queue's send lock must
+// be held, unless ListenPacket has not returned pc yet. A
 // goroutine waits on the session's stream and unbinds pc when it ends
 // (the server dropped the session, or q died).
 func (pc *packetConn) bind(ctx context.Context, q *qconn) error {
@@ -164,24 +161,14 @@ func (pc *packetConn) deliver(m *udpMessage) {
 	pc.Deliver(payload, pc.srcAddr)
 }
 
-// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
-// flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
-// sent in fragments.
-func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria", pc.c.srv.Name, p, addr)
-	if err != nil {
-		return 0, err
-	}
-	pc.wmu.Lock()
-	defer pc.wmu.Unlock()
-	host, err := pc.dst.Encode(dst, appendHost)
-	if err != nil {
-		return 0, fmt.Errorf("hysteria: UDP via %s: %w", pc.c.srv.Name, err)
-	}
+// sendTo sends p to dst, whose host as a message carries it is host (for
+// the queue's WriteTo). A datagram too large for one QUIC datagram is sent
+// in fragments.
+func (pc *packetConn) sendTo(p []byte, dst flow.Addr, host []byte) error {
 	for attempt := 0; ; attempt++ {
 		q, id, err := pc.session()
 		if err != nil {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
+			return fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		m := udpMessage{SessionID: id, Host: host, Port: dst.Port, FragCount: 1, Data: p}
 		pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
@@ -191,10 +178,10 @@ func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
 			err = pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize))
 		}
 		if err == nil {
-			return len(p), nil
+			return nil
 		}
 		if attempt > 0 || q.Alive() {
-			return 0, fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
+			return fmt.Errorf("hysteria: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		// The connection died since session looked: send on a new one.
 	}
@@ -211,7 +198,8 @@ func appendHost(b []byte, dst flow.Addr) ([]byte, error) {
 
 // session returns the connection and session ID to send on: the current
 // binding when it is on the live connection, otherwise a new session on
-// it (dialled within the write deadline). pc.wmu must be held.
+// it (dialled within the write deadline). The queue's send lock must be
+// held.
 func (pc *packetConn) session() (*qconn, uint32, error) {
 	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {

@@ -614,20 +614,19 @@ func TestNewRejectsBadNodes(t *testing.T) {
 
 // TestUDPAllocs checks that the per-datagram work of a UDP session
 // allocates nothing once the session knows its peer: encoding a datagram
-// for WriteTo, and delivering a received one to ReadFrom. (quic-go's
-// SendDatagram and ReceiveDatagram allocate a buffer each on their own.)
+// for WriteTo (the queue's part before it: quicconn's
+// TestPacketQueueWriteToAllocs), and delivering a received one to
+// ReadFrom. (quic-go's SendDatagram and ReceiveDatagram allocate a buffer
+// each on their own.)
 func TestUDPAllocs(t *testing.T) {
 	c := &Client{srv: quicconn.Server{Name: "test"}}
-	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(nil), wbuf: make([]byte, 0, 1500)}
-	var dst net.Addr = flow.NameAddr("192.0.2.1", 53)
-	p := make([]byte, 100)
-	send := func() {
-		pc.wmu.Lock()
-		defer pc.wmu.Unlock()
-		if _, err := pc.encode(p, dst.(flow.Addr)); err != nil {
-			t.Fatal(err)
-		}
+	pc := &packetConn{c: c, id: 1, PacketQueue: quicconn.NewPacketQueue(nil, quicconn.Sender{}), wbuf: make([]byte, 0, 1500)}
+	raw, err := appendAddress(nil, flow.NameAddr("192.0.2.1", 53))
+	if err != nil {
+		t.Fatal(err)
 	}
+	p := make([]byte, 100)
+	send := func() { pc.encode(p, raw) }
 	send()
 	if n := testing.AllocsPerRun(500, send); n != 0 {
 		t.Errorf("encoding a datagram: %.1f allocations, want 0", n)
@@ -723,6 +722,32 @@ func BenchmarkDialStream(b *testing.B) {
 			b.Fatal(err)
 		}
 		conn.Close()
+	}
+}
+
+// BenchmarkWriteTo sends one 1200-byte datagram per iteration on a UDP
+// session through the in-process server to a UDP echo (WriteTo's path:
+// the checks, the encoding and quic-go's SendDatagram).
+func BenchmarkWriteTo(b *testing.B) {
+	srv := newTestServer(b, "secret", "", true)
+	echo := flow.AddrFromAddrPort(nettest.UDPEcho(b))
+	c, err := New(testNode(srv.port(), "secret", ""), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ListenPacket(context.Background(), echo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pc.Close()
+	var dst net.Addr = echo
+	p := make([]byte, 1200)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := pc.WriteTo(p, dst); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"github.com/quic-go/quic-go/quicvarint"
+
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 )
 
 // Wire constants from the Hysteria 2 protocol specification (PROTOCOL.md).
@@ -153,7 +155,7 @@ func readField(br *byteReader, limit int, tooLong error) ([]byte, error) {
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(br.r, b); err != nil {
-		return nil, unexpectedEOF(err)
+		return nil, eof.Unexpected(err)
 	}
 	return b, nil
 }
@@ -162,7 +164,7 @@ func readField(br *byteReader, limit int, tooLong error) ([]byte, error) {
 func skipPadding(br *byteReader) error {
 	n, err := quicvarint.Read(br)
 	if err != nil {
-		return unexpectedEOF(err)
+		return eof.Unexpected(err)
 	}
 	if n > maxPaddingLen {
 		return errPaddingTooLong
@@ -171,16 +173,9 @@ func skipPadding(br *byteReader) error {
 		return nil
 	}
 	if _, err := io.CopyN(io.Discard, br.r, int64(n)); err != nil {
-		return unexpectedEOF(err)
+		return eof.Unexpected(err)
 	}
 	return nil
-}
-
-func unexpectedEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // byteReader reads one byte at a time so that a varint can be read from a

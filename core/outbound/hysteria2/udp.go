@@ -27,11 +27,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if !q.udp {
 		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, errNoUDP)
 	}
-	pc := &packetConn{
-		c:           c,
-		PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()),
-		wbuf:        make([]byte, 0, 1500),
-	}
+	pc := &packetConn{c: c, wbuf: make([]byte, 0, 1500)}
+	pc.PacketQueue = quicconn.NewPacketQueue(q.QC.LocalAddr(), quicconn.Sender{
+		Proto: "hysteria2", Server: c.srv.Name, Encode: appendAddress, Send: pc.sendTo,
+	})
 	if err := c.udp.Add(pc, func(id uint32) { pc.id = id }); err != nil {
 		return nil, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
@@ -53,7 +52,7 @@ func (c *Client) receiveDatagrams(q *qconn) {
 
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
-	*quicconn.PacketQueue // the receiving half; shut by Close or the Client's Close
+	*quicconn.PacketQueue // net.PacketConn but Close; WriteTo sends through sendTo; shut by Close or the Client's Close
 	c                     *Client
 	id                    uint32
 
@@ -63,11 +62,9 @@ type packetConn struct {
 	srcRaw  []byte   // last source address as sent by the server
 	srcAddr net.Addr // and parsed (a flow.Addr), so a reply allocates nothing
 
-	// Sending side.
-	wmu      sync.Mutex
+	// Sending side, under the queue's send lock.
 	wbuf     []byte
-	dst      quicconn.Dest // last destination, encoded
-	packetID uint16        // of the last fragmented datagram
+	packetID uint16 // of the last fragmented datagram
 }
 
 // deliver queues a message's datagram once it is whole.
@@ -89,61 +86,47 @@ func (pc *packetConn) deliver(m *udpMessage) {
 	pc.Deliver(payload, pc.srcAddr)
 }
 
-// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
-// flow.AddrFromNet takes). A datagram too large for one QUIC datagram is
-// sent in fragments.
-func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("hysteria2", pc.c.srv.Name, p, addr)
-	if err != nil {
-		return 0, err
-	}
-	pc.wmu.Lock()
-	defer pc.wmu.Unlock()
-	m, err := pc.encode(p, dst)
-	if err != nil {
-		return 0, err
-	}
+// sendTo sends p to dst, whose address as a message carries it is raw (for
+// the queue's WriteTo). A datagram too large for one QUIC datagram is sent
+// in fragments.
+func (pc *packetConn) sendTo(p []byte, dst flow.Addr, raw []byte) error {
+	m := pc.encode(p, raw)
 	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if !q.udp {
-		return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
+		return fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 	}
 	err = q.QC.SendDatagram(pc.wbuf)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
 		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
-			return 0, err
+			return err
 		}
 		if !q.udp {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
+			return fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, errNoUDP)
 		}
 		err = q.QC.SendDatagram(pc.wbuf)
 	}
 	if err != nil {
 		var tooLarge *quic.DatagramTooLargeError
 		if !errors.As(err, &tooLarge) {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
+			return fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 		if err := pc.sendFragments(q, &m, int(tooLarge.MaxDatagramPayloadSize)); err != nil {
-			return 0, fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
+			return fmt.Errorf("hysteria2: UDP to %s via %s: %w", dst, pc.c.srv.Name, err)
 		}
 	}
-	return len(p), nil
+	return nil
 }
 
-// encode writes the message carrying p to dst into pc.wbuf and returns it.
-// The destination's text form is cached, so that a session talking to one
-// peer allocates nothing per datagram. pc.wmu must be held.
-func (pc *packetConn) encode(p []byte, dst flow.Addr) (udpMessage, error) {
-	raw, err := pc.dst.Encode(dst, appendAddress)
-	if err != nil {
-		return udpMessage{}, fmt.Errorf("hysteria2: UDP via %s: %w", pc.c.srv.Name, err)
-	}
+// encode writes the message carrying p to the destination raw into
+// pc.wbuf and returns it.
+func (pc *packetConn) encode(p, raw []byte) udpMessage {
 	m := udpMessage{SessionID: pc.id, FragCount: 1, Addr: raw, Payload: p}
 	pc.wbuf = appendUDPMessage(pc.wbuf[:0], &m)
-	return m, nil
+	return m
 }
 
 // appendAddress appends dst as a UDP message carries it: "host:port".

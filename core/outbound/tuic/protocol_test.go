@@ -82,7 +82,7 @@ func TestFragmentsReassemble(t *testing.T) {
 		}
 		wire = append(wire, b)
 	}
-	pc := &packetConn{PacketQueue: quicconn.NewPacketQueue(nil)}
+	pc := &packetConn{PacketQueue: quicconn.NewPacketQueue(nil, quicconn.Sender{})}
 	for i := len(wire) - 1; i >= 0; i-- {
 		var p packet
 		if err := parsePacket(wire[i], &p); err != nil {
@@ -124,7 +124,7 @@ func FuzzParsePacket(f *testing.F) {
 			}
 		}
 		// A session's reassembly takes whatever parses.
-		pc := &packetConn{PacketQueue: quicconn.NewPacketQueue(nil)}
+		pc := &packetConn{PacketQueue: quicconn.NewPacketQueue(nil, quicconn.Sender{})}
 		pc.deliver(&p)
 	})
 }

@@ -26,7 +26,10 @@ func (c *Client) ListenPacket(ctx context.Context, dst flow.Addr) (net.PacketCon
 	if err != nil {
 		return nil, err
 	}
-	pc := &packetConn{c: c, PacketQueue: quicconn.NewPacketQueue(q.QC.LocalAddr()), wbuf: make([]byte, 0, 1500)}
+	pc := &packetConn{c: c, wbuf: make([]byte, 0, 1500)}
+	pc.PacketQueue = quicconn.NewPacketQueue(q.QC.LocalAddr(), quicconn.Sender{
+		Proto: "tuic", Server: c.srv.Name, Encode: appendAddr, Send: pc.sendTo,
+	})
 	if err := c.udp.Add(pc, func(id uint16) { pc.id = id }); err != nil {
 		return nil, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, c.srv.Name, err)
 	}
@@ -78,9 +81,9 @@ func (c *Client) deliver(p *packet) {
 
 // packetConn is one UDP session: the net.PacketConn ListenPacket returns.
 type packetConn struct {
-	*quicconn.PacketQueue
-	c  *Client
-	id uint16
+	*quicconn.PacketQueue // net.PacketConn but Close; WriteTo sends through sendTo
+	c                     *Client
+	id                    uint16
 
 	// Receiving side, used by the connection's readers.
 	rmu     sync.Mutex
@@ -88,10 +91,8 @@ type packetConn struct {
 	srcFlow flow.Addr // source of the packet being received
 	srcAddr net.Addr  // srcFlow boxed once, so that a reply allocates nothing
 
-	// Sending side.
-	wmu      sync.Mutex
+	// Sending side, under the queue's send lock.
 	wbuf     []byte
-	dst      quicconn.Dest // last destination, encoded
 	packetID uint16
 }
 
@@ -109,42 +110,32 @@ func (pc *packetConn) deliver(p *packet) {
 	pc.Deliver(payload, pc.srcAddr)
 }
 
-// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
-// flow.AddrFromNet takes). In native mode a datagram too large for one QUIC
+// sendTo sends p to dst, whose address as a packet carries it is raw (for
+// the queue's WriteTo). In native mode a datagram too large for one QUIC
 // datagram is sent in fragments.
-func (pc *packetConn) WriteTo(p []byte, addr net.Addr) (int, error) {
-	dst, err := pc.Target("tuic", pc.c.srv.Name, p, addr)
-	if err != nil {
-		return 0, err
-	}
-	pc.wmu.Lock()
-	defer pc.wmu.Unlock()
-	raw, err := pc.dst.Encode(dst, appendAddr)
-	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP via %s: %w", pc.c.srv.Name, err)
-	}
+func (pc *packetConn) sendTo(p []byte, dst flow.Addr, raw []byte) error {
 	pc.packetID++
 	m := packet{Assoc: pc.id, PacketID: pc.packetID, FragTotal: 1, Payload: p}
 	q, err := pc.c.conns.ForSend(pc.WriteDeadline())
 	if err != nil {
-		return 0, err
+		return err
 	}
 	err = pc.send(q, &m, raw)
 	if err != nil && !q.Alive() {
 		// The connection died since sendConn looked: send on a new one.
 		if q, err = pc.c.conns.ForSend(pc.WriteDeadline()); err != nil {
-			return 0, err
+			return err
 		}
 		err = pc.send(q, &m, raw)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.srv.Name, pc.c.explain(q, err))
+		return fmt.Errorf("tuic: UDP to %s via %s: %w", dst, pc.c.srv.Name, pc.c.explain(q, err))
 	}
-	return len(p), nil
+	return nil
 }
 
 // send sends m on q, to the destination encoded as raw, in the client's
-// relay mode. pc.wmu must be held.
+// relay mode; the queue's send lock is held.
 func (pc *packetConn) send(q *qconn, m *packet, raw []byte) error {
 	pc.wbuf = append(appendPacketHeader(pc.wbuf[:0], m, raw), m.Payload...)
 	if pc.c.udpMode == modeQUIC {

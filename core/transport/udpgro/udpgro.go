@@ -17,6 +17,7 @@ package udpgro
 
 import (
 	"net"
+	"sync"
 
 	"golang.org/x/net/ipv4"
 )
@@ -30,20 +31,37 @@ type Stats struct {
 }
 
 // Single serves ReadFrom and ReadMsgUDP from a batch read: it reads one
-// packet as a batch of one. It is scratch space, not safe for concurrent
-// use: the caller holds the lock its batch state needs.
+// packet as a batch of one with Batch, holding Mu, the lock that Batch's
+// state needs. Set both before the first read. Its buffers are scratch
+// space that Mu guards.
 type Single struct {
+	Mu    *sync.Mutex
+	Batch func(ms []ipv4.Message, flags int) (int, error)
+
 	msg [1]ipv4.Message
 	buf [1][]byte
 }
 
-// Read reads one packet into b and its control messages into oob with
-// read, and returns what ReadMsgUDP would (the address as a net.Addr).
-func (s *Single) Read(read func(ms []ipv4.Message, flags int) (int, error), b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
+// ReadFrom reads one packet into b.
+func (s *Single) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, _, _, addr, err := s.read(b, nil)
+	return n, addr, err
+}
+
+// ReadMsgUDP reads one packet into b and its control messages into oob.
+func (s *Single) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
+	n, oobn, flags, a, err := s.read(b, oob)
+	addr, _ = a.(*net.UDPAddr)
+	return n, oobn, flags, addr, err
+}
+
+func (s *Single) read(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
 	m := &s.msg[0]
 	s.buf[0] = b
 	m.Buffers, m.OOB = s.buf[:], oob
-	_, err = read(s.msg[:], 0)
+	_, err = s.Batch(s.msg[:], 0)
 	n, oobn, flags, addr = m.N, m.NN, m.Flags, m.Addr
 	s.buf[0], m.OOB, m.Addr = nil, nil, nil // keep no reference to the caller's memory
 	if err != nil {

@@ -50,7 +50,7 @@ type Conn struct {
 	off  int            // where its next segment starts
 	seg  int            // its segment size
 	oob  []byte         // its control messages without UDP_GRO
-	one  Single         // ReadFrom and ReadMsgUDP as a batch of one
+	one  Single         // ReadFrom and ReadMsgUDP as a batch of one (readOne)
 }
 
 // New enables UDP_GRO on uc and returns uc wrapped. It fails, leaving uc
@@ -77,6 +77,7 @@ func New(uc *net.UDPConn) (*Conn, error) {
 		c.msgs[i].Buffers = [][]byte{buf[i*slotSize : (i+1)*slotSize : (i+1)*slotSize]}
 		c.msgs[i].OOB = oob[i*oobSize : (i+1)*oobSize : (i+1)*oobSize]
 	}
+	c.one.Mu, c.one.Batch = &c.mu, c.readOne
 	return c, nil
 }
 
@@ -243,26 +244,21 @@ func (c *Conn) Stats() Stats {
 }
 
 // ReadFrom reads one packet into b.
-func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, _, _, addr, err := c.readOne(b, nil)
-	return n, addr, err
-}
+func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) { return c.one.ReadFrom(b) }
 
 // ReadMsgUDP reads one packet into b and its control messages into oob.
 func (c *Conn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
-	n, oobn, flags, a, err := c.readOne(b, oob)
-	addr, _ = a.(*net.UDPAddr)
-	return n, oobn, flags, addr, err
+	return c.one.ReadMsgUDP(b, oob)
 }
 
-func (c *Conn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, oobn, flags, addr, err = c.one.Read(c.read, b, oob)
+// readOne is read for ReadFrom and ReadMsgUDP, whose errors are the
+// socket's; c.mu is held.
+func (c *Conn) readOne(ms []ipv4.Message, flags int) (int, error) {
+	n, err := c.read(ms, flags)
 	if err != nil {
-		return 0, 0, 0, nil, &net.OpError{Op: "read", Net: "udp", Source: c.uc.LocalAddr(), Err: err}
+		return 0, &net.OpError{Op: "read", Net: "udp", Source: c.uc.LocalAddr(), Err: err}
 	}
-	return n, oobn, flags, addr, nil
+	return n, nil
 }
 
 // WriteTo writes one datagram to addr.

@@ -10,11 +10,13 @@ import (
 	"github.com/skiffvpn/skiff/core/flow"
 )
 
-// PacketQueue is the receiving half of a proxied UDP session: the
-// connection's reader delivers whole datagrams, ReadFrom takes them. A
-// full queue drops, as a full socket buffer would. It also keeps the
-// session's write deadline, for the protocol's sending half, and its
-// local address.
+// PacketQueue is what the protocols' proxied UDP sessions share: all of
+// net.PacketConn but Close. Its receiving half is a queue: the
+// connection's reader delivers whole datagrams, ReadFrom takes them, and a
+// full queue drops, as a full socket buffer would. Its WriteTo checks a
+// datagram and its destination, encodes the destination (once while it
+// stays the same) and hands both to the protocol's Sender, one write at a
+// time. It also keeps the session's deadlines and local address.
 type PacketQueue struct {
 	recv     chan queued
 	done     chan struct{} // closed by Shut
@@ -24,6 +26,23 @@ type PacketQueue struct {
 
 	wmu sync.Mutex
 	wdl time.Time // the write deadline, for the sending half (WriteDeadline)
+
+	out  Sender
+	smu  sync.Mutex // held through each WriteTo: the protocol's sending state is under it
+	dest Dest
+}
+
+// Sender is a protocol's sending half of a UDP session, for WriteTo.
+type Sender struct {
+	Proto, Server string // start and name WriteTo's errors: "tuic", "host:port"
+
+	// Encode appends dst's wire form to b; one that fails must not have
+	// written to b.
+	Encode func(b []byte, dst flow.Addr) ([]byte, error)
+	// Send sends p to dst, whose wire form is raw, under the session's
+	// send lock (one write at a time); its errors are WriteTo's as they
+	// are.
+	Send func(p []byte, dst flow.Addr, raw []byte) error
 }
 
 type queued struct {
@@ -35,9 +54,9 @@ type queued struct {
 const queueLen = 128
 
 // NewPacketQueue returns an empty queue for a session on the QUIC socket
-// whose address is local.
-func NewPacketQueue(local net.Addr) *PacketQueue {
-	return &PacketQueue{recv: make(chan queued, queueLen), done: make(chan struct{}), rdline: MakeDeadline(), local: local}
+// whose address is local, which sends through out.
+func NewPacketQueue(local net.Addr, out Sender) *PacketQueue {
+	return &PacketQueue{recv: make(chan queued, queueLen), done: make(chan struct{}), rdline: MakeDeadline(), local: local, out: out}
 }
 
 // LocalAddr returns the QUIC socket's address at the time the session
@@ -79,14 +98,7 @@ func (q *PacketQueue) Shut() {
 }
 
 // Closed reports whether Shut was called.
-func (q *PacketQueue) Closed() bool {
-	select {
-	case <-q.done:
-		return true
-	default:
-		return false
-	}
-}
+func (q *PacketQueue) Closed() bool { return isClosed(q.done) }
 
 // SetDeadline sets the read and the write deadline.
 func (q *PacketQueue) SetDeadline(t time.Time) error {
@@ -139,11 +151,30 @@ func (d *Dest) Encode(dst flow.Addr, enc func([]byte, flow.Addr) ([]byte, error)
 	return d.raw, nil
 }
 
-// Target checks a session's WriteTo of p to addr: it returns addr as a
-// flow.Addr (without a call for the two kinds a relay passes), net.ErrClosed
-// once q is shut, and an error for a datagram over MaxUDPPacket bytes.
-// Errors start with proto and name the server.
-func (q *PacketQueue) Target(proto, server string, p []byte, addr net.Addr) (flow.Addr, error) {
+// WriteTo sends p to addr (a flow.Addr, *net.UDPAddr or anything
+// flow.AddrFromNet takes) through the protocol's Sender.
+func (q *PacketQueue) WriteTo(p []byte, addr net.Addr) (int, error) {
+	dst, err := q.target(p, addr)
+	if err != nil {
+		return 0, err
+	}
+	q.smu.Lock()
+	defer q.smu.Unlock()
+	raw, err := q.dest.Encode(dst, q.out.Encode)
+	if err != nil {
+		return 0, fmt.Errorf("%s: UDP via %s: %w", q.out.Proto, q.out.Server, err)
+	}
+	if err := q.out.Send(p, dst, raw); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// target checks a WriteTo of p to addr: it returns addr as a flow.Addr
+// (without a call for the two kinds a relay passes), net.ErrClosed once q
+// is shut, and an error for a datagram over MaxUDPPacket bytes.
+func (q *PacketQueue) target(p []byte, addr net.Addr) (flow.Addr, error) {
+	proto, server := q.out.Proto, q.out.Server
 	var dst flow.Addr
 	switch a := addr.(type) {
 	case flow.Addr:

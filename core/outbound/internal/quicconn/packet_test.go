@@ -13,7 +13,7 @@ import (
 // sets both, the write deadline is what the sending half reads, and a
 // passed read deadline ends ReadFrom.
 func TestPacketQueueDeadlines(t *testing.T) {
-	q := NewPacketQueue(nil)
+	q := NewPacketQueue(nil, Sender{})
 	if d := q.WriteDeadline(); !d.IsZero() {
 		t.Fatalf("new queue's write deadline %v, want none", d)
 	}

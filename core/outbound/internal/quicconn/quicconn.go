@@ -3,9 +3,10 @@
 // again when it dies (Shared), the server it dials (Server) and what each
 // such connection holds (Link); its QUIC settings (NewConfig); name resolution and handshake errors; a
 // QUIC stream as a net.Conn (StreamConn); a request's answer read under a
-// stall check (StallReader); UDP fragment reassembly (Defragger); the
-// datagram reader and its panic guard; and a deadline a select can wait
-// on (Deadline). The protocols differ in their wire formats and
+// stall check (StallReader); a UDP session as a net.PacketConn but for
+// the protocol's sending step (PacketQueue); UDP fragment reassembly
+// (Defragger); the datagram reader and its panic guard; and a deadline a
+// select can wait on (Deadline). The protocols differ in their wire formats and
 // authentication, not in these.
 package quicconn
 

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 )
 
 // The magic destinations of the two versions.
@@ -103,7 +104,7 @@ func ReadFrame(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 		n = 1 + 16
 	case packetTypes.Name:
 		if len(h) < 2 {
-			return 0, flow.Addr{}, unexpected(err)
+			return 0, flow.Addr{}, eof.Unexpected(err)
 		}
 		if h[1] == 0 {
 			return 0, flow.Addr{}, fmt.Errorf("%w: empty name", ErrFrame)
@@ -115,7 +116,7 @@ func ReadFrame(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 	n += 2 + 2 // port, length
 	h, err = r.Peek(n)
 	if err != nil {
-		return 0, flow.Addr{}, unexpected(err)
+		return 0, flow.Addr{}, eof.Unexpected(err)
 	}
 	from, _, err := flow.ParseHostPort(h, packetTypes)
 	if err != nil {
@@ -125,19 +126,12 @@ func ReadFrame(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 	r.Discard(n)
 	m := min(l, len(p))
 	if _, err := io.ReadFull(r, p[:m]); err != nil {
-		return 0, flow.Addr{}, unexpected(err)
+		return 0, flow.Addr{}, eof.Unexpected(err)
 	}
 	if _, err := r.Discard(l - m); err != nil {
-		return 0, flow.Addr{}, unexpected(err)
+		return 0, flow.Addr{}, eof.Unexpected(err)
 	}
 	return m, from, nil
-}
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 // PacketConn is a UDP session over one stream. The version 2 request goes

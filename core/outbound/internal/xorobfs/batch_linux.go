@@ -38,7 +38,7 @@ type batchConn struct {
 
 	// Under conn.rmu:
 	rms []ipv4.Message // the wire packets of one batch
-	one udpgro.Single
+	one udpgro.Single  // ReadFrom and ReadMsgUDP as a batch of one (readBatch)
 
 	// Under conn.wmu:
 	woob []byte // the caller's control messages with the segment size changed
@@ -52,6 +52,7 @@ func NewConn(sock net.PacketConn, s Scheme, password string) net.PacketConn {
 		return o
 	}
 	c := &batchConn{conn: o, rms: make([]ipv4.Message, batchSize)}
+	c.one.Mu, c.one.Batch = &c.rmu, c.readBatch
 	if br, ok := udpgro.Wrap(o.udp).(batchReader); ok {
 		c.br = br
 	} else {
@@ -119,22 +120,11 @@ func (c *batchConn) readBatch(ms []ipv4.Message, flags int) (int, error) {
 }
 
 // ReadFrom reads one packet, deobfuscated.
-func (c *batchConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	n, _, _, addr, err := c.readOne(p, nil)
-	return n, addr, err
-}
+func (c *batchConn) ReadFrom(p []byte) (int, net.Addr, error) { return c.one.ReadFrom(p) }
 
 // ReadMsgUDP reads one packet, deobfuscated, and its control messages.
 func (c *batchConn) ReadMsgUDP(b, oob []byte) (n, oobn, flags int, addr *net.UDPAddr, err error) {
-	n, oobn, flags, a, err := c.readOne(b, oob)
-	addr, _ = a.(*net.UDPAddr)
-	return n, oobn, flags, addr, err
-}
-
-func (c *batchConn) readOne(b, oob []byte) (n, oobn, flags int, addr net.Addr, err error) {
-	c.rmu.Lock()
-	defer c.rmu.Unlock()
-	return c.one.Read(c.readBatch, b, oob)
+	return c.one.ReadMsgUDP(b, oob)
 }
 
 // WriteMsgUDP obfuscates b and sends it. When oob asks for GSO
@@ -184,9 +174,6 @@ func segmentSize(oob []byte) (size, at int) {
 	}
 	return 0, -1
 }
-
-// Close closes the socket.
-func (c *batchConn) Close() error { return c.udp.Close() }
 
 // SyscallConn returns the socket's raw connection, for socket options.
 func (c *batchConn) SyscallConn() (syscall.RawConn, error) { return c.udp.SyscallConn() }

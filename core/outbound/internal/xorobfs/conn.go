@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"time"
 
 	"golang.org/x/crypto/blake2b"
 
@@ -126,10 +125,11 @@ var errTooLarge = errors.New("obfuscation: packet too large for the buffer")
 // gets.
 //
 // It allocates nothing per packet: each direction has one buffer, and the
-// server's address is returned from a cache.
+// server's address is returned from a cache. Close, LocalAddr and the
+// deadlines are the socket's.
 type conn struct {
-	conn net.PacketConn
-	udp  *net.UDPConn // conn, when it is one: reads and writes without allocating
+	net.PacketConn
+	udp *net.UDPConn // the socket, when it is one: reads and writes without allocating
 
 	rmu   sync.Mutex
 	rbuf  []byte
@@ -151,14 +151,14 @@ func newConn(sock net.PacketConn, s Scheme, password string) *conn {
 	var seed [32]byte
 	crand.Read(seed[:])
 	return &conn{
-		rng:  rand.NewChaCha8(seed),
-		conn: sock,
-		udp:  udp,
-		rbuf: make([]byte, maxUDPPacket),
-		rs:   s.New(psk),
-		wbuf: make([]byte, maxUDPPacket),
-		ws:   s.New(psk),
-		salt: make([]byte, s.SaltLen),
+		rng:        rand.NewChaCha8(seed),
+		PacketConn: sock,
+		udp:        udp,
+		rbuf:       make([]byte, maxUDPPacket),
+		rs:         s.New(psk),
+		wbuf:       make([]byte, maxUDPPacket),
+		ws:         s.New(psk),
+		salt:       make([]byte, s.SaltLen),
 	}
 }
 
@@ -169,7 +169,7 @@ func (c *conn) ReadFrom(p []byte) (int, net.Addr, error) {
 	defer c.rmu.Unlock()
 	for {
 		if c.udp == nil {
-			n, addr, err := c.conn.ReadFrom(c.rbuf)
+			n, addr, err := c.PacketConn.ReadFrom(c.rbuf)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -207,28 +207,13 @@ func (c *conn) WriteTo(p []byte, addr net.Addr) (int, error) {
 	if ua, ok := addr.(*net.UDPAddr); ok && c.udp != nil {
 		_, err = c.udp.WriteToUDPAddrPort(c.wbuf[:n], ua.AddrPort())
 	} else {
-		_, err = c.conn.WriteTo(c.wbuf[:n], addr)
+		_, err = c.PacketConn.WriteTo(c.wbuf[:n], addr)
 	}
 	if err != nil {
 		return 0, err
 	}
 	return len(p), nil
 }
-
-// Close closes the socket.
-func (c *conn) Close() error { return c.conn.Close() }
-
-// LocalAddr returns the socket's address.
-func (c *conn) LocalAddr() net.Addr { return c.conn.LocalAddr() }
-
-// SetDeadline sets the socket's deadlines.
-func (c *conn) SetDeadline(t time.Time) error { return c.conn.SetDeadline(t) }
-
-// SetReadDeadline sets the socket's read deadline.
-func (c *conn) SetReadDeadline(t time.Time) error { return c.conn.SetReadDeadline(t) }
-
-// SetWriteDeadline sets the socket's write deadline.
-func (c *conn) SetWriteDeadline(t time.Time) error { return c.conn.SetWriteDeadline(t) }
 
 // SetReadBuffer and SetWriteBuffer let quic-go size the socket's buffers
 // as it does for a bare UDP socket.
