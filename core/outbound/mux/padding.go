@@ -7,6 +7,8 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"sync"
+
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 )
 
 // paddedFrames is how many frames each way are padded, as sing-mux pads:
@@ -50,7 +52,7 @@ func (c *paddingConn) Read(p []byte) (int, error) {
 		}
 		if c.padLeft > 0 {
 			if _, err := io.CopyN(io.Discard, c.Conn, int64(c.padLeft)); err != nil {
-				return 0, unexpected(err)
+				return 0, eof.Unexpected(err)
 			}
 			c.padLeft = 0
 		}
@@ -64,13 +66,6 @@ func (c *paddingConn) Read(p []byte) (int, error) {
 		c.dataLeft = int(binary.BigEndian.Uint16(c.hdr[:]))
 		c.padLeft = int(binary.BigEndian.Uint16(c.hdr[2:]))
 	}
-}
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
 
 func (c *paddingConn) Write(p []byte) (int, error) {

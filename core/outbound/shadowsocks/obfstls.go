@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 	"github.com/skiffvpn/skiff/core/transport/readwait"
 )
 
@@ -145,7 +146,7 @@ func (o *obfsTLSConn) Read(p []byte) (int, error) {
 		case h[0] == recHandshake || h[0] == recCCS:
 			o.ccs = o.ccs || h[0] == recCCS
 			if _, err := io.CopyN(io.Discard, o.Conn, int64(n)); err != nil {
-				return 0, noEOF(err)
+				return 0, eof.Unexpected(err)
 			}
 		default:
 			return 0, fmt.Errorf("obfs-local: tls: record type %#x", h[0])
@@ -166,11 +167,4 @@ func (o *obfsTLSConn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return errors.New("obfs-local: transport cannot half-close")
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 )
 
 // Commands of a Trojan request (trojan-gfw docs/protocol.md).
@@ -103,7 +104,7 @@ func readPacket(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 	case atypDomain:
 		l, err := r.ReadByte()
 		if err != nil {
-			return 0, from, unexpected(err)
+			return 0, from, eof.Unexpected(err)
 		}
 		if l == 0 {
 			return 0, from, errFrame
@@ -119,7 +120,7 @@ func readPacket(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 	}
 	rest := hdr[start : alen+6]
 	if _, err := io.ReadFull(r, rest); err != nil {
-		return 0, from, unexpected(err)
+		return 0, from, eof.Unexpected(err)
 	}
 	b := hdr[:alen+6]
 	switch atyp {
@@ -138,10 +139,10 @@ func readPacket(r *bufio.Reader, p []byte) (int, flow.Addr, error) {
 	}
 	m := min(n, len(p))
 	if _, err := io.ReadFull(r, p[:m]); err != nil {
-		return 0, from, unexpected(err)
+		return 0, from, eof.Unexpected(err)
 	}
 	if _, err := r.Discard(n - m); err != nil {
-		return 0, from, unexpected(err)
+		return 0, from, eof.Unexpected(err)
 	}
 	return m, from, nil
 }
@@ -152,10 +153,3 @@ type startError struct{ err error }
 
 func (e *startError) Error() string { return e.err.Error() }
 func (e *startError) Unwrap() error { return e.err }
-
-func unexpected(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}

@@ -18,6 +18,7 @@ import (
 	"net/netip"
 
 	"github.com/skiffvpn/skiff/core/flow"
+	"github.com/skiffvpn/skiff/core/outbound/internal/eof"
 )
 
 // Frame statuses, the option bit that says a frame has data, and the
@@ -96,7 +97,7 @@ func ReadMeta(r io.Reader, buf []byte) (Head, error) {
 	}
 	m := buf[:n]
 	if _, err := io.ReadFull(r, m); err != nil {
-		return Head{}, noEOF(err)
+		return Head{}, eof.Unexpected(err)
 	}
 	return Head{Session: binary.BigEndian.Uint16(m), Status: m[2], Opt: m[3], Rest: m[4:]}, nil
 }
@@ -105,7 +106,7 @@ func ReadMeta(r io.Reader, buf []byte) (Head, error) {
 func ReadDataLen(r io.Reader) (int, error) {
 	var l [2]byte
 	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return 0, noEOF(err)
+		return 0, eof.Unexpected(err)
 	}
 	return int(binary.BigEndian.Uint16(l[:])), nil
 }
@@ -115,11 +116,11 @@ func ReadDataLen(r io.Reader) (int, error) {
 func ReadData(r io.Reader, p []byte, n int) (int, error) {
 	m := min(n, len(p))
 	if _, err := io.ReadFull(r, p[:m]); err != nil {
-		return 0, noEOF(err)
+		return 0, eof.Unexpected(err)
 	}
 	if n > m {
 		if _, err := io.CopyN(io.Discard, r, int64(n-m)); err != nil {
-			return 0, noEOF(err)
+			return 0, eof.Unexpected(err)
 		}
 	}
 	return m, nil
@@ -156,11 +157,4 @@ func ParseAddr(b []byte) (network byte, a flow.Addr, err error) {
 		return network, a, nil
 	}
 	return 0, flow.Addr{}, bad
-}
-
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
 }
