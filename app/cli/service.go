@@ -5,11 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/internal/procs"
+	"github.com/skiffvpn/skiff/internal/selfexe"
 )
 
 func init() {
@@ -24,10 +24,7 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, service.Unit(service.PackagedBinary))
 			return 0
 		case "install":
-			exe, err := os.Executable()
-			if err == nil {
-				exe, err = filepath.EvalSymlinks(exe)
-			}
+			exe, err := selfexe.Path()
 			if err != nil {
 				fmt.Fprintf(stderr, "skiff service install: %v\n", err)
 				return 1
