@@ -78,14 +78,10 @@ func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 
 // runNodes implements `skiff nodes [--json]`.
 func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("nodes", stderr)
+	fs := newFlags("nodes", stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
 	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -47,19 +47,16 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	fs := newFlags("service", stderr)
+	fs := newFlags("service", stderr,
+		"usage: skiff service [flags]        run the service in the foreground (as root)",
+		"       skiff service install        install it with the OS service manager and start it",
+		"       skiff service uninstall      stop and remove it",
+		"       skiff service unit           print the systemd unit")
 	var o service.Options
 	fs.StringVar(&o.Socket, "socket", service.DefaultSocket, "the API socket (tests)")
 	fs.StringVar(&o.StateDir, "state-dir", service.DefaultStateDir, "where the profile is kept")
 	fs.StringVar(&o.Group, "group", service.Group, "the group whose members may operate Skiff")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff service [flags]        run the service in the foreground (as root)")
-		fmt.Fprintln(stderr, "       skiff service install        install it with the OS service manager and start it")
-		fmt.Fprintln(stderr, "       skiff service uninstall      stop and remove it")
-		fmt.Fprintln(stderr, "       skiff service unit           print the systemd unit")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
