@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -31,9 +32,8 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"  FILE  a file with share links, base64, Clash YAML, sing-box JSON or SIP008 JSON",
 		"  -     the same, read from standard input",
 		"  LINK  one share link (hysteria2://, vless://, …)")
-	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	backend := backendFlags(fs)
 	name := fs.String("name", "", "name for a new subscription (default: the provider's title)")
-	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
 	fromQR := fs.Bool("qr", false, "the argument is a PNG, JPEG or GIF image of a QR code: import the link or URL it holds")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -53,7 +53,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b, done, err := backendFor(ctx, *dir, *socket, stderr)
+	b, done, err := backend(ctx, stderr)
 	if err != nil {
 		return failed(stderr, "import", err)
 	}
@@ -103,6 +103,16 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	printUnsupported(stdout, res)
 	printWarnings(stderr, res)
 	return 0
+}
+
+// backendFlags adds --config-dir and --socket to fs and returns what opens
+// the backend they name (backendFor).
+func backendFlags(fs *flag.FlagSet) func(ctx context.Context, stderr io.Writer) (api.Backend, func(), error) {
+	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
+	return func(ctx context.Context, stderr io.Writer) (api.Backend, func(), error) {
+		return backendFor(ctx, *dir, *socket, stderr)
+	}
 }
 
 // backendFor returns the backend a data command works on: with --config-dir
