@@ -51,9 +51,18 @@ func failed(stderr io.Writer, name string, err error) int {
 }
 
 // newFlags is the flag set of command name, its errors and usage to stderr.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+// Its usage is the lines of usage, when given, then the flags.
+func newFlags(name string, stderr io.Writer, usage ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if len(usage) > 0 {
+		fs.Usage = func() {
+			for _, l := range usage {
+				fmt.Fprintln(stderr, l)
+			}
+			fs.PrintDefaults()
+		}
+	}
 	return fs
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,20 +25,16 @@ import (
 // is added (or refreshed, when already present) and fetched; a file, stdin
 // or a share link given directly is parsed and its nodes added.
 func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("import", stderr)
-	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	fs := newFlags("import", stderr,
+		"usage: skiff import [--config-dir DIR] [--name NAME] [--qr] URL|FILE|-|LINK",
+		"  URL may also be an ssconf://, clash://install-config or sing-box://import-remote-profile link",
+		"  URL   an http(s) subscription URL: added to the profile and refreshed in the background",
+		"  FILE  a file with share links, base64, Clash YAML, sing-box JSON or SIP008 JSON",
+		"  -     the same, read from standard input",
+		"  LINK  one share link (hysteria2://, vless://, …)")
+	backend := backendFlags(fs)
 	name := fs.String("name", "", "name for a new subscription (default: the provider's title)")
-	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
 	fromQR := fs.Bool("qr", false, "the argument is a PNG, JPEG or GIF image of a QR code: import the link or URL it holds")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff import [--config-dir DIR] [--name NAME] [--qr] URL|FILE|-|LINK")
-		fmt.Fprintln(stderr, "  URL may also be an ssconf://, clash://install-config or sing-box://import-remote-profile link")
-		fmt.Fprintln(stderr, "  URL   an http(s) subscription URL: added to the profile and refreshed in the background")
-		fmt.Fprintln(stderr, "  FILE  a file with share links, base64, Clash YAML, sing-box JSON or SIP008 JSON")
-		fmt.Fprintln(stderr, "  -     the same, read from standard input")
-		fmt.Fprintln(stderr, "  LINK  one share link (hysteria2://, vless://, …)")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -56,7 +53,7 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	b, done, err := backendFor(ctx, *dir, *socket, stderr)
+	b, done, err := backend(ctx, stderr)
 	if err != nil {
 		return failed(stderr, "import", err)
 	}
@@ -106,6 +103,16 @@ func runImport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	printUnsupported(stdout, res)
 	printWarnings(stderr, res)
 	return 0
+}
+
+// backendFlags adds --config-dir and --socket to fs and returns what opens
+// the backend they name (backendFor).
+func backendFlags(fs *flag.FlagSet) func(ctx context.Context, stderr io.Writer) (api.Backend, func(), error) {
+	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
+	return func(ctx context.Context, stderr io.Writer) (api.Backend, func(), error) {
+		return backendFor(ctx, *dir, *socket, stderr)
+	}
 }
 
 // backendFor returns the backend a data command works on: with --config-dir

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/core/node"
 	"github.com/skiffvpn/skiff/core/plan"
 	"github.com/skiffvpn/skiff/core/profile"
@@ -78,14 +77,9 @@ func describeNode(p *profile.Profile, n *profile.Node) nodeJSON {
 
 // runNodes implements `skiff nodes [--json]`.
 func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("nodes", stderr)
-	dir := fs.String("config-dir", "", "profile directory (default: $"+profile.EnvConfigDir+" or the OS config dir)")
+	fs := newFlags("nodes", stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
+	backend := backendFlags(fs)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
-	socket := fs.String("socket", service.DefaultSocket, "the service's socket, used when no --config-dir is given and the service runs")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff nodes [--json] [--config-dir DIR]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -95,7 +89,7 @@ func runNodes(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := callContext(10 * time.Second)
 	defer stop()
-	b, done, err := backendFor(ctx, *dir, *socket, stderr)
+	b, done, err := backend(ctx, stderr)
 	if err != nil {
 		return failed(stderr, "nodes", err)
 	}

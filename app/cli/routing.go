@@ -18,12 +18,8 @@ func init() {
 // one, else the saved one) and `skiff routing rule|global|direct` (saved,
 // and applied at once to new flows when connected).
 func runRouting(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("routing", stderr)
+	fs := newFlags("routing", stderr, "usage: skiff routing [flags] [rule|global|direct]")
 	client := clientFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: skiff routing [flags] [rule|global|direct]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

@@ -17,13 +17,9 @@ func init() {
 // runRules implements `skiff rules` (the running rule sets' states) and
 // `skiff rules refresh [NAME…]` (download them now, wait for the outcome).
 func runRules(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("rules", stderr)
+	fs := newFlags("rules", stderr, "usage: skiff rules [flags] [refresh [NAME …]]")
 	client := clientFlags(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: skiff rules [flags] [refresh [NAME …]]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return 0

@@ -77,7 +77,7 @@ type runFlags struct {
 // parseRunFlags parses the arguments of `skiff run`. Errors name the flag
 // (and for a link its position and field), never a link's secrets.
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
-	fs := newFlags("run", stderr)
+	fs := newFlags("run", stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
 	var (
 		ls, saved links
 		rf        runFlags
@@ -106,10 +106,6 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&rf.tun.killSwitch, "kill-switch", false, "with --tun: block all traffic outside the tunnel, also after skiff stops or dies, until a run without it (or skiff cleanup)")
 	fs.BoolVar(&rf.tun.ksAllowLAN, "kill-switch-allow-lan", false, "with --kill-switch: let the LAN (private and link-local ranges) through, DNS excepted")
 	fs.StringVar(&rf.tun.dnsUpstream, "tun-dns-upstream", core.DefaultDNSUpstream, "with --tun: the DNS server asked through the proxy (https://host/path, tls://host, tcp://host or udp://host, with optional :port)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff run --link URI|--node NAME [--link URI|--node NAME …] [--listen 127.0.0.1:1080] [--pprof 127.0.0.1:6060] [--log-level info] [--probe-url URL] [--lan-direct] [--tun]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -5,11 +5,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 
 	"github.com/skiffvpn/skiff/app/service"
 	"github.com/skiffvpn/skiff/internal/procs"
+	"github.com/skiffvpn/skiff/internal/selfexe"
 )
 
 func init() {
@@ -24,10 +24,7 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, service.Unit(service.PackagedBinary))
 			return 0
 		case "install":
-			exe, err := os.Executable()
-			if err == nil {
-				exe, err = filepath.EvalSymlinks(exe)
-			}
+			exe, err := selfexe.Path()
 			if err != nil {
 				fmt.Fprintf(stderr, "skiff service install: %v\n", err)
 				return 1
@@ -50,19 +47,16 @@ func runService(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return 0
 		}
 	}
-	fs := newFlags("service", stderr)
+	fs := newFlags("service", stderr,
+		"usage: skiff service [flags]        run the service in the foreground (as root)",
+		"       skiff service install        install it with the OS service manager and start it",
+		"       skiff service uninstall      stop and remove it",
+		"       skiff service unit           print the systemd unit")
 	var o service.Options
 	fs.StringVar(&o.Socket, "socket", service.DefaultSocket, "the API socket (tests)")
 	fs.StringVar(&o.StateDir, "state-dir", service.DefaultStateDir, "where the profile is kept")
 	fs.StringVar(&o.Group, "group", service.Group, "the group whose members may operate Skiff")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: skiff service [flags]        run the service in the foreground (as root)")
-		fmt.Fprintln(stderr, "       skiff service install        install it with the OS service manager and start it")
-		fmt.Fprintln(stderr, "       skiff service uninstall      stop and remove it")
-		fmt.Fprintln(stderr, "       skiff service unit           print the systemd unit")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -6,8 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"runtime"
+
+	"github.com/skiffvpn/skiff/internal/selfexe"
 )
 
 // LaunchProgram is what `skiff` without a command runs: skiff-tray, which
@@ -25,18 +25,11 @@ func init() {
 
 // launchPath returns the launch program next to this executable.
 func launchPath() (string, error) {
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
+	path, err := selfexe.Beside(LaunchProgram)
 	if err != nil {
 		return "", fmt.Errorf("finding skiff's own executable: %w", err)
 	}
-	name := LaunchProgram
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	return filepath.Join(filepath.Dir(exe), name), nil
+	return path, nil
 }
 
 // runWindow implements `skiff window` (and skiff without a command): it

@@ -17,8 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/skiffvpn/skiff/app/tray"
 	"github.com/skiffvpn/skiff/core/api"
 	"github.com/skiffvpn/skiff/core/profile"
+	"github.com/skiffvpn/skiff/internal/selfexe"
 	"github.com/skiffvpn/skiff/internal/version"
 )
 
@@ -160,16 +159,9 @@ func (w *windows) wait() { w.wg.Wait() }
 
 // windowPath is skiff-window beside this executable.
 func windowPath() (string, error) {
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
+	path, err := selfexe.Beside("skiff-window")
 	if err != nil {
 		return "", fmt.Errorf("finding skiff-tray's own executable: %w", err)
 	}
-	name := "skiff-window"
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	return filepath.Join(filepath.Dir(exe), name), nil
+	return path, nil
 }

@@ -15,16 +15,13 @@ const schemeHysteria = "hysteria"
 // upmbps=…&downmbps=…&alpn=…&obfs=xplus&obfsParam=…#name. obfsparam is
 // read too (Hiddify lower-cases the keys), and so is an obfsParam without
 // obfs: v1 has only xplus. A port-hopping list keeps its first port.
-func parseHysteria(rest string) (*node.Node, error) {
-	const s = schemeHysteria
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseHysteria(u *uri) (*node.Node, error) {
+	s := u.scheme
 	q := u.query
 	o := &node.HysteriaOptions{}
 	n := &node.Node{Name: u.name(), Protocol: node.Hysteria, Server: u.host, Hysteria: o}
 	port := u.port
+	var err error
 	if strings.ContainsAny(port, ",-") {
 		if n.Port, err = parsePortList(s, port); err != nil {
 			return nil, err

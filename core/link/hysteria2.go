@@ -10,15 +10,12 @@ import (
 // obfs-password=…&sni=…&insecure=1&pinSHA256=…#name (hysteria.network
 // "URI Scheme"). The port part may be a port-hopping list such as
 // "443,5000-6000"; mport= (another clients' extension) is read too.
-func parseHysteria2(rest string) (*node.Node, error) {
-	const s = schemeHysteria2
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseHysteria2(u *uri) (*node.Node, error) {
+	s := u.scheme
 	q := u.query
 	o := &node.Hysteria2Options{Auth: u.user}
 	n := &node.Node{Name: u.name(), Protocol: node.Hysteria2, Server: u.host, Hysteria2: o}
+	var err error
 
 	switch {
 	case u.port == "":

@@ -142,16 +142,28 @@ type linkFormat struct {
 }
 
 var formats = []linkFormat{
-	{node.Hysteria2, []string{"hysteria2", "hy2"}, parseHysteria2, formatHysteria2},
-	{node.VLESS, []string{"vless"}, parseVLESS, formatVLESS},
+	{node.Hysteria2, []string{"hysteria2", "hy2"}, uriForm(schemeHysteria2, parseHysteria2), formatHysteria2},
+	{node.VLESS, []string{"vless"}, uriForm(schemeVLESS, parseVLESS), formatVLESS},
 	{node.VMess, []string{"vmess"}, parseVMess, formatVMess},
 	{node.Shadowsocks, []string{"ss"}, parseSS, formatSS},
-	{node.Trojan, []string{"trojan"}, parseTrojan, formatTrojan},
-	{node.TUIC, []string{"tuic"}, parseTUIC, formatTUIC},
-	{node.AnyTLS, []string{"anytls"}, parseAnyTLS, formatAnyTLS},
-	{node.SSH, []string{"ssh"}, parseSSH, formatSSH},
-	{node.WireGuard, []string{"wireguard", "wg", "awg"}, parseWireGuard, formatWireGuard},
-	{node.Hysteria, []string{"hysteria"}, parseHysteria, formatHysteria},
+	{node.Trojan, []string{"trojan"}, uriForm(schemeTrojan, parseTrojan), formatTrojan},
+	{node.TUIC, []string{"tuic"}, uriForm(schemeTUIC, parseTUIC), formatTUIC},
+	{node.AnyTLS, []string{"anytls"}, uriForm(schemeAnyTLS, parseAnyTLS), formatAnyTLS},
+	{node.SSH, []string{"ssh"}, uriForm(schemeSSH, parseSSH), formatSSH},
+	{node.WireGuard, []string{"wireguard", "wg", "awg"}, uriForm(schemeWireGuard, parseWireGuard), formatWireGuard},
+	{node.Hysteria, []string{"hysteria"}, uriForm(schemeHysteria, parseHysteria), formatHysteria},
+}
+
+// uriForm is the parser of a link in URL form: splitURI splits it, with
+// errors under scheme, and parse reads the parts.
+func uriForm(scheme string, parse func(*uri) (*node.Node, error)) func(rest string) (*node.Node, error) {
+	return func(rest string) (*node.Node, error) {
+		u, err := splitURI(scheme, rest)
+		if err != nil {
+			return nil, err
+		}
+		return parse(u)
+	}
 }
 
 // formatOfScheme returns the format Parse reads scheme (lower case)

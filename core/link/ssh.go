@@ -22,12 +22,8 @@ const (
 // (ray2sing ssh.go): pk is the base64 body of OpenSSH private keys (comma
 // separated; Skiff uses the first), hk the pinned host keys as
 // authorized_keys lines, comma separated. The port defaults to 22.
-func parseSSH(rest string) (*node.Node, error) {
-	const s = schemeSSH
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseSSH(u *uri) (*node.Node, error) {
+	s := u.scheme
 	user, password, _ := strings.Cut(u.user, ":")
 	if user == "" {
 		return nil, errf(s, "user", "missing")

@@ -11,12 +11,8 @@ import (
 // parseTUIC reads tuic://uuid:password@host:port?congestion_control=bbr&
 // udp_relay_mode=native&alpn=h3&sni=…&allow_insecure=1#name, the TUIC v5
 // link that sing-box, mihomo, v2rayN and NekoBox write.
-func parseTUIC(rest string) (*node.Node, error) {
-	const s = schemeTUIC
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseTUIC(u *uri) (*node.Node, error) {
+	s := u.scheme
 	if !u.hasUser {
 		return nil, errf(s, "uuid", "missing")
 	}
@@ -111,12 +107,8 @@ func formatTUIC(n *node.Node) (string, error) {
 // parseAnyTLS reads anytls://password@host[:port]/?sni=…&insecure=1#name
 // (anytls-go's URI format, as sing-box and mihomo clients share it). The
 // port defaults to 443; Shadowrocket's ?password= form is read too.
-func parseAnyTLS(rest string) (*node.Node, error) {
-	const s = schemeAnyTLS
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseAnyTLS(u *uri) (*node.Node, error) {
+	s := u.scheme
 	password, err := linkPassword(s, u.user, u.query)
 	if err != nil {
 		return nil, err

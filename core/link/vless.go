@@ -8,12 +8,8 @@ var vlessFlows = map[string]bool{"": true, "xtls-rprx-vision": true, "xtls-rprx-
 // parseVLESS reads vless://UUID@host:port?encryption=none&security=…&type=…
 // #name as the Xray share-link proposal (XTLS/Xray-core discussion #716)
 // writes it. The port is required; security defaults to none.
-func parseVLESS(rest string) (*node.Node, error) {
-	const s = schemeVLESS
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseVLESS(u *uri) (*node.Node, error) {
+	s := u.scheme
 	if !u.hasUser {
 		return nil, errf(s, "uuid", "missing")
 	}
@@ -73,12 +69,8 @@ func formatVLESS(n *node.Node) (string, error) {
 // type=ws&host=…&path=…&allowInsecure=1#name (trojan-url, extended with
 // the VLESS proposal's transport and TLS parameters). TLS is on unless
 // security=none; the port defaults to 443.
-func parseTrojan(rest string) (*node.Node, error) {
-	const s = schemeTrojan
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseTrojan(u *uri) (*node.Node, error) {
+	s := u.scheme
 	if u.user == "" {
 		return nil, errf(s, "password", "empty")
 	}

@@ -50,7 +50,7 @@ func parseVMess(rest string) (*node.Node, error) {
 	dec, ok := decodeBase64(body)
 	if !ok || !strings.HasPrefix(strings.TrimSpace(dec), "{") {
 		if strings.IndexByte(body, '@') >= 0 {
-			return parseVMessURL(rest)
+			return uriForm(s, parseVMessURL)(rest)
 		}
 		return nil, errf(s, "payload", "not base64 of a JSON object")
 	}
@@ -169,12 +169,8 @@ func parseVMess(rest string) (*node.Node, error) {
 // parseVMessURL reads the Xray proposal's vmess://uuid@host:port?
 // encryption=auto&security=tls&type=ws…#name (its "encryption" is the
 // VMess cipher).
-func parseVMessURL(rest string) (*node.Node, error) {
-	const s = schemeVMess
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseVMessURL(u *uri) (*node.Node, error) {
+	s := u.scheme
 	id, err := checkUUID(s, u.user)
 	if err != nil {
 		return nil, err

@@ -34,12 +34,8 @@ func (w wgParams) get(keys ...string) (string, string, bool) {
 // reserved=1-2-3&persistent_keepalive_interval=…) and Hiddify (also ip=,
 // pk=, psk=, keepalive=, allowedips=, AmneziaWG's jc…i5). A bare address
 // gets /32 or /128.
-func parseWireGuard(rest string) (*node.Node, error) {
-	const s = schemeWireGuard
-	u, err := splitURI(s, rest)
-	if err != nil {
-		return nil, err
-	}
+func parseWireGuard(u *uri) (*node.Node, error) {
+	s := u.scheme
 	port, err := parsePort(s, u.port, wgDefaultPort)
 	if err != nil {
 		return nil, err

@@ -41,10 +41,8 @@ type Rule struct {
 }
 
 // PortRange is an inclusive range of ports; a single port has From == To.
-type PortRange struct {
-	From uint16 `json:"from"`
-	To   uint16 `json:"to"`
-}
+// Rule sets match the same ranges.
+type PortRange = ruleset.PortRange
 
 // Set is a compiled, immutable rule list. It is safe for concurrent use.
 type Set struct {
@@ -150,31 +148,14 @@ func compile(r Rule) (compiled, error) {
 			return c, errors.New("process: empty name")
 		}
 	}
-	if len(r.Domain) > 0 {
-		c.exact = make(map[string]struct{}, len(r.Domain))
+	var err error
+	if c.exact, err = nameSet("domain", r.Domain, false); err != nil {
+		return c, err
 	}
-	for _, d := range r.Domain {
-		n := normalize(d)
-		if n == "" {
-			return c, fmt.Errorf("domain: %q is empty", d)
-		}
-		c.exact[n] = struct{}{}
-	}
-	if len(r.DomainSuffix) > 0 {
-		c.suffix = make(map[string]struct{}, len(r.DomainSuffix))
-	}
-	for _, d := range r.DomainSuffix {
-		n := normalize(d)
-		if n == "" {
-			return c, fmt.Errorf("domainSuffix: %q is empty", d)
-		}
-		if strings.HasPrefix(d, ".") {
-			// ".example.com": only names below, kept with its dot so that
-			// the label walk in match finds it only for those.
-			c.suffix["."+n] = struct{}{}
-			continue
-		}
-		c.suffix[n] = struct{}{}
+	// A suffix ".example.com" matches only the names below: it is kept with
+	// its dot so that the label walk in match finds it only for those.
+	if c.suffix, err = nameSet("domainSuffix", r.DomainSuffix, true); err != nil {
+		return c, err
 	}
 	for _, k := range r.DomainKeyword {
 		if k = strings.ToLower(k); k != "" {
@@ -183,6 +164,26 @@ func compile(r Rule) (compiled, error) {
 	}
 	c.hasDest = len(c.exact)+len(c.suffix)+len(c.keywords)+len(r.IPCIDR) > 0 || r.Private
 	return c, nil
+}
+
+// nameSet is names normalised, nil when there are none; keepDot keeps a
+// leading dot in front of the normalised name.
+func nameSet(field string, names []string, keepDot bool) (map[string]struct{}, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	set := make(map[string]struct{}, len(names))
+	for _, d := range names {
+		n := normalize(d)
+		if n == "" {
+			return nil, fmt.Errorf("%s: %q is empty", field, d)
+		}
+		if keepDot && strings.HasPrefix(d, ".") {
+			n = "." + n
+		}
+		set[n] = struct{}{}
+	}
+	return set, nil
 }
 
 func normalize(d string) string {
@@ -246,17 +247,8 @@ func (c *compiled) match(m *flow.Metadata, name string) bool {
 	if c.Network != "" && c.Network != m.Network {
 		return false
 	}
-	if len(c.Ports) > 0 {
-		p, ok := m.Destination.Port, false
-		for _, r := range c.Ports {
-			if p >= r.From && p <= r.To {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(c.Ports) > 0 && !ruleset.InPorts(c.Ports, m.Destination.Port) {
+		return false
 	}
 	if len(c.Process) > 0 && !c.matchProcess(m) {
 		return false

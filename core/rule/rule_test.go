@@ -118,7 +118,7 @@ func TestParsePorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []PortRange{{80, 80}, {443, 443}, {8000, 9000}}
+	want := []PortRange{{From: 80, To: 80}, {From: 443, To: 443}, {From: 8000, To: 9000}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %v, want %v", got, want)
 	}
@@ -252,7 +252,7 @@ func TestProcessRule(t *testing.T) {
 		want  string
 	}{
 		{[]Rule{{Process: []string{"curl"}, Target: "a"}, {Process: []string{filepath.Base(exe)}, Target: "direct"}}, "direct"},
-		{[]Rule{{Process: []string{exe}, Ports: []PortRange{{1, 65535}}, Target: "direct"}}, "direct"},
+		{[]Rule{{Process: []string{exe}, Ports: []PortRange{{From: 1, To: 65535}}, Target: "direct"}}, "direct"},
 		{[]Rule{{Process: []string{"/usr/bin/" + filepath.Base(exe)}, Target: "direct"}}, "proxy"},
 		{[]Rule{{Process: []string{"firefox"}, Target: "direct"}}, "proxy"},
 	} {

@@ -146,7 +146,7 @@ func (d *matcher) empty() bool {
 // rule is a rule with more than destination conditions.
 type rule struct {
 	dest    *matcher // nil: any destination
-	ports   []portRange
+	ports   []PortRange
 	network string // "", flow.TCP or flow.UDP
 	invert  bool
 
@@ -154,7 +154,22 @@ type rule struct {
 	sub     []rule
 }
 
-type portRange struct{ from, to uint16 }
+// PortRange is an inclusive range of destination ports; a single port has
+// From == To. Package rule's rules hold it too, in this JSON form.
+type PortRange struct {
+	From uint16 `json:"from"`
+	To   uint16 `json:"to"`
+}
+
+// InPorts reports whether p is in one of ranges.
+func InPorts(ranges []PortRange, p uint16) bool {
+	for _, r := range ranges {
+		if p >= r.From && p <= r.To {
+			return true
+		}
+	}
+	return false
+}
 
 func (r *rule) match(m *flow.Metadata, name string, ip netip.Addr) bool {
 	return r.matchPlain(m, name, ip) != r.invert
@@ -180,17 +195,8 @@ func (r *rule) matchPlain(m *flow.Metadata, name string, ip netip.Addr) bool {
 	if r.network != "" && r.network != m.Network {
 		return false
 	}
-	if len(r.ports) > 0 {
-		p, ok := m.Destination.Port, false
-		for _, pr := range r.ports {
-			if p >= pr.from && p <= pr.to {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
+	if len(r.ports) > 0 && !InPorts(r.ports, m.Destination.Port) {
+		return false
 	}
 	return r.dest == nil || r.dest.match(name, ip)
 }
@@ -199,7 +205,7 @@ func (r *rule) matchPlain(m *flow.Metadata, name string, ip netip.Addr) bool {
 type spec struct {
 	exact, suffix, below, oneLevel, keywords, regexps []string
 	ips                                               []netip.Prefix
-	ports                                             []portRange
+	ports                                             []PortRange
 	network                                           string
 	invert                                            bool
 	logical                                           string

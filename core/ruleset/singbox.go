@@ -191,7 +191,7 @@ func singBoxRule(raw json.RawMessage, depth int) (spec, string, error) {
 			var l listable[uint16]
 			if err = json.Unmarshal(v, &l); err == nil {
 				for _, p := range l {
-					sp.ports = append(sp.ports, portRange{p, p})
+					sp.ports = append(sp.ports, PortRange{p, p})
 				}
 			}
 		case "port_range":
@@ -256,7 +256,7 @@ func names2(v json.RawMessage, field string, add func(string), below ...func(str
 }
 
 // parseRange parses "from<sep>to" (either side may be empty: 1 or 65535).
-func parseRange(s, sep string) (portRange, error) {
+func parseRange(s, sep string) (PortRange, error) {
 	lo, hi, ok := strings.Cut(strings.TrimSpace(s), sep)
 	if !ok {
 		hi = lo
@@ -265,16 +265,16 @@ func parseRange(s, sep string) (portRange, error) {
 	var err error
 	if lo != "" {
 		if from, err = strconv.ParseUint(lo, 10, 16); err != nil {
-			return portRange{}, fmt.Errorf("%q is not a port range", s)
+			return PortRange{}, fmt.Errorf("%q is not a port range", s)
 		}
 	}
 	if hi != "" {
 		if to, err = strconv.ParseUint(hi, 10, 16); err != nil {
-			return portRange{}, fmt.Errorf("%q is not a port range", s)
+			return PortRange{}, fmt.Errorf("%q is not a port range", s)
 		}
 	}
 	if from == 0 || from > to {
-		return portRange{}, fmt.Errorf("%q is not a port range", s)
+		return PortRange{}, fmt.Errorf("%q is not a port range", s)
 	}
-	return portRange{uint16(from), uint16(to)}, nil
+	return PortRange{uint16(from), uint16(to)}, nil
 }

@@ -393,7 +393,7 @@ func (r *srsReader) defaultRule() (spec, string, error) {
 				return sp, "", err
 			}
 			for _, p := range l {
-				sp.ports = append(sp.ports, portRange{p, p})
+				sp.ports = append(sp.ports, PortRange{p, p})
 			}
 		case srsPortRange:
 			l, err := r.strings()

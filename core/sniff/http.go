@@ -36,29 +36,19 @@ func HTTP(b []byte) (string, error) {
 	if len(b) > maxHTTPHead {
 		b = b[:maxHTTPHead]
 	}
+	full := len(b) == maxHTTPHead
 	// Request line: METHOD SP target SP HTTP/1.x
-	i := bytes.IndexByte(b, '\n')
-	if i < 0 {
-		if len(b) == maxHTTPHead {
-			return "", ErrNoMatch
-		}
-		return "", ErrNeedMore
+	line, rest, err := cutLine(b, full)
+	if err != nil {
+		return "", err
 	}
-	line := bytes.TrimSuffix(b[:i], []byte{'\r'})
 	if sp := bytes.LastIndexByte(line, ' '); sp < 0 || !bytes.HasPrefix(line[sp+1:], []byte("HTTP/1.")) {
 		return "", ErrNoMatch
 	}
-	rest := b[i+1:]
 	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			if len(b) == maxHTTPHead {
-				return "", ErrNoMatch
-			}
-			return "", ErrNeedMore
+		if line, rest, err = cutLine(rest, full); err != nil {
+			return "", err
 		}
-		line := bytes.TrimSuffix(rest[:i], []byte{'\r'})
-		rest = rest[i+1:]
 		if len(line) == 0 {
 			return "", ErrNoHost
 		}
@@ -72,6 +62,20 @@ func HTTP(b []byte) (string, error) {
 		}
 		return host, nil
 	}
+}
+
+// cutLine cuts the first line of the head off b, without its CR LF. With
+// no whole line left it returns ErrNeedMore, or ErrNoMatch when the head is
+// full (maxHTTPHead read) and so never gets one.
+func cutLine(b []byte, full bool) (line, rest []byte, err error) {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		if full {
+			return nil, nil, ErrNoMatch
+		}
+		return nil, nil, ErrNeedMore
+	}
+	return bytes.TrimSuffix(b[:i], []byte{'\r'}), b[i+1:], nil
 }
 
 // stripPort removes a ":port" suffix and the brackets around an IPv6

@@ -9,37 +9,30 @@ type reader struct {
 }
 
 func (r *reader) u8() byte {
-	if len(r.b) < 1 {
-		r.bad = true
+	v := r.bytes(1)
+	if v == nil {
 		return 0
 	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	return v
+	return v[0]
 }
 
 func (r *reader) u16() int {
-	if len(r.b) < 2 {
-		r.bad = true
-		r.b = nil
+	v := r.bytes(2)
+	if v == nil {
 		return 0
 	}
-	v := int(r.b[0])<<8 | int(r.b[1])
-	r.b = r.b[2:]
-	return v
+	return int(v[0])<<8 | int(v[1])
 }
 
 func (r *reader) u24() int {
-	if len(r.b) < 3 {
-		r.bad = true
-		r.b = nil
+	v := r.bytes(3)
+	if v == nil {
 		return 0
 	}
-	v := int(r.b[0])<<16 | int(r.b[1])<<8 | int(r.b[2])
-	r.b = r.b[3:]
-	return v
+	return int(v[0])<<16 | int(v[1])<<8 | int(v[2])
 }
 
+// bytes reads the next n bytes; nil when fewer are left.
 func (r *reader) bytes(n int) []byte {
 	if n < 0 || len(r.b) < n {
 		r.bad = true

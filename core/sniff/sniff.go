@@ -48,26 +48,29 @@ var (
 // bytes, ErrNoHost when one matched without a name, and ErrNoMatch when
 // neither can.
 func Sniff(b []byte) (host, proto string, err error) {
-	host, err = TLS(b)
-	switch err {
-	case nil:
-		return host, ProtoTLS, nil
-	case ErrNoHost:
-		return "", ProtoTLS, err
+	needMore := false
+	for _, sn := range streamSniffers {
+		host, err = sn.sniff(b)
+		switch err {
+		case nil:
+			return host, sn.proto, nil
+		case ErrNoHost:
+			return "", sn.proto, err
+		case ErrNeedMore:
+			needMore = true
+		}
 	}
-	tlsErr := err
-	host, err = HTTP(b)
-	switch err {
-	case nil:
-		return host, ProtoHTTP, nil
-	case ErrNoHost:
-		return "", ProtoHTTP, err
-	}
-	if tlsErr == ErrNeedMore || err == ErrNeedMore {
+	if needMore {
 		return "", "", ErrNeedMore
 	}
 	return "", "", ErrNoMatch
 }
+
+// streamSniffers are the protocols Sniff tries, in order.
+var streamSniffers = [...]struct {
+	proto string
+	sniff func([]byte) (string, error)
+}{{ProtoTLS, TLS}, {ProtoHTTP, HTTP}}
 
 // cleanHost validates a host name read from the wire and returns it in
 // canonical form: lower case, without a trailing dot. It accepts names made

@@ -111,40 +111,45 @@ func clientHelloSNI(body []byte) (string, error) {
 	if len(r.b) == 0 {
 		return "", ErrNoHost // no extensions at all
 	}
-	exts := reader{b: r.bytes(r.u16())}
-	if r.bad {
+	sni, err := findEntry(&r, extensionServerName, true) // in the extensions
+	if err != nil {
+		return "", err
+	}
+	name, err := findEntry(&reader{b: sni}, serverNameTypeHost, false) // in its server names
+	if err != nil {
+		return "", err
+	}
+	host, ok := cleanHost(name)
+	if !ok {
 		return "", ErrNoMatch
 	}
-	for len(exts.b) > 0 {
-		typ := exts.u16()
-		data := exts.bytes(exts.u16())
-		if exts.bad {
-			return "", ErrNoMatch
-		}
-		if typ != extensionServerName {
-			continue
-		}
-		d := reader{b: data}
-		list := reader{b: d.bytes(d.u16())}
-		if d.bad {
-			return "", ErrNoMatch
-		}
-		for len(list.b) > 0 {
-			nt := list.u8()
-			name := list.bytes(list.u16())
-			if list.bad {
-				return "", ErrNoMatch
-			}
-			if nt != serverNameTypeHost {
-				continue
-			}
-			host, ok := cleanHost(name)
-			if !ok {
-				return "", ErrNoMatch
-			}
-			return host, nil
-		}
-		return "", ErrNoHost
+	return host, nil
+}
+
+// findEntry reads a list with a 16-bit length from r (the extensions, the
+// server names) up to the first entry of type want, and returns its body.
+// Each entry is a type (a byte, or two when wide) and a body with a 16-bit
+// length. The error is ErrNoMatch when the list is malformed before that
+// entry and ErrNoHost when it has none.
+func findEntry(r *reader, want int, wide bool) ([]byte, error) {
+	list := reader{b: r.bytes(r.u16())}
+	if r.bad {
+		return nil, ErrNoMatch
 	}
-	return "", ErrNoHost
+	for len(list.b) > 0 {
+		var typ int
+		if wide {
+			typ = list.u16()
+		} else {
+			typ = int(list.u8())
+		}
+		body := list.bytes(list.u16())
+		if list.bad {
+			return nil, ErrNoMatch
+		}
+		if typ == want {
+			return body, nil
+		}
+	}
+	return nil, ErrNoHost
 }

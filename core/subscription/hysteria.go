@@ -2,7 +2,6 @@ package subscription
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,20 +103,9 @@ type sbObfs struct {
 }
 
 func (o *sbObfs) UnmarshalJSON(b []byte) error {
-	var key string
-	if json.Unmarshal(b, &key) == nil {
-		*o = sbObfs{Type: "xplus", Password: key}
-		return nil
-	}
-	var v struct {
-		Type     string `json:"type"`
-		Password string `json:"password"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
-		return errors.New("obfs: want a key or {\"type\": …, \"password\": …}")
-	}
-	*o = sbObfs(v)
-	return nil
+	type object sbObfs // without this method
+	return shortOrFull(b, o, func(key string) sbObfs { return sbObfs{Type: "xplus", Password: key} },
+		func(v object) sbObfs { return sbObfs(v) }, "obfs: want a key or {\"type\": …, \"password\": …}")
 }
 
 // hysteriaAuth is the auth payload from a text form and a base64 form;

@@ -1,6 +1,7 @@
 package subscription
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,4 +107,32 @@ func FuzzSingBoxHysteria(f *testing.F) {
 			checkResult(t, res, nil)
 		}
 	})
+}
+
+// TestSingBoxShortForms: the sing-box fields written short or in full
+// (a list, udp_over_tcp, obfs) decode to the same value, and anything else
+// is the field's own error.
+func TestSingBoxShortForms(t *testing.T) {
+	decoded := map[string]any{}
+	for in, into := range map[string]any{
+		`"h3"`: new(listable), `["h3","h2"]`: new(listable), `3`: new(listable),
+		`true`: new(sbUoT), `{"enabled":true,"version":2}`: new(sbUoT), `"yes"`: new(sbUoT),
+		`"key"`: new(sbObfs), `{"type":"salamander","password":"pw"}`: new(sbObfs), `[1]`: new(sbObfs),
+	} {
+		if err := json.Unmarshal([]byte(in), into); err != nil {
+			decoded[in] = err.Error()
+		} else {
+			decoded[in] = into
+		}
+	}
+	want := map[string]any{
+		`"h3"`: &listable{"h3"}, `["h3","h2"]`: &listable{"h3", "h2"}, `3`: "want a string or a list of strings",
+		`true`: &sbUoT{Enabled: true}, `{"enabled":true,"version":2}`: &sbUoT{Enabled: true, Version: 2},
+		`"yes"`: `udp_over_tcp: want true/false or {"enabled": …, "version": …}`,
+		`"key"`: &sbObfs{Type: "xplus", Password: "key"}, `{"type":"salamander","password":"pw"}`: &sbObfs{Type: "salamander", Password: "pw"},
+		`[1]`: `obfs: want a key or {"type": …, "password": …}`,
+	}
+	if !reflect.DeepEqual(decoded, want) {
+		t.Errorf("decoded\n%+v\nwant\n%+v", decoded, want)
+	}
 }

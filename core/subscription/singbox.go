@@ -17,16 +17,24 @@ import (
 type listable []string
 
 func (l *listable) UnmarshalJSON(b []byte) error {
-	var one string
-	if err := json.Unmarshal(b, &one); err == nil {
-		*l = listable{one}
+	return shortOrFull(b, l, func(one string) listable { return listable{one} },
+		func(many []string) listable { return many }, "want a string or a list of strings")
+}
+
+// shortOrFull decodes a field that sing-box takes in a short form S or in
+// full F into *dst, through short or full; msg is the error when b is
+// neither.
+func shortOrFull[S, F, T any](b []byte, dst *T, short func(S) T, full func(F) T, msg string) error {
+	var s S
+	if json.Unmarshal(b, &s) == nil {
+		*dst = short(s)
 		return nil
 	}
-	var many []string
-	if err := json.Unmarshal(b, &many); err != nil {
-		return errors.New("want a string or a list of strings")
+	var f F
+	if json.Unmarshal(b, &f) != nil {
+		return errors.New(msg)
 	}
-	*l = many
+	*dst = full(f)
 	return nil
 }
 
@@ -54,25 +62,14 @@ func (d *hopInterval) UnmarshalJSON(b []byte) error {
 // sbUoT is sing-box's udp_over_tcp: true, or an object with enabled and
 // version (0: sing-box's default, 2).
 type sbUoT struct {
-	Enabled bool
-	Version int
+	Enabled bool `json:"enabled"`
+	Version int  `json:"version"`
 }
 
 func (u *sbUoT) UnmarshalJSON(b []byte) error {
-	var on bool
-	if json.Unmarshal(b, &on) == nil {
-		*u = sbUoT{Enabled: on}
-		return nil
-	}
-	var o struct {
-		Enabled bool `json:"enabled"`
-		Version int  `json:"version"`
-	}
-	if err := json.Unmarshal(b, &o); err != nil {
-		return errors.New("udp_over_tcp: want true/false or {\"enabled\": …, \"version\": …}")
-	}
-	*u = sbUoT(o)
-	return nil
+	type object sbUoT // without this method
+	return shortOrFull(b, u, func(on bool) sbUoT { return sbUoT{Enabled: on} },
+		func(o object) sbUoT { return sbUoT(o) }, "udp_over_tcp: want true/false or {\"enabled\": …, \"version\": …}")
 }
 
 // sbOutbound is one sing-box outbound with the fields Skiff maps.

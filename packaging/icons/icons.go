@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/image/draw"
 )
@@ -27,6 +29,16 @@ var Windows = []int{16, 24, 32, 48, 64, 128, 256}
 type Rendered struct {
 	Size int
 	PNG  []byte
+}
+
+// RenderRepo reads assets/icon.png of the repository at repo and renders
+// it in sizes.
+func RenderRepo(repo string, sizes []int) ([]Rendered, error) {
+	src, err := os.ReadFile(filepath.Join(repo, "assets", "icon.png"))
+	if err != nil {
+		return nil, err
+	}
+	return Render(src, sizes)
 }
 
 // Render decodes the source PNG and scales it to each size (Catmull-Rom,

@@ -234,11 +234,7 @@ func (s Spec) contents(stage string) (files.Contents, error) {
 		}
 	}
 
-	src, err := os.ReadFile(filepath.Join(s.Repo, "assets", "icon.png"))
-	if err != nil {
-		return nil, err
-	}
-	imgs, err := icons.Render(src, icons.Hicolor)
+	imgs, err := icons.RenderRepo(s.Repo, icons.Hicolor)
 	if err != nil {
 		return nil, err
 	}

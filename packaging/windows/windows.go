@@ -123,11 +123,7 @@ const manifest = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
 
 // ICO renders the application icon as a Windows .ico.
 func (r Resource) ICO() ([]byte, error) {
-	src, err := os.ReadFile(filepath.Join(r.Repo, "assets", "icon.png"))
-	if err != nil {
-		return nil, err
-	}
-	imgs, err := icons.Render(src, icons.Windows)
+	imgs, err := icons.RenderRepo(r.Repo, icons.Windows)
 	if err != nil {
 		return nil, err
 	}
