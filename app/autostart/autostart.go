@@ -8,9 +8,8 @@ package autostart
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
+
+	"github.com/skiffvpn/skiff/internal/selfexe"
 )
 
 // Item is the login item that starts the tray at Tray.
@@ -28,18 +27,11 @@ const EntryName = TrayProgram + ".desktop"
 // Default is the item for the skiff-tray beside this executable, where
 // every package puts it.
 func Default() (*Item, error) {
-	exe, err := os.Executable()
-	if err == nil {
-		exe, err = filepath.EvalSymlinks(exe)
-	}
+	tray, err := selfexe.Beside(TrayProgram)
 	if err != nil {
 		return nil, fmt.Errorf("autostart: finding this executable: %w", err)
 	}
-	name := TrayProgram
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	return &Item{Tray: filepath.Join(filepath.Dir(exe), name)}, nil
+	return &Item{Tray: tray}, nil
 }
 
 // Enabled reports whether the tray starts at the user's login.
