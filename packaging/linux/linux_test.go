@@ -70,7 +70,9 @@ func buildFixture() (*fixture, error) {
 			continue
 		}
 		*b.path = filepath.Join(dir, b.name)
-		cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", *b.path, b.main) // stripped, as `make package` builds them
+		// stripped and with the package's version, as `make package` builds them
+		ldflags := "-s -w -X github.com/skiffvpn/skiff/internal/version.version=" + version
+		cmd := exec.Command("go", "build", "-ldflags="+ldflags, "-o", *b.path, b.main)
 		cmd.Dir = repo
 		cmd.Env = append(os.Environ(), "CGO_ENABLED="+b.cgo)
 		if out, err := cmd.CombinedOutput(); err != nil {
