@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/skiffvpn/skiff/core"
 	"github.com/skiffvpn/skiff/core/api"
@@ -33,39 +32,22 @@ func TestConnectionsCommand(t *testing.T) {
 	}
 	defer ctrl.Stop()
 
-	// A SOCKS5 CONNECT to an echo server, held open.
-	c, err := net.Dial("tcp", ctrl.Status().Listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	// A flow through the local proxy to an echo server, held open.
 	echo := nettest.TCPEcho(t)
-	port := echo.Port()
-	req := []byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port)}
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write(req); err != nil {
-		t.Fatal(err)
-	}
-	reply := make([]byte, 12)
-	if _, err := io.ReadFull(c, reply); err != nil || reply[1] != 0 {
-		t.Fatalf("SOCKS5 reply %v, %v", reply, err)
-	}
+	nettest.SOCKSConnect(t, ctrl.Status().Listen, echo)
 
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	nettest.Eventually(t, "skiff connections lists the flow", func() (bool, string) {
 		out.Reset()
 		if code := Main([]string{"connections", "--socket", sock}, strings.NewReader(""), &out, &out); code != 0 {
 			t.Fatalf("skiff connections: exit %d: %s", code, out.String())
 		}
-		if strings.Contains(out.String(), echo.String()) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.Contains(out.String(), echo.String()), out.String()
+	})
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "PROGRAM") {
 		t.Fatalf("skiff connections printed:\n%s", out.String())

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -426,18 +425,7 @@ func TestConnectionsListAndClose(t *testing.T) {
 	test.Tap(h.ui.home.toggle)
 	h.waitFor("the core to run", func() bool { return h.ui.home.toggle.Text == "Disconnect" })
 
-	c, err := net.DialTimeout("tcp", h.ctrl.Status().Listen, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	port := int(echo.Port())
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	c.Write([]byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port)})
-	reply := make([]byte, 12)
-	if _, err := io.ReadFull(c, reply); err != nil || reply[1] != 0 || reply[3] != 0 {
-		t.Fatalf("SOCKS5 CONNECT reply %v, %v", reply, err)
-	}
+	c := nettest.SOCKSConnect(t, h.ctrl.Status().Listen, echo)
 	c.Write([]byte("hello"))
 	if _, err := io.ReadFull(c, make([]byte, 5)); err != nil {
 		t.Fatal(err)
@@ -446,7 +434,7 @@ func TestConnectionsListAndClose(t *testing.T) {
 	h.ui.tabs.SelectIndex(3)
 	v := h.ui.connections
 	h.waitFor("the connection in the table", func() bool { return len(v.rows) == 1 })
-	if got := v.cell(v.rows[0], 1); !strings.Contains(got, "127.0.0.1:"+strconv.Itoa(port)) {
+	if got := v.cell(v.rows[0], 1); !strings.Contains(got, echo.String()) {
 		t.Errorf("destination cell %q", got)
 	}
 	if got := v.cell(v.rows[0], 2); got != core.TargetDirect {

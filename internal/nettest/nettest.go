@@ -1,6 +1,7 @@
 // Package nettest starts the small loopback peers that many of skiff's
 // tests need: a TCP echo, a UDP echo, an accept loop for a server of the
-// test's own, an address where nothing listens, and a self-signed
+// test's own, an address where nothing listens, a SOCKS5 CONNECT through
+// a proxy under test, and a self-signed
 // certificate for a loopback TLS server. They
 // are real sockets on 127.0.0.1, not mocks, so the code
 // under test dials and relays exactly as it would in use. Each peer is
